@@ -1,0 +1,91 @@
+// Baseline schedule generators (see gen_baseline.h).
+#include "planner/gen_baseline.h"
+
+#include <algorithm>
+
+namespace zbpp {
+
+namespace {
+
+Schedule empty_schedule(const Problem& pr, int chunks, std::vector<std::vector<int>> placement, std::string method) {
+  Schedule s;
+  s.p = pr.p;
+  s.m = pr.m;
+  s.chunks = chunks;
+  s.placement = std::move(placement);
+  s.method = std::move(method);
+  s.stages.resize(pr.p);
+  return s;
+}
+
+}  // namespace
+
+std::vector<Op> fbw_order(int m, int warmup, int w_delay, int chunk) {
+  std::vector<Op> ops;
+  int f = 0, b = 0, w = 0;
+  warmup = std::clamp(warmup, 1, m);
+  while (f < warmup) ops.push_back({OpType::F, f++, chunk});
+  while (b < m) {
+    ops.push_back({OpType::B, b++, chunk});
+    if (b - w > w_delay) ops.push_back({OpType::W, w++, chunk});
+    if (f < m) ops.push_back({OpType::F, f++, chunk});
+  }
+  while (w < m) ops.push_back({OpType::W, w++, chunk});
+  return ops;
+}
+
+Schedule generate_1f1b(const Problem& pr) {
+  Schedule s = empty_schedule(pr, 1, interleaved_placement(pr.p, 1), "1f1b");
+  for (int st = 0; st < pr.p; ++st) {
+    auto& ops = s.stages[st];
+    int warmup = std::min(pr.p - st - 1, pr.m);
+    int f = 0, b = 0;
+    while (f < warmup) ops.push_back({OpType::F, f++});
+    while (b < pr.m) {
+      if (f < pr.m) ops.push_back({OpType::F, f++});
+      ops.push_back({OpType::BW, b++});
+    }
+  }
+  return s;
+}
+
+std::optional<Schedule> generate_1f1b_interleaved(const Problem& pr, std::string* err) {
+  int p = pr.p, v = pr.chunks, m = pr.m;
+  if (m % p != 0) {
+    *err = "1f1b-i (Megatron's interleaved order) needs m to be a multiple of p; got m = " + std::to_string(m) +
+           ", p = " + std::to_string(p);
+    return std::nullopt;
+  }
+  Schedule s = empty_schedule(pr, v, interleaved_placement(p, v), "1f1b-i");
+  int total = m * v;
+  // Microbatches go through the chunks in groups of p: k-th forward of a rank is chunk (k/p)%v of
+  // microbatch (k/(p*v))*p + k%p; backwards visit the chunks in reverse.
+  auto mb_of = [&](int k) { return (k / (p * v)) * p + k % p; };
+  auto fwd = [&](int k) { return Op{OpType::F, mb_of(k), (k / p) % v}; };
+  auto bwd = [&](int k) { return Op{OpType::BW, mb_of(k), v - 1 - (k / p) % v}; };
+  for (int st = 0; st < p; ++st) {
+    auto& ops = s.stages[st];
+    int warmup = m == p ? total : std::min((p - st - 1) * 2 + (v - 1) * p, total);
+    for (int k = 0; k < warmup; ++k) ops.push_back(fwd(k));
+    for (int k = 0; k < total - warmup; ++k) {
+      ops.push_back(fwd(warmup + k));
+      ops.push_back(bwd(k));
+    }
+    for (int k = std::max(0, total - warmup); k < total; ++k) ops.push_back(bwd(k));
+  }
+  return s;
+}
+
+Schedule generate_zb_h1(const Problem& pr) {
+  Schedule s = empty_schedule(pr, 1, interleaved_placement(pr.p, 1), "zb-h1");
+  for (int st = 0; st < pr.p; ++st) s.stages[st] = fbw_order(pr.m, pr.p - st, st);
+  return s;
+}
+
+Schedule generate_zb_h2(const Problem& pr) {
+  Schedule s = empty_schedule(pr, 1, interleaved_placement(pr.p, 1), "zb-h2");
+  for (int st = 0; st < pr.p; ++st) s.stages[st] = fbw_order(pr.m, 2 * (pr.p - st) - 1, 2 * st);
+  return s;
+}
+
+}  // namespace zbpp

@@ -1,0 +1,28 @@
+// Baseline schedule generators: 1F1B, interleaved 1F1B (Megatron's order), and the paper's
+// handcrafted ZB-H1 and ZB-H2 (§2, Figure 3). Each takes a checked Problem and returns a
+// compute-level Schedule; it does not check the memory limit (validate() does).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "planner/ir.h"
+#include "planner/problem.h"
+
+namespace zbpp {
+
+/// 1F1B: stage s runs min(p-s-1, m) warm-up F's, then F and fused BW alternately, then the rest.
+Schedule generate_1f1b(const Problem& problem);
+/// Interleaved 1F1B with problem.chunks chunks per stage, placement [s, s+p, ...]. Megatron's
+/// order needs m to be a multiple of p: otherwise returns nothing and sets *err.
+std::optional<Schedule> generate_1f1b_interleaved(const Problem& problem, std::string* err);
+/// ZB-H1: 1F1B's F/B order with B and W split and stage s's W delayed by s B's (peak p*M_B).
+Schedule generate_zb_h1(const Problem& problem);
+/// ZB-H2: 2(p-s)-1 warm-up F's and W delayed by 2s B's, so every bubble is filled (peak (2p-1)*M_B).
+Schedule generate_zb_h2(const Problem& problem);
+
+/// One stage's F/B/W order: `warmup` F's, then repeatedly B, a W when more than `w_delay` W's are
+/// pending, and the next F; once B's run out, the remaining W's. Building block of ZB-H1/H2.
+std::vector<Op> fbw_order(int m, int warmup, int w_delay, int chunk = 0);
+
+}  // namespace zbpp

@@ -1,0 +1,22 @@
+// The planner's pass list: generate a schedule with the chosen method, then validate it.
+// Later passes (search, ILP refinement, lowering) slot in here, each followed by validate().
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/diag.h"
+#include "planner/ir.h"
+#include "planner/problem.h"
+
+namespace zbpp {
+
+/// Methods zbplan plan knows, in the order --help lists them.
+const std::vector<std::string>& plan_methods();
+
+/// Runs the passes for `method`. Returns a validated schedule, or nothing with diagnostics
+/// (an unknown method, a problem the method cannot take, or a result over the memory limit).
+std::optional<Schedule> plan_schedule(const Problem& problem, const std::string& method, std::vector<Diag>* diags);
+
+}  // namespace zbpp

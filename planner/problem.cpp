@@ -1,0 +1,315 @@
+// Checks and conversions for the planning problem (see problem.h).
+#include "planner/problem.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+namespace zbpp {
+
+Mem Problem::stage_mem_b() const {
+  Mem biggest = 0;
+  for (Mem b : mem_b) biggest = std::max(biggest, b);
+  return biggest * chunks;
+}
+
+Ticks Problem::busy_time(int stage) const {
+  return static_cast<Ticks>(m) * chunks * (t_f[stage] + t_b[stage] + t_w[stage]);
+}
+
+std::vector<std::vector<int>> interleaved_placement(int p, int chunks) {
+  std::vector<std::vector<int>> out(p);
+  for (int s = 0; s < p; ++s)
+    for (int c = 0; c < chunks; ++c) out[s].push_back(s + c * p);
+  return out;
+}
+
+std::vector<std::vector<int>> v_shape_placement(int p) {
+  std::vector<std::vector<int>> out(p);
+  for (int s = 0; s < p; ++s) out[s] = {s, 2 * p - 1 - s};
+  return out;
+}
+
+std::optional<Mem> parse_mem_limit(const std::string& text, int p, Mem stage_mem_b, std::string* err) {
+  if (text.empty()) {
+    *err = "empty memory limit";
+    return std::nullopt;
+  }
+  bool multiple = text.back() == 'p';
+  std::string number = multiple ? text.substr(0, text.size() - 1) : text;
+  char* end = nullptr;
+  double value = number.empty() ? 0.0 : std::strtod(number.c_str(), &end);
+  if (number.empty() || end != number.c_str() + number.size()) {
+    *err = "memory limit '" + text + "' is neither a number nor a multiple like '2p'";
+    return std::nullopt;
+  }
+  if (!(value > 0)) {
+    *err = "memory limit '" + text + "' must be positive";
+    return std::nullopt;
+  }
+  if (multiple) return static_cast<Mem>(std::llround(value * static_cast<double>(p) * static_cast<double>(stage_mem_b)));
+  auto q = to_quanta(value);
+  if (!q) {
+    *err = "memory limit '" + text + "' is out of range";
+    return std::nullopt;
+  }
+  return *q;
+}
+
+namespace {
+
+// Converts a per-stage list (broadcasting one value) into quanta, reporting the field by name.
+bool per_stage(const std::vector<double>& values, int p, const std::string& name, bool allow_zero,
+               const std::string& file, std::vector<Mem>* out, std::vector<Diag>* diags) {
+  if (values.size() != 1 && static_cast<int>(values.size()) != p) {
+    diags->push_back({file, "", -1, -1, "", name + " has " + std::to_string(values.size()) +
+                                              " values; give one, or one per stage (p = " + std::to_string(p) + ")"});
+    return false;
+  }
+  out->clear();
+  for (int s = 0; s < p; ++s) {
+    double v = values.size() == 1 ? values[0] : values[s];
+    auto q = to_quanta(v);
+    bool bad = !q || *q < 0 || (!allow_zero && *q == 0);
+    if (bad) {
+      std::string where = values.size() == 1 ? name : name + " of stage " + std::to_string(s);
+      diags->push_back({file, "", -1, -1, "", where + " must be " + (allow_zero ? "non-negative" : "positive") +
+                                                  " and finite, got " + nlohmann::json(v).dump()});
+      return false;
+    }
+    out->push_back(*q);
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<Problem> build_problem(const ProblemInput& in, const std::string& file, std::vector<Diag>* diags) {
+  size_t before = diags->size();
+  auto fail = [&](const std::string& msg) { diags->push_back({file, "", -1, -1, "", msg}); };
+  if (in.p < 1) fail("p (stages) must be at least 1, got " + std::to_string(in.p));
+  if (in.m < 1) fail("m (microbatches) must be at least 1, got " + std::to_string(in.m));
+  if (in.chunks < 1) fail("chunks must be at least 1, got " + std::to_string(in.chunks));
+  if (in.p > 4096 || in.m > 1'000'000 || in.chunks > 64)
+    fail("problem too large (p <= 4096, m <= 1000000, chunks <= 64)");
+  if (diags->size() != before) return std::nullopt;
+
+  Problem pr;
+  pr.p = in.p;
+  pr.m = in.m;
+  pr.chunks = in.chunks;
+  bool ok = per_stage(in.t_f, in.p, "t_f", false, file, &pr.t_f, diags);
+  ok = per_stage(in.t_b, in.p, "t_b", false, file, &pr.t_b, diags) && ok;
+  ok = per_stage(in.t_w, in.p, "t_w", true, file, &pr.t_w, diags) && ok;
+  ok = per_stage(in.mem_b, in.p, "mem_b", true, file, &pr.mem_b, diags) && ok;
+  ok = per_stage(in.mem_w, in.p, "mem_w", true, file, &pr.mem_w, diags) && ok;
+  auto comm = to_quanta(in.t_comm);
+  if (!comm || *comm < 0) {
+    fail("t_comm must be non-negative and finite, got " + nlohmann::json(in.t_comm).dump());
+    ok = false;
+  } else {
+    pr.t_comm = *comm;
+  }
+  if (!ok) return std::nullopt;
+
+  if (!in.placement.empty()) {
+    int v = pr.virtual_stages();
+    std::set<int> seen;
+    bool shape_ok = static_cast<int>(in.placement.size()) == in.p;
+    for (const auto& row : in.placement) shape_ok = shape_ok && static_cast<int>(row.size()) == in.chunks;
+    if (!shape_ok) {
+      fail("placement must list, for each of the " + std::to_string(in.p) + " stages, its " +
+           std::to_string(in.chunks) + " virtual stage(s)");
+      return std::nullopt;
+    }
+    for (const auto& row : in.placement)
+      for (int vs : row) {
+        if (vs < 0 || vs >= v || !seen.insert(vs).second) {
+          fail("placement must use each virtual stage 0.." + std::to_string(v - 1) + " exactly once");
+          return std::nullopt;
+        }
+      }
+    pr.placement = in.placement;
+  }
+
+  if (!in.mem_limit.empty()) {
+    std::string err;
+    auto limit = parse_mem_limit(in.mem_limit, pr.p, pr.stage_mem_b(), &err);
+    if (!limit) {
+      fail(err);
+      return std::nullopt;
+    }
+    // No schedule can hold less than one microbatch's activations on a stage: each F must keep M_B
+    // until its B. Below that the problem is impossible whatever the method.
+    Mem need = *std::max_element(pr.mem_b.begin(), pr.mem_b.end());
+    if (*limit < need) {
+      fail("memory limit " + format_quanta(*limit) + " is below " + format_quanta(need) +
+           ", the activation memory of a single microbatch (M_B); no schedule fits");
+      return std::nullopt;
+    }
+    pr.mem_limit = *limit;
+    pr.mem_limit_spec = in.mem_limit;
+  }
+  return pr;
+}
+
+namespace {
+
+// Typed readers for JSON fields: each reports the exact pointer of a wrong value.
+struct Reader {
+  const std::string& file;
+  std::vector<Diag>* diags;
+
+  void error(const std::string& pointer, const std::string& msg) { diags->push_back({file, pointer, -1, -1, "", msg}); }
+
+  bool integer(const nlohmann::json& v, const std::string& pointer, int* out) {
+    if (!v.is_number_integer()) {
+      error(pointer, "expected an integer, got " + v.dump());
+      return false;
+    }
+    auto x = v.get<long long>();
+    if (x < -1'000'000'000LL || x > 1'000'000'000LL) {
+      error(pointer, "integer out of range: " + v.dump());
+      return false;
+    }
+    *out = static_cast<int>(x);
+    return true;
+  }
+
+  bool number_or_list(const nlohmann::json& v, const std::string& pointer, std::vector<double>* out) {
+    out->clear();
+    if (v.is_number()) {
+      out->push_back(v.get<double>());
+      return true;
+    }
+    if (v.is_array() && !v.empty()) {
+      for (size_t i = 0; i < v.size(); ++i) {
+        if (!v[i].is_number()) {
+          error(pointer + "/" + std::to_string(i), "expected a number, got " + v[i].dump());
+          return false;
+        }
+        out->push_back(v[i].get<double>());
+      }
+      return true;
+    }
+    error(pointer, "expected a number or a non-empty list of numbers (one per stage), got " + v.dump());
+    return false;
+  }
+};
+
+}  // namespace
+
+bool problem_input_from_json(const nlohmann::json& j, const std::string& file, const std::string& pointer,
+                             ProblemInput* out, std::vector<Diag>* diags) {
+  Reader r{file, diags};
+  if (!j.is_object()) {
+    r.error(pointer.empty() ? "/" : pointer, "expected a problem object, got " + std::string(j.type_name()));
+    return false;
+  }
+  static const std::set<std::string> known = {"p", "m", "chunks", "placement", "t_f", "t_b", "t_w",
+                                              "t_comm", "mem_b", "mem_w", "mem_limit", "$schema", "comment"};
+  bool ok = true;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (!known.count(it.key())) {
+      r.error(pointer + "/" + it.key(), "unknown field '" + it.key() + "'");
+      ok = false;
+    }
+  }
+  for (const char* required : {"p", "m", "t_f", "t_b", "t_w"}) {
+    if (!j.contains(required)) {
+      r.error(pointer.empty() ? "/" : pointer, std::string("missing required field '") + required + "'");
+      ok = false;
+    }
+  }
+  if (!ok) return false;
+  ok = r.integer(j["p"], pointer + "/p", &out->p) && ok;
+  ok = r.integer(j["m"], pointer + "/m", &out->m) && ok;
+  if (j.contains("chunks")) ok = r.integer(j["chunks"], pointer + "/chunks", &out->chunks) && ok;
+  ok = r.number_or_list(j["t_f"], pointer + "/t_f", &out->t_f) && ok;
+  ok = r.number_or_list(j["t_b"], pointer + "/t_b", &out->t_b) && ok;
+  ok = r.number_or_list(j["t_w"], pointer + "/t_w", &out->t_w) && ok;
+  if (j.contains("t_comm")) {
+    if (j["t_comm"].is_number()) {
+      out->t_comm = j["t_comm"].get<double>();
+    } else {
+      r.error(pointer + "/t_comm", "expected a number, got " + j["t_comm"].dump());
+      ok = false;
+    }
+  }
+  if (j.contains("mem_b")) ok = r.number_or_list(j["mem_b"], pointer + "/mem_b", &out->mem_b) && ok;
+  if (j.contains("mem_w")) ok = r.number_or_list(j["mem_w"], pointer + "/mem_w", &out->mem_w) && ok;
+  if (j.contains("mem_limit")) {
+    const auto& v = j["mem_limit"];
+    if (v.is_string()) {
+      out->mem_limit = v.get<std::string>();
+    } else if (v.is_number()) {
+      out->mem_limit = v.dump();
+    } else if (!v.is_null()) {
+      r.error(pointer + "/mem_limit", "expected a number, a multiple like \"2p\", or null, got " + v.dump());
+      ok = false;
+    }
+  }
+  if (j.contains("placement")) {
+    const auto& v = j["placement"];
+    if (!v.is_array()) {
+      r.error(pointer + "/placement", "expected a list of lists of virtual stages, got " + v.dump());
+      return false;
+    }
+    out->placement.clear();
+    for (size_t s = 0; s < v.size(); ++s) {
+      std::string ps = pointer + "/placement/" + std::to_string(s);
+      if (!v[s].is_array()) {
+        r.error(ps, "expected a list of virtual stages, got " + v[s].dump());
+        return false;
+      }
+      std::vector<int> row;
+      for (size_t c = 0; c < v[s].size(); ++c) {
+        int vs = 0;
+        if (!r.integer(v[s][c], ps + "/" + std::to_string(c), &vs)) return false;
+        row.push_back(vs);
+      }
+      out->placement.push_back(row);
+    }
+  }
+  return ok;
+}
+
+namespace {
+
+// A per-stage list written as one number when every stage has the same value.
+nlohmann::json compact(const std::vector<std::int64_t>& values) {
+  bool uniform = std::all_of(values.begin(), values.end(), [&](std::int64_t v) { return v == values[0]; });
+  if (uniform) return from_quanta(values[0]);
+  nlohmann::json list = nlohmann::json::array();
+  for (auto v : values) list.push_back(from_quanta(v));
+  return list;
+}
+
+}  // namespace
+
+nlohmann::json problem_to_json(const Problem& pr) {
+  nlohmann::json j;
+  j["p"] = pr.p;
+  j["m"] = pr.m;
+  j["chunks"] = pr.chunks;
+  if (!pr.placement.empty()) j["placement"] = pr.placement;
+  j["t_f"] = compact(pr.t_f);
+  j["t_b"] = compact(pr.t_b);
+  j["t_w"] = compact(pr.t_w);
+  j["t_comm"] = from_quanta(pr.t_comm);
+  j["mem_b"] = compact(pr.mem_b);
+  j["mem_w"] = compact(pr.mem_w);
+  if (pr.mem_limit) {
+    // Keep the user's form ("2p") so the file reads as it was asked for; plain numbers stay numbers.
+    bool multiple = !pr.mem_limit_spec.empty() && pr.mem_limit_spec.back() == 'p';
+    if (multiple) j["mem_limit"] = pr.mem_limit_spec;
+    else j["mem_limit"] = from_quanta(*pr.mem_limit);
+  } else {
+    j["mem_limit"] = nullptr;
+  }
+  return j;
+}
+
+}  // namespace zbpp

@@ -1,0 +1,261 @@
+// Schedule file reading and writing (see schedule_json.h).
+#include "planner/schedule_json.h"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace zbpp {
+
+namespace {
+
+constexpr const char* kFormat = "zbpp-schedule";
+constexpr int kVersion = 1;
+
+// 1-based line and column of a byte offset, and the text of that line.
+void locate(const std::string& text, size_t offset, int* line, int* col, std::string* line_text) {
+  offset = std::min(offset, text.size());
+  size_t line_start = 0;
+  *line = 1;
+  for (size_t i = 0; i < offset; ++i)
+    if (text[i] == '\n') {
+      ++*line;
+      line_start = i + 1;
+    }
+  *col = static_cast<int>(offset - line_start) + 1;
+  size_t line_end = text.find('\n', line_start);
+  *line_text = text.substr(line_start, line_end == std::string::npos ? std::string::npos : line_end - line_start);
+}
+
+}  // namespace
+
+bool read_text_file(const std::string& path, std::string* text, std::vector<Diag>* diags) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    diags->push_back({path, "", -1, -1, "", "cannot open file"});
+    return false;
+  }
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  *text = buf.str();
+  return true;
+}
+
+std::optional<nlohmann::json> parse_json_text(const std::string& text, const std::string& file, std::vector<Diag>* diags) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    // nlohmann's byte is 1-based and points at the last character read.
+    size_t offset = e.byte == 0 ? 0 : e.byte - 1;
+    int line = 0, col = 0;
+    std::string line_text;
+    locate(text, offset, &line, &col, &line_text);
+    std::string what = e.what();
+    size_t cut = what.find("parse error");
+    std::string msg = cut == std::string::npos ? what : what.substr(cut);
+    std::string caret(static_cast<size_t>(std::max(0, col - 1)), ' ');
+    diags->push_back({file + ":" + std::to_string(line) + ":" + std::to_string(col), "", -1, -1, "",
+                      "invalid JSON: " + msg + "\n" + line_text + "\n" + caret + "^ near here"});
+    return std::nullopt;
+  }
+}
+
+namespace {
+
+struct OpReader {
+  const std::string& file;
+  std::vector<Diag>* diags;
+  bool ok = true;
+
+  void error(const std::string& pointer, const std::string& msg) {
+    diags->push_back({file, pointer, -1, -1, "", msg});
+    ok = false;
+  }
+
+  bool read_int(const nlohmann::json& obj, const char* key, const std::string& pointer, int* out, bool required) {
+    if (!obj.contains(key)) {
+      if (required) error(pointer, std::string("op is missing '") + key + "'");
+      return !required;
+    }
+    const auto& v = obj[key];
+    if (!v.is_number_integer() || v.get<long long>() < -1 || v.get<long long>() > 1'000'000'000LL) {
+      error(pointer + "/" + key, "expected a non-negative integer, got " + v.dump());
+      return false;
+    }
+    *out = static_cast<int>(v.get<long long>());
+    return true;
+  }
+
+  std::optional<Op> op(const nlohmann::json& v, const std::string& pointer) {
+    static const std::set<std::string> fields = {"type", "mb", "chunk", "peer", "slot"};
+    if (!v.is_object()) {
+      error(pointer, "expected an op object like {\"type\": \"F\", \"mb\": 0, \"chunk\": 0}, got " + v.dump());
+      return std::nullopt;
+    }
+    for (auto it = v.begin(); it != v.end(); ++it)
+      if (!fields.count(it.key())) {
+        error(pointer + "/" + it.key(), "unknown op field '" + it.key() + "'");
+        return std::nullopt;
+      }
+    if (!v.contains("type") || !v["type"].is_string()) {
+      error(pointer + (v.contains("type") ? "/type" : ""), "op needs a string 'type' (F, B, W, BW, ...)");
+      return std::nullopt;
+    }
+    auto type = parse_op_type(v["type"].get<std::string>());
+    if (!type) {
+      error(pointer + "/type", "unknown op type " + v["type"].dump() +
+                                   " (expected F, B, W, BW, SEND_F, RECV_F, SEND_B, RECV_B or OPT_STEP)");
+      return std::nullopt;
+    }
+    Op op;
+    op.type = *type;
+    bool fine = read_int(v, "mb", pointer, &op.mb, *type != OpType::OPT_STEP);
+    fine = read_int(v, "chunk", pointer, &op.chunk, false) && fine;
+    fine = read_int(v, "peer", pointer, &op.peer, false) && fine;
+    fine = read_int(v, "slot", pointer, &op.slot, false) && fine;
+    if (!fine) return std::nullopt;
+    return op;
+  }
+};
+
+}  // namespace
+
+std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const std::string& file, std::vector<Diag>* diags) {
+  OpReader r{file, diags};
+  size_t diags_before = diags->size();
+  if (!j.is_object()) {
+    r.error("/", "expected a schedule object, got " + std::string(j.type_name()));
+    return std::nullopt;
+  }
+  static const std::set<std::string> known = {"$schema", "comment", "format", "version", "level", "method",
+                                              "p", "m", "chunks", "placement", "problem", "makespan", "span",
+                                              "bubble_rate", "peak_memory", "stages"};
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (!known.count(it.key())) r.error("/" + it.key(), "unknown field '" + it.key() + "'");
+  for (const char* required : {"p", "m", "placement", "problem", "stages"})
+    if (!j.contains(required)) r.error("/", std::string("missing required field '") + required + "'");
+  if (!r.ok) return std::nullopt;
+  if (j.contains("format") && j["format"] != kFormat)
+    r.error("/format", "expected \"" + std::string(kFormat) + "\", got " + j["format"].dump());
+  if (j.contains("version") && j["version"] != kVersion)
+    r.error("/version", "this zbplan reads version " + std::to_string(kVersion) + ", the file has " + j["version"].dump());
+
+  ScheduleFile out;
+  Schedule& s = out.schedule;
+  ProblemInput input;
+  problem_input_from_json(j["problem"], file, "/problem", &input, diags);
+  if (diags->size() > diags_before) r.ok = false;
+  r.read_int(j, "p", "", &s.p, true);
+  r.read_int(j, "m", "", &s.m, true);
+  r.read_int(j, "chunks", "", &s.chunks, false);
+  if (j.contains("level")) {
+    if (j["level"].is_string()) s.level = j["level"].get<std::string>();
+    else r.error("/level", "expected \"compute\" or \"lowered\", got " + j["level"].dump());
+  }
+  if (j.contains("method") && j["method"].is_string()) s.method = j["method"].get<std::string>();
+
+  const auto& placement = j["placement"];
+  if (!placement.is_array()) {
+    r.error("/placement", "expected a list, for each stage, of its chunks' virtual stages, got " + placement.dump());
+  } else {
+    for (size_t st = 0; st < placement.size(); ++st) {
+      std::string ptr = "/placement/" + std::to_string(st);
+      std::vector<int> row;
+      if (!placement[st].is_array()) {
+        r.error(ptr, "expected a list of virtual stages, got " + placement[st].dump());
+        continue;
+      }
+      for (size_t c = 0; c < placement[st].size(); ++c) {
+        const auto& v = placement[st][c];
+        if (!v.is_number_integer()) r.error(ptr + "/" + std::to_string(c), "expected an integer, got " + v.dump());
+        else row.push_back(v.get<int>());
+      }
+      s.placement.push_back(row);
+    }
+  }
+
+  const auto& stages = j["stages"];
+  if (!stages.is_array()) {
+    r.error("/stages", "expected a list of per-stage op lists, got " + std::string(stages.type_name()));
+    return std::nullopt;
+  }
+  for (size_t st = 0; st < stages.size(); ++st) {
+    std::string ptr = "/stages/" + std::to_string(st);
+    if (!stages[st].is_array()) {
+      r.error(ptr, "expected a list of ops, got " + std::string(stages[st].type_name()));
+      continue;
+    }
+    std::vector<Op> ops;
+    ops.reserve(stages[st].size());
+    for (size_t i = 0; i < stages[st].size(); ++i) {
+      auto op = r.op(stages[st][i], ptr + "/" + std::to_string(i));
+      if (op) ops.push_back(*op);
+    }
+    s.stages.push_back(std::move(ops));
+  }
+  if (!r.ok) return std::nullopt;
+
+  auto problem = build_problem(input, file, diags);
+  if (!problem) return std::nullopt;
+  out.problem = *problem;
+  // A schedule fixes the placement; the problem inherits it so simulate and validate agree.
+  if (out.problem.placement.empty()) out.problem.placement = s.placement;
+  return out;
+}
+
+std::optional<ScheduleFile> load_schedule_file(const std::string& path, std::vector<Diag>* diags) {
+  std::string text;
+  if (!read_text_file(path, &text, diags)) return std::nullopt;
+  auto j = parse_json_text(text, path, diags);
+  if (!j) return std::nullopt;
+  return schedule_from_json(*j, path, diags);
+}
+
+bool load_problem_file(const std::string& path, ProblemInput* out, std::vector<Diag>* diags) {
+  std::string text;
+  if (!read_text_file(path, &text, diags)) return false;
+  auto j = parse_json_text(text, path, diags);
+  if (!j) return false;
+  return problem_input_from_json(*j, path, "", out, diags);
+}
+
+std::string schedule_to_json_text(const Schedule& s, const Problem& pr, const Timeline& t) {
+  nlohmann::json peak = nlohmann::json::array();
+  for (Mem m : t.peak_memory) peak.push_back(from_quanta(m));
+  nlohmann::json placement = s.placement;
+  std::ostringstream out;
+  out << "{\n";
+  out << "  \"format\": \"" << kFormat << "\",\n";
+  out << "  \"version\": " << kVersion << ",\n";
+  out << "  \"level\": " << nlohmann::json(s.level).dump() << ",\n";
+  out << "  \"method\": " << nlohmann::json(s.method).dump() << ",\n";
+  out << "  \"p\": " << s.p << ",\n";
+  out << "  \"m\": " << s.m << ",\n";
+  out << "  \"chunks\": " << s.chunks << ",\n";
+  out << "  \"placement\": " << placement.dump() << ",\n";
+  out << "  \"problem\": " << problem_to_json(pr).dump() << ",\n";
+  out << "  \"makespan\": " << nlohmann::json(from_quanta(t.makespan)).dump() << ",\n";
+  out << "  \"span\": " << nlohmann::json(from_quanta(t.span)).dump() << ",\n";
+  out << "  \"bubble_rate\": " << nlohmann::json(t.bubble_rate).dump() << ",\n";
+  out << "  \"peak_memory\": " << peak.dump() << ",\n";
+  out << "  \"stages\": [\n";
+  for (size_t st = 0; st < s.stages.size(); ++st) {
+    out << "    [\n";
+    const auto& ops = s.stages[st];
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const Op& op = ops[i];
+      out << "      {\"type\": \"" << op_type_name(op.type) << "\"";
+      if (op.type != OpType::OPT_STEP) out << ", \"mb\": " << op.mb << ", \"chunk\": " << op.chunk;
+      if (op.peer >= 0) out << ", \"peer\": " << op.peer;
+      if (op.slot >= 0) out << ", \"slot\": " << op.slot;
+      out << "}" << (i + 1 < ops.size() ? "," : "") << "\n";
+    }
+    out << "    ]" << (st + 1 < s.stages.size() ? "," : "") << "\n";
+  }
+  out << "  ]\n}\n";
+  return out.str();
+}
+
+}  // namespace zbpp

@@ -1,0 +1,172 @@
+// Event simulation of a schedule (see simulate.h). Each stage advances through its list until
+// an op's input has not been produced yet; it then parks on that product and is woken when the
+// product appears. Linear in the number of ops.
+#include "planner/simulate.h"
+
+#include <algorithm>
+
+#include "planner/deps.h"
+
+namespace zbpp {
+
+namespace {
+
+struct Sim {
+  const Schedule& schedule;
+  const Problem& problem;
+  VirtualStageMap map;
+  int m;
+  std::vector<Ticks> produced_at;       // [key] end time of the producing op, -1 if not yet
+  std::vector<int> producer_index;      // [key] op index on the producer's stage, -1 if none
+  std::vector<std::vector<int>> waiters;
+  std::vector<int> cursor;
+  std::vector<Ticks> free_at;
+  std::vector<std::vector<OpTiming>> times;
+
+  Sim(const Schedule& s, const Problem& pr) : schedule(s), problem(pr), map(s.placement), m(s.m) {
+    size_t keys = static_cast<size_t>(kProducts) * map.virtual_stages() * m;
+    produced_at.assign(keys, -1);
+    producer_index.assign(keys, -1);
+    waiters.resize(keys);
+    cursor.assign(s.p, 0);
+    free_at.assign(s.p, 0);
+    times.resize(s.p);
+    for (int st = 0; st < s.p; ++st) {
+      times[st].resize(s.stages[st].size());
+      for (int i = 0; i < static_cast<int>(s.stages[st].size()); ++i) {
+        const Op& op = s.stages[st][i];
+        if (auto what = product_of(op.type)) producer_index[key(*what, map.vs(st, op.chunk), op.mb)] = i;
+      }
+    }
+  }
+
+  size_t key(Product what, int vs, int mb) const {
+    return (static_cast<size_t>(what) * map.virtual_stages() + vs) * m + mb;
+  }
+
+  // Runs stage st as far as it can; returns stages woken by what it produced.
+  void advance(int st, std::vector<int>* woken) {
+    const auto& ops = schedule.stages[st];
+    while (cursor[st] < static_cast<int>(ops.size())) {
+      const Op& op = ops[cursor[st]];
+      Ticks start = free_at[st];
+      if (auto dep = dependency_of(op, st, map)) {
+        size_t k = key(dep->what, dep->vs, dep->mb);
+        if (produced_at[k] < 0) {
+          waiters[k].push_back(st);
+          return;
+        }
+        start = std::max(start, produced_at[k] + (dep->remote ? problem.t_comm : 0));
+      }
+      Ticks end = start + op_duration(op, st, problem);
+      times[st][cursor[st]] = {start, end};
+      free_at[st] = end;
+      if (auto what = product_of(op.type)) {
+        size_t k = key(*what, map.vs(st, op.chunk), op.mb);
+        produced_at[k] = end;
+        for (int w : waiters[k]) woken->push_back(w);
+        waiters[k].clear();
+      }
+      ++cursor[st];
+    }
+  }
+
+  // Returns true when every stage finished.
+  bool run() {
+    std::vector<int> work;
+    for (int st = schedule.p - 1; st >= 0; --st) work.push_back(st);
+    while (!work.empty()) {
+      int st = work.back();
+      work.pop_back();
+      advance(st, &work);
+    }
+    for (int st = 0; st < schedule.p; ++st)
+      if (cursor[st] < static_cast<int>(schedule.stages[st].size())) return false;
+    return true;
+  }
+
+  std::string where(int st, int index) const {
+    return "stage " + std::to_string(st) + " op " + std::to_string(index) + " (" +
+           op_short(schedule.stages[st][index]) + ")";
+  }
+
+  // Follows "waits for" from the first stuck stage until a stage repeats: the deadlock cycle.
+  Diag deadlock() const {
+    int first = 0;
+    while (cursor[first] >= static_cast<int>(schedule.stages[first].size())) ++first;
+    Diag d;
+    d.stage = first;
+    d.op_index = cursor[first];
+    d.op = op_short(schedule.stages[first][cursor[first]]);
+    std::string chain = "deadlock: " + where(first, cursor[first]);
+    std::vector<bool> seen(schedule.p, false);
+    int st = first;
+    while (!seen[st]) {
+      seen[st] = true;
+      const Op& op = schedule.stages[st][cursor[st]];
+      auto dep = dependency_of(op, st, map);
+      if (!dep) break;  // cannot happen for a stuck op; keep the message finite anyway
+      int producer_stage = map.stage_of[dep->vs];
+      int k = producer_index[key(dep->what, dep->vs, dep->mb)];
+      if (k < 0) {
+        chain += " waits for an op that no stage runs";
+        break;
+      }
+      chain += " waits for " + where(producer_stage, k);
+      st = producer_stage;
+      if (cursor[st] != k) chain += "; stage " + std::to_string(st) + " is stuck at " + where(st, cursor[st]);
+    }
+    d.message = chain;
+    return d;
+  }
+};
+
+}  // namespace
+
+std::vector<Mem> peak_memory(const Schedule& schedule, const Problem& problem) {
+  std::vector<Mem> peaks(schedule.p, 0);
+  for (int st = 0; st < schedule.p; ++st) {
+    Mem now = 0;
+    for (const Op& op : schedule.stages[st]) {
+      now += memory_delta(op, st, problem);
+      peaks[st] = std::max(peaks[st], now);
+    }
+  }
+  return peaks;
+}
+
+std::optional<Timeline> simulate_timeline(const Schedule& schedule, const Problem& problem, std::vector<Diag>* diags) {
+  Sim sim(schedule, problem);
+  if (!sim.run()) {
+    diags->push_back(sim.deadlock());
+    return std::nullopt;
+  }
+  Timeline t;
+  t.ops = std::move(sim.times);
+  t.busy.assign(schedule.p, 0);
+  Ticks first_start = -1, last_end = 0, max_busy = 0;
+  for (int st = 0; st < schedule.p; ++st) {
+    const auto& ops = t.ops[st];
+    for (size_t i = 0; i < ops.size(); ++i) t.busy[st] += ops[i].end - ops[i].start;
+    max_busy = std::max(max_busy, t.busy[st]);
+    if (ops.empty()) continue;
+    t.span = std::max(t.span, ops.back().end - ops.front().start);
+    first_start = first_start < 0 ? ops.front().start : std::min(first_start, ops.front().start);
+    last_end = std::max(last_end, ops.back().end);
+  }
+  t.makespan = first_start < 0 ? 0 : last_end - first_start;
+  t.bubble_rate = t.span > 0 ? static_cast<double>(t.span - max_busy) / static_cast<double>(t.span) : 0.0;
+  t.peak_memory = peak_memory(schedule, problem);
+  return t;
+}
+
+Ticks simulate_span(const Schedule& schedule, const Problem& problem) {
+  Sim sim(schedule, problem);
+  if (!sim.run()) return -1;
+  Ticks span = 0;
+  for (const auto& ops : sim.times)
+    if (!ops.empty()) span = std::max(span, ops.back().end - ops.front().start);
+  return span;
+}
+
+}  // namespace zbpp

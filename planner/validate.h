@@ -1,0 +1,23 @@
+// Checks that a schedule is one the runtime can replay: complete, ordered, within the memory
+// limit and free of deadlock. Every finding names the stage and the op's position.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "planner/diag.h"
+#include "planner/ir.h"
+#include "planner/problem.h"
+
+namespace zbpp {
+
+/// Shape against the problem, op fields in range, exactly one F and one B+W (or one BW) per
+/// (stage, chunk, microbatch), and on each stage F before B before W.
+std::vector<Diag> validate_structure(const Schedule& schedule, const Problem& problem);
+/// Peak activation memory of every stage within the problem's limit (no-op without a limit).
+std::vector<Diag> validate_memory(const Schedule& schedule, const Problem& problem);
+/// All checks in order; the deadlock check (a simulation) runs only on a sound structure.
+/// `file` is put into every diagnostic.
+std::vector<Diag> validate(const Schedule& schedule, const Problem& problem, const std::string& file = "");
+
+}  // namespace zbpp

@@ -1,0 +1,246 @@
+// zbplan subcommands: plan, simulate, validate. Parses flags with CLI11, calls the library,
+// prints figures or located errors. No planning logic here.
+#include "planner/zbplan_cli.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "planner/pipeline.h"
+#include "planner/schedule_json.h"
+#include "planner/simulate.h"
+#include "planner/trace.h"
+#include "planner/validate.h"
+
+namespace zbpp {
+
+namespace {
+
+constexpr int kExitInvalid = 1;
+constexpr int kExitUsage = 2;
+
+// "18.5" or "1,2,3" -> numbers; false on anything else.
+bool parse_number_list(const std::string& text, std::vector<double>* out) {
+  out->clear();
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    char* end = nullptr;
+    double v = std::strtod(item.c_str(), &end);
+    if (item.empty() || end != item.c_str() + item.size()) return false;
+    out->push_back(v);
+  }
+  return !out->empty();
+}
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string memory_list(const std::vector<Mem>& peaks) {
+  std::string out = "[";
+  for (size_t i = 0; i < peaks.size(); ++i) out += (i ? ", " : "") + format_quanta(peaks[i]);
+  return out + "]";
+}
+
+// The figures `simulate` prints and `plan` summarises.
+void print_figures(std::ostream& out, const Schedule& s, const Problem& pr, const Timeline& t) {
+  out << "  method       " << (s.method.empty() ? "?" : s.method) << " (p=" << s.p << ", m=" << s.m
+      << ", chunks=" << s.chunks << ")\n";
+  out << "  makespan     " << format_quanta(t.makespan) << "  (first op start to last op end, any stage)\n";
+  out << "  span         " << format_quanta(t.span) << "  (longest stage, its first op to its last; the paper's cost)\n";
+  out << "  bubble rate  " << fixed(t.bubble_rate, 4) << "  ((span - busy) / span; " << fixed(t.bubble_rate, 6) << ")\n";
+  out << "  peak memory  " << memory_list(t.peak_memory);
+  if (pr.mem_limit)
+    out << "  (limit " << format_quanta(*pr.mem_limit)
+        << (pr.mem_limit_spec.empty() || pr.mem_limit_spec.back() != 'p' ? "" : " = " + pr.mem_limit_spec) << ")";
+  out << "\n";
+}
+
+bool write_file(const std::string& path, const std::string& text, std::ostream& err) {
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+  f.close();
+  if (!f) {
+    err << "zbplan: " << path << ": cannot write file\n";
+    return false;
+  }
+  return true;
+}
+
+int fail(std::ostream& err, const std::vector<Diag>& diags) {
+  for (const Diag& d : diags) err << "zbplan: " << format_diag(d) << "\n";
+  return kExitInvalid;
+}
+
+// Problem flags shared by `plan` (and, later, other subcommands that take a problem).
+struct ProblemFlags {
+  std::string problem_file;
+  int p = 0, m = 0, chunks = 0;
+  std::string tf, tb, tw, mem_b, mem_w, mem_limit;
+  double tcomm = -1;
+  bool tcomm_given = false;
+
+  void add_to(CLI::App* app) {
+    app->add_option("--problem", problem_file, "problem JSON file (schema/problem.schema.json); flags override it");
+    app->add_option("-p,--stages", p, "pipeline stages");
+    app->add_option("-m,--microbatches", m, "microbatches per iteration");
+    app->add_option("--tf", tf, "time of one F: one number, or one per stage \"a,b,c,...\"");
+    app->add_option("--tb", tb, "time of one B (input gradient), as --tf");
+    app->add_option("--tw", tw, "time of one W (weight gradient), as --tf");
+    app->add_option("--tcomm", tcomm, "latency of one hop between neighbouring stages");
+    app->add_option("--mem-b", mem_b, "activation memory one F adds (M_B), as --tf (default 1)");
+    app->add_option("--mem-w", mem_w, "memory kept from B until W (M_W), as --tf (default 0.5)");
+    app->add_option("--mem-limit", mem_limit, "activation memory limit per stage: a number, or a multiple of p*M_B like 1p, 1.5p, 2p");
+    app->add_option("--chunks", chunks, "model chunks per stage (interleaved schedules)");
+  }
+
+  // Fills a ProblemInput from the file (if any) and the flags; false with diagnostics.
+  bool to_input(ProblemInput* in, std::vector<Diag>* diags) const {
+    if (!problem_file.empty() && !load_problem_file(problem_file, in, diags)) return false;
+    if (p) in->p = p;
+    if (m) in->m = m;
+    if (chunks) in->chunks = chunks;
+    bool ok = true;
+    auto list = [&](const std::string& text, const char* flag, std::vector<double>* target) {
+      if (text.empty()) return;
+      if (!parse_number_list(text, target)) {
+        diags->push_back({"", "", -1, -1, "", std::string(flag) + ": '" + text +
+                                                  "' is not a number or a comma-separated list of numbers"});
+        ok = false;
+      }
+    };
+    list(tf, "--tf", &in->t_f);
+    list(tb, "--tb", &in->t_b);
+    list(tw, "--tw", &in->t_w);
+    list(mem_b, "--mem-b", &in->mem_b);
+    list(mem_w, "--mem-w", &in->mem_w);
+    if (tcomm_given) in->t_comm = tcomm;
+    if (!mem_limit.empty()) in->mem_limit = mem_limit;
+    if (problem_file.empty() && (p == 0 || m == 0)) {
+      diags->push_back({"", "", -1, -1, "", "give the problem with --problem FILE or with -p and -m (and --tf --tb --tw)"});
+      ok = false;
+    }
+    return ok;
+  }
+};
+
+int cmd_plan(const std::string& method, const ProblemFlags& flags, const std::string& output, std::ostream& out,
+             std::ostream& err) {
+  std::vector<Diag> diags;
+  ProblemInput input;
+  if (!flags.to_input(&input, &diags)) return fail(err, diags);
+  auto problem = build_problem(input, flags.problem_file, &diags);
+  if (!problem) return fail(err, diags);
+  auto schedule = plan_schedule(*problem, method, &diags);
+  if (!schedule) return fail(err, diags);
+  auto timeline = simulate_timeline(*schedule, *problem, &diags);
+  if (!timeline) return fail(err, diags);
+  if (!write_file(output, schedule_to_json_text(*schedule, *problem, *timeline), err)) return kExitInvalid;
+  out << "wrote " << output << "\n";
+  print_figures(out, *schedule, *problem, *timeline);
+  return 0;
+}
+
+// Loads, validates and simulates a schedule file; the shared first half of simulate and validate.
+std::optional<std::pair<ScheduleFile, Timeline>> load_checked(const std::string& path, std::ostream& err) {
+  std::vector<Diag> diags;
+  auto file = load_schedule_file(path, &diags);
+  if (!file) {
+    fail(err, diags);
+    return std::nullopt;
+  }
+  diags = validate(file->schedule, file->problem, path);
+  std::optional<Timeline> timeline;
+  if (diags.empty()) timeline = simulate_timeline(file->schedule, file->problem, &diags);
+  if (!diags.empty()) {
+    fail(err, diags);
+    err << "zbplan: " << path << ": invalid schedule (" << diags.size() << " error" << (diags.size() == 1 ? "" : "s")
+        << ")\n";
+    return std::nullopt;
+  }
+  return std::make_pair(std::move(*file), std::move(*timeline));
+}
+
+int cmd_simulate(const std::string& path, const std::string& trace_path, std::ostream& out, std::ostream& err) {
+  auto loaded = load_checked(path, err);
+  if (!loaded) return kExitInvalid;
+  const auto& [file, timeline] = *loaded;
+  out << path << "\n";
+  print_figures(out, file.schedule, file.problem, timeline);
+  if (!trace_path.empty()) {
+    if (!write_file(trace_path, timeline_trace(file.schedule, timeline).dump() + "\n", err)) return kExitInvalid;
+    out << "wrote trace " << trace_path << " (open in ui.perfetto.dev)\n";
+  }
+  return 0;
+}
+
+int cmd_validate(const std::string& path, std::ostream& out, std::ostream& err) {
+  auto loaded = load_checked(path, err);
+  if (!loaded) return kExitInvalid;
+  const auto& s = loaded->first.schedule;
+  size_t ops = 0;
+  for (const auto& stage : s.stages) ops += stage.size();
+  out << path << ": ok (" << s.method << ", p=" << s.p << ", m=" << s.m << ", chunks=" << s.chunks << ", " << ops
+      << " ops)\n";
+  return 0;
+}
+
+}  // namespace
+
+int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  CLI::App app{"zbplan: plans zero-bubble pipeline schedules and checks schedule files"};
+  app.require_subcommand(1);
+
+  ProblemFlags flags;
+  std::string method, output, file, trace;
+  std::string method_help = "schedule method:";
+  for (const auto& m : plan_methods()) method_help += " " + m;
+  auto* plan = app.add_subcommand("plan", "plan a schedule for a problem and write the schedule file");
+  plan->add_option("--method", method, method_help)->required();
+  flags.add_to(plan);
+  plan->add_option("-o,--output", output, "schedule file to write")->required();
+
+  auto* simulate = app.add_subcommand("simulate", "validate a schedule file and print its predicted timeline figures");
+  simulate->add_option("file", file, "schedule file")->required();
+  simulate->add_option("--trace", trace, "also write a Chrome/Perfetto trace of the predicted timeline");
+
+  auto* validate_cmd = app.add_subcommand("validate", "check a schedule file; exit 1 with located errors if it is invalid");
+  validate_cmd->add_option("file", file, "schedule file")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    out << app.help();
+    return 0;
+  } catch (const CLI::CallForAllHelp& e) {
+    out << app.help("", CLI::AppFormatMode::All);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    // A subcommand's --help arrives here too, as a CallForHelp raised inside the subcommand.
+    if (e.get_exit_code() == 0) {
+      for (auto* sub : {plan, simulate, validate_cmd})
+        if (sub->parsed()) {
+          out << sub->help();
+          return 0;
+        }
+      out << app.help();
+      return 0;
+    }
+    err << "zbplan: " << e.what() << "\n" << "run 'zbplan --help' for usage\n";
+    return kExitUsage;
+  }
+  flags.tcomm_given = plan->count("--tcomm") > 0;
+
+  if (plan->parsed()) return cmd_plan(method, flags, output, out, err);
+  if (simulate->parsed()) return cmd_simulate(file, trace, out, err);
+  return cmd_validate(file, out, err);
+}
+
+}  // namespace zbpp
