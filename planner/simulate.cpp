@@ -90,7 +90,8 @@ struct Sim {
            op_short(schedule.stages[st][index]) + ")";
   }
 
-  // Follows "waits for" from the first stuck stage until a stage repeats: the deadlock cycle.
+  // Follows "waits for" from the first stuck stage until a stage repeats: the deadlock cycle,
+  // e.g. "waits for stage 1 op 2 (B0); stage 1 is stuck at op 0 (F1), which waits for ...".
   Diag deadlock() const {
     int first = 0;
     while (cursor[first] >= static_cast<int>(schedule.stages[first].size())) ++first;
@@ -98,23 +99,27 @@ struct Sim {
     d.stage = first;
     d.op_index = cursor[first];
     d.op = op_short(schedule.stages[first][cursor[first]]);
-    std::string chain = "deadlock: " + where(first, cursor[first]);
+    std::string chain = "deadlock:";
     std::vector<bool> seen(schedule.p, false);
+    seen[first] = true;
     int st = first;
-    while (!seen[st]) {
-      seen[st] = true;
+    while (true) {
       const Op& op = schedule.stages[st][cursor[st]];
       auto dep = dependency_of(op, st, map);
-      if (!dep) break;  // cannot happen for a stuck op; keep the message finite anyway
-      int producer_stage = map.stage_of[dep->vs];
-      int k = producer_index[key(dep->what, dep->vs, dep->mb)];
-      if (k < 0) {
+      int k = dep ? producer_index[key(dep->what, dep->vs, dep->mb)] : -1;
+      if (k < 0) {  // cannot happen after validate_structure; keep the message finite anyway
         chain += " waits for an op that no stage runs";
         break;
       }
-      chain += " waits for " + where(producer_stage, k);
-      st = producer_stage;
-      if (cursor[st] != k) chain += "; stage " + std::to_string(st) + " is stuck at " + where(st, cursor[st]);
+      int t = map.stage_of[dep->vs];
+      chain += " waits for " + where(t, k);
+      if (cursor[t] != k)
+        chain += "; stage " + std::to_string(t) + " is stuck at op " + std::to_string(cursor[t]) + " (" +
+                 op_short(schedule.stages[t][cursor[t]]) + ")";
+      if (seen[t]) break;
+      seen[t] = true;
+      chain += ", which";
+      st = t;
     }
     d.message = chain;
     return d;

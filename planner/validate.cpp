@@ -105,8 +105,6 @@ std::vector<Diag> validate_structure(const Schedule& s, const Problem& pr) {
           out.push_back(at_stage(st, name(OpType::W) + " is missing (its B is op " + std::to_string(p[kB]) + ")"));
         }
         int back = p[kBW] >= 0 ? p[kBW] : p[kB];
-        if (p[kW] >= 0 && p[kB] < 0)
-          out.push_back(at(st, p[kW], ops[p[kW]], op_short(ops[p[kW]]) + " has no " + name(OpType::B) + " on this stage"));
         if (p[kF] >= 0 && back >= 0 && back < p[kF])
           out.push_back(at(st, back, ops[back], op_short(ops[back]) + " before its F (op " + std::to_string(p[kF]) + ")"));
         if (p[kB] >= 0 && p[kW] >= 0 && p[kW] < p[kB])

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -82,7 +83,8 @@ int fail(std::ostream& err, const std::vector<Diag>& diags) {
 // Problem flags shared by `plan` (and, later, other subcommands that take a problem).
 struct ProblemFlags {
   std::string problem_file;
-  int p = 0, m = 0, chunks = 0;
+  static constexpr int kUnset = std::numeric_limits<int>::min();  // flag not given: keep the file's value
+  int p = kUnset, m = kUnset, chunks = kUnset;
   std::string tf, tb, tw, mem_b, mem_w, mem_limit;
   double tcomm = -1;
   bool tcomm_given = false;
@@ -104,9 +106,9 @@ struct ProblemFlags {
   // Fills a ProblemInput from the file (if any) and the flags; false with diagnostics.
   bool to_input(ProblemInput* in, std::vector<Diag>* diags) const {
     if (!problem_file.empty() && !load_problem_file(problem_file, in, diags)) return false;
-    if (p) in->p = p;
-    if (m) in->m = m;
-    if (chunks) in->chunks = chunks;
+    if (p != kUnset) in->p = p;
+    if (m != kUnset) in->m = m;
+    if (chunks != kUnset) in->chunks = chunks;
     bool ok = true;
     auto list = [&](const std::string& text, const char* flag, std::vector<double>* target) {
       if (text.empty()) return;
@@ -123,7 +125,7 @@ struct ProblemFlags {
     list(mem_w, "--mem-w", &in->mem_w);
     if (tcomm_given) in->t_comm = tcomm;
     if (!mem_limit.empty()) in->mem_limit = mem_limit;
-    if (problem_file.empty() && (p == 0 || m == 0)) {
+    if (problem_file.empty() && (p == kUnset || m == kUnset)) {
       diags->push_back({"", "", -1, -1, "", "give the problem with --problem FILE or with -p and -m (and --tf --tb --tw)"});
       ok = false;
     }

@@ -1,1 +1,69 @@
-int main(){}
+// zbpp benchmarks: prints figures, asserts nothing. Run with `cmake --build build --target bench`
+// or `build/tools/zbpp_bench`. Results and the machine they came from are recorded in docs/benchmarks.md.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "planner/gen_baseline.h"
+#include "planner/simulate.h"
+#include "planner/validate.h"
+
+using namespace zbpp;
+
+namespace {
+
+// Runs `fn` `reps` times and returns the min and median wall time in microseconds.
+std::pair<double, double> time_us(int reps, const std::function<void()>& fn) {
+  std::vector<double> us;
+  for (int i = 0; i < reps; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    fn();
+    auto t1 = std::chrono::steady_clock::now();
+    us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+  }
+  std::sort(us.begin(), us.end());
+  return {us.front(), us[us.size() / 2]};
+}
+
+Problem table5_problem(int p, int m) {
+  ProblemInput in;
+  in.p = p;
+  in.m = m;
+  in.t_f = {10.402};
+  in.t_b = {10.248};
+  in.t_w = {7.698};
+  in.t_comm = 0.460;
+  std::vector<Diag> diags;
+  return *build_problem(in, "", &diags);
+}
+
+}  // namespace
+
+int main() {
+  std::printf("%-34s %8s %12s %12s\n", "benchmark", "ops", "min (us)", "median (us)");
+  for (auto [p, m] : {std::pair{8, 24}, std::pair{16, 128}, std::pair{32, 256}}) {
+    Problem pr = table5_problem(p, m);
+    for (const char* method : {"1f1b", "zb-h1", "zb-h2"}) {
+      Schedule s = std::string(method) == "1f1b" ? generate_1f1b(pr)
+                   : std::string(method) == "zb-h1" ? generate_zb_h1(pr) : generate_zb_h2(pr);
+      size_t ops = 0;
+      for (const auto& st : s.stages) ops += st.size();
+      volatile Ticks sink = 0;
+      auto [min_sim, med_sim] = time_us(200, [&] {
+        std::vector<Diag> diags;
+        sink = simulate_timeline(s, pr, &diags)->span;
+      });
+      auto [min_span, med_span] = time_us(200, [&] { sink = simulate_span(s, pr); });
+      auto [min_val, med_val] = time_us(100, [&] { sink = static_cast<Ticks>(validate(s, pr).size()); });
+      char name[64];
+      std::snprintf(name, sizeof name, "p=%d m=%d %s", p, m, method);
+      std::printf("%-34s %8zu %12.1f %12.1f\n", (std::string(name) + " simulate").c_str(), ops, min_sim, med_sim);
+      std::printf("%-34s %8zu %12.1f %12.1f\n", (std::string(name) + " span only").c_str(), ops, min_span, med_span);
+      std::printf("%-34s %8zu %12.1f %12.1f\n", (std::string(name) + " validate").c_str(), ops, min_val, med_val);
+    }
+  }
+  return 0;
+}

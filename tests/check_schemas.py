@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Checks that files zbplan writes match schema/*.schema.json, and that the schemas reject known-bad
+documents (so this check can fail). Usage: ZBPLAN=path check_schemas.py SOURCE_DIR TMP_DIR"""
+import json
+import os
+import subprocess
+import sys
+
+import warnings
+
+import jsonschema
+
+warnings.simplefilter("ignore", DeprecationWarning)  # RefResolver: newer jsonschema prefers `referencing`
+
+src, tmp = sys.argv[1], sys.argv[2]
+zbplan = os.environ["ZBPLAN"]
+load = lambda path: json.load(open(path))
+problem_schema = load(os.path.join(src, "schema/problem.schema.json"))
+schedule_schema = load(os.path.join(src, "schema/schedule.schema.json"))
+for schema in (problem_schema, schedule_schema):
+    jsonschema.Draft202012Validator.check_schema(schema)
+# schedule.schema.json refers to problem.schema.json by relative path, resolved in schema/.
+base = "file://" + os.path.abspath(os.path.join(src, "schema")) + "/"
+resolver = jsonschema.RefResolver(base + "schedule.schema.json", schedule_schema,
+                                  store={base + "problem.schema.json": problem_schema})
+schedule_validator = jsonschema.Draft202012Validator(schedule_schema, resolver=resolver)
+problem_validator = jsonschema.Draft202012Validator(problem_schema)
+
+failures = 0
+def expect(ok, what):
+    global failures
+    print(("ok      " if ok else "FAILED  ") + what)
+    failures += not ok
+
+def errors(validator, doc):
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(doc)]
+
+common = ["-p", "4", "-m", "8", "--tf", "1.5,1,1,1.5", "--tb", "1", "--tw", "0.5", "--tcomm", "0.05",
+          "--mem-limit", "2p"]
+for method, extra in [("1f1b", []), ("zb-h1", []), ("zb-h2", []), ("1f1b-i", ["--chunks", "2"])]:
+    out = os.path.join(tmp, f"schema_{method}.json")
+    subprocess.run([zbplan, "plan", "--method", method, "-o", out] + common + extra, check=True,
+                   stdout=subprocess.DEVNULL)
+    doc = load(out)
+    errs = errors(schedule_validator, doc)
+    expect(not errs, f"{method} schedule file matches schedule.schema.json {errs[:3]}")
+    errs = errors(problem_validator, doc["problem"])
+    expect(not errs, f"{method} embedded problem matches problem.schema.json {errs[:3]}")
+
+for example in sorted(os.listdir(os.path.join(src, "docs/examples"))):
+    if example.endswith(".problem.json"):
+        errs = errors(problem_validator, load(os.path.join(src, "docs/examples", example)))
+        expect(not errs, f"docs/examples/{example} matches problem.schema.json {errs[:3]}")
+
+# The schemas must reject what the loaders reject.
+doc = load(os.path.join(tmp, "schema_zb-h1.json"))
+bad_op = json.loads(json.dumps(doc)); bad_op["stages"][0][0] = {"type": "X", "mb": 0}
+expect(errors(schedule_validator, bad_op), "schema rejects an unknown op type")
+no_mb = json.loads(json.dumps(doc)); no_mb["stages"][0][0] = {"type": "F"}
+expect(errors(schedule_validator, no_mb), "schema rejects an F without mb")
+bad_limit = dict(doc["problem"], mem_limit="2x")
+expect(errors(problem_validator, bad_limit), "schema rejects mem_limit '2x'")
+neg = dict(doc["problem"], t_f=-1)
+expect(errors(problem_validator, neg), "schema rejects a negative t_f")
+
+print(f"{failures} failed")
+sys.exit(1 if failures else 0)

@@ -1,0 +1,111 @@
+// Tests for planner/gen_baseline.cpp: every baseline is valid over a grid of shapes, has the
+// paper's peak memory (Table 2 / §2.3), and meets the closed-form bubble sizes.
+#include "planner/gen_baseline.h"
+
+#include <catch2/catch.hpp>
+
+#include "planner/simulate.h"
+#include "test_util.h"
+
+using namespace zbpp;
+using zbpp::test::check_invariants;
+using zbpp::test::make_problem;
+
+namespace {
+constexpr Ticks U = kQuantaPerUnit;
+
+Timeline timeline_of(const Schedule& s, const Problem& pr) {
+  std::vector<Diag> diags;
+  auto t = simulate_timeline(s, pr, &diags);
+  INFO(format_diags(diags));
+  REQUIRE(t);
+  return *t;
+}
+}  // namespace
+
+TEST_CASE("baselines: 1F1B, ZB-H1 and ZB-H2 are valid for every p and m, including m < p") {
+  for (int p : {1, 2, 3, 4, 5, 8, 9, 16}) {
+    for (int m : {1, 2, p - 1, p, p + 1, 2 * p, 3 * p + 1}) {
+      if (m < 1) continue;
+      INFO("p=" << p << " m=" << m);
+      Problem pr = make_problem(p, m, 3, 3, 2, 0.25);
+      check_invariants(generate_1f1b(pr), pr);
+      check_invariants(generate_zb_h1(pr), pr);
+      check_invariants(generate_zb_h2(pr), pr);
+    }
+  }
+}
+
+TEST_CASE("baselines: interleaved 1F1B is valid, honours wrap-around dependencies, and rejects m % p != 0") {
+  for (int p : {2, 4, 8}) {
+    for (int chunks : {2, 3}) {
+      for (int m : {p, 2 * p, 3 * p}) {
+        INFO("p=" << p << " m=" << m << " chunks=" << chunks);
+        Problem pr = make_problem(p, m, 1, 1, 0.5, 0.1, 1, 0.5, "", chunks);
+        std::string err;
+        auto s = generate_1f1b_interleaved(pr, &err);
+        REQUIRE(s);
+        check_invariants(*s, pr);
+        // The wrap-around: stage 0's chunk-1 F of every microbatch starts after the last stage's chunk-0 F.
+        Timeline t = timeline_of(*s, pr);
+        for (int j = 0; j < m; ++j) {
+          auto find = [&](int st, OpType type, int chunk) {
+            for (size_t i = 0; i < s->stages[st].size(); ++i)
+              if (s->stages[st][i] == Op{type, j, chunk}) return t.ops[st][i];
+            FAIL("op not found");
+            return OpTiming{};
+          };
+          CHECK(find(0, OpType::F, 1).start >= find(p - 1, OpType::F, 0).end + pr.t_comm);
+          CHECK(find(p - 1, OpType::BW, chunks - 2).start >= find(0, OpType::BW, chunks - 1).end + pr.t_comm);
+        }
+      }
+    }
+  }
+  std::string err;
+  CHECK_FALSE(generate_1f1b_interleaved(make_problem(4, 6, 1, 1, 1, 0, 1, 0.5, "", 2), &err));
+  CHECK(err == "1f1b-i (Megatron's interleaved order) needs m to be a multiple of p; got m = 6, p = 4");
+}
+
+TEST_CASE("baselines: peak memory per stage is the paper's (Table 2)") {
+  const int p = 6, m = 20;
+  const double mb = 2, mw = 0.75;
+  Problem pr = make_problem(p, m, 3, 3, 2, 0, mb, mw);
+  auto ones = peak_memory(generate_1f1b(pr), pr);
+  auto h1 = peak_memory(generate_zb_h1(pr), pr);
+  auto h2 = peak_memory(generate_zb_h2(pr), pr);
+  for (int s = 0; s < p; ++s) {
+    INFO("stage " << s);
+    CHECK(from_quanta(ones[s]) == Approx((p - s) * mb));
+    CHECK(from_quanta(h1[s]) == Approx((p - s) * mb + s * mw));             // (p - i + 1) M_B + (i - 1) M_W
+    CHECK(from_quanta(h2[s]) == Approx((2 * p - 2 * s - 1) * mb + 2 * s * mw));  // (2p - 2i + 1) M_B + (2i - 2) M_W
+  }
+  CHECK(from_quanta(h1[0]) == Approx(p * mb));
+  CHECK(from_quanta(h2[0]) == Approx((2 * p - 1) * mb));
+}
+
+TEST_CASE("baselines: bubble sizes match the closed forms of Table 2") {
+  const int p = 5, m = 16;
+  const Ticks F = 4 * U, B = 5 * U, W = 2 * U;
+  Problem pr = make_problem(p, m, 4, 5, 2);
+  Ticks ideal = m * (F + B + W);
+  CHECK(timeline_of(generate_1f1b(pr), pr).span - ideal == (p - 1) * (F + B + W));
+  CHECK(timeline_of(generate_zb_h1(pr), pr).span - ideal == (p - 1) * (F + B - W));
+  // ZB-H2 with communication: the authors' calculator asserts (p-1)(T_F + T_B + 2 T_comm - 2 T_W).
+  const Ticks C = U / 2;
+  Problem with_comm = make_problem(p, m, 4, 5, 2, 0.5);
+  CHECK(timeline_of(generate_zb_h2(with_comm), with_comm).span - ideal == (p - 1) * (F + B + 2 * C - 2 * W));
+  // Interleaved 1F1B without communication: v chunks each of the full op times.
+  const int v = 3;
+  Problem inter = make_problem(p, 2 * p, 4, 5, 2, 0, 1, 0.5, "", v);
+  std::string err;
+  auto s = generate_1f1b_interleaved(inter, &err);
+  REQUIRE(s);
+  CHECK(timeline_of(*s, inter).span - 2 * p * v * (F + B + W) == (p - 1) * (F + B + W));
+}
+
+TEST_CASE("baselines: fbw_order keeps W's in microbatch order behind their B's") {
+  auto ops = fbw_order(4, 2, 1);
+  std::string text;
+  for (const Op& op : ops) text += op_short(op) + " ";
+  CHECK(text == "F0 F1 B0 F2 B1 W0 F3 B2 W1 B3 W2 W3 ");
+}

@@ -1,0 +1,142 @@
+// Tests for planner/problem.cpp: conversion to exact units, broadcasting, limits, rejected inputs.
+#include "planner/problem.h"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+
+using namespace zbpp;
+
+namespace {
+std::string rejection(const ProblemInput& in) {
+  std::vector<Diag> diags;
+  auto pr = build_problem(in, "p.json", &diags);
+  REQUIRE_FALSE(pr);
+  REQUIRE(diags.size() == 1);
+  return format_diag(diags[0]);
+}
+
+ProblemInput basic() {
+  ProblemInput in;
+  in.p = 4;
+  in.m = 8;
+  in.t_f = {18.522};
+  in.t_b = {18.086};
+  in.t_w = {9.337};
+  in.t_comm = 0.601;
+  return in;
+}
+}  // namespace
+
+TEST_CASE("problem: decimals become exact ticks and scalars are broadcast") {
+  std::vector<Diag> diags;
+  auto pr = build_problem(basic(), "", &diags);
+  REQUIRE(pr);
+  CHECK(pr->t_f == std::vector<Ticks>(4, 18'522'000));
+  CHECK(pr->t_w == std::vector<Ticks>(4, 9'337'000));
+  CHECK(pr->t_comm == 601'000);
+  CHECK(pr->busy_time(0) == 8 * (18'522'000 + 18'086'000 + 9'337'000));
+  CHECK_FALSE(pr->mem_limit);
+  CHECK(format_quanta(pr->t_f[0]) == "18.522");
+}
+
+TEST_CASE("problem: per-stage times are kept per stage") {
+  ProblemInput in = basic();
+  in.t_f = {20, 18, 18, 22};
+  std::vector<Diag> diags;
+  auto pr = build_problem(in, "", &diags);
+  REQUIRE(pr);
+  CHECK(pr->t_f == std::vector<Ticks>{20'000'000, 18'000'000, 18'000'000, 22'000'000});
+}
+
+TEST_CASE("problem: memory limits as multiples of p*M_B or absolute") {
+  ProblemInput in = basic();
+  in.mem_b = {2};
+  in.mem_limit = "1.5p";
+  std::vector<Diag> diags;
+  auto pr = build_problem(in, "", &diags);
+  REQUIRE(pr);
+  CHECK(*pr->mem_limit == 12 * kQuantaPerUnit);  // 1.5 * 4 stages * 2
+  in.mem_limit = "7.25";
+  pr = build_problem(in, "", &diags);
+  REQUIRE(pr);
+  CHECK(*pr->mem_limit == 7'250'000);
+  // With chunks, "p" multiples count the whole stage's M_B (all chunks).
+  in.chunks = 2;
+  in.mem_limit = "1p";
+  pr = build_problem(in, "", &diags);
+  REQUIRE(pr);
+  CHECK(*pr->mem_limit == 16 * kQuantaPerUnit);
+}
+
+TEST_CASE("problem: impossible or malformed inputs are rejected with the field named") {
+  ProblemInput in = basic();
+  in.m = 0;
+  CHECK(rejection(in) == "p.json: m (microbatches) must be at least 1, got 0");
+  in = basic();
+  in.t_f = {-1};
+  CHECK(rejection(in) == "p.json: t_f must be positive and finite, got -1.0");
+  in = basic();
+  in.t_w = {1, 2, 3};
+  CHECK(rejection(in) == "p.json: t_w has 3 values; give one, or one per stage (p = 4)");
+  in = basic();
+  in.t_b = {1, 2, -3, 4};
+  CHECK(rejection(in) == "p.json: t_b of stage 2 must be positive and finite, got -3.0");
+  in = basic();
+  in.t_comm = -0.5;
+  CHECK(rejection(in) == "p.json: t_comm must be non-negative and finite, got -0.5");
+  in = basic();
+  in.mem_limit = "0.2p";
+  CHECK(rejection(in) ==
+        "p.json: memory limit 0.8 is below 1, the activation memory of a single microbatch (M_B); no schedule fits");
+  in.mem_limit = "2x";
+  CHECK(rejection(in) == "p.json: memory limit '2x' is neither a number nor a multiple like '2p'");
+  in.mem_limit = "-3";
+  CHECK(rejection(in) == "p.json: memory limit '-3' must be positive");
+  in = basic();
+  in.chunks = 2;
+  in.placement = {{0, 1}, {2, 3}, {4, 5}, {6, 6}};
+  CHECK(rejection(in) == "p.json: placement must use each virtual stage 0..7 exactly once");
+}
+
+TEST_CASE("problem: JSON type errors name the JSON pointer") {
+  auto j = nlohmann::json::parse(R"({"p": 4, "m": 8, "t_f": [1, 2, "x", 4], "t_b": 1, "t_w": 1})");
+  ProblemInput in;
+  std::vector<Diag> diags;
+  CHECK_FALSE(problem_input_from_json(j, "p.json", "", &in, &diags));
+  REQUIRE(diags.size() == 1);
+  CHECK(format_diag(diags[0]) == "p.json: /t_f/2: expected a number, got \"x\"");
+
+  diags.clear();
+  j = nlohmann::json::parse(R"({"p": 4.5, "m": 8, "t_f": 1, "t_b": 1, "t_w": 1, "tw": 3})");
+  CHECK_FALSE(problem_input_from_json(j, "p.json", "", &in, &diags));
+  REQUIRE(diags.size() == 1);
+  CHECK(format_diag(diags[0]) == "p.json: /tw: unknown field 'tw'");
+
+  diags.clear();
+  j = nlohmann::json::parse(R"({"p": 4.5, "m": 8, "t_f": 1, "t_b": 1, "t_w": 1})");
+  CHECK_FALSE(problem_input_from_json(j, "p.json", "", &in, &diags));
+  REQUIRE(diags.size() == 1);
+  CHECK(format_diag(diags[0]) == "p.json: /p: expected an integer, got 4.5");
+}
+
+TEST_CASE("problem: JSON round trip keeps exact values and the limit's form") {
+  ProblemInput in = basic();
+  in.t_f = {18.522, 18.5, 18.5, 20.001};
+  in.mem_w = {0.3664};
+  in.mem_limit = "2p";
+  std::vector<Diag> diags;
+  auto pr = build_problem(in, "", &diags);
+  REQUIRE(pr);
+  nlohmann::json j = problem_to_json(*pr);
+  CHECK(j["mem_limit"] == "2p");
+  CHECK(j["t_f"].dump() == "[18.522,18.5,18.5,20.001]");
+  ProblemInput back;
+  REQUIRE(problem_input_from_json(j, "", "", &back, &diags));
+  auto again = build_problem(back, "", &diags);
+  REQUIRE(again);
+  CHECK(again->t_f == pr->t_f);
+  CHECK(again->mem_w == pr->mem_w);
+  CHECK(again->mem_limit == pr->mem_limit);
+}

@@ -1,0 +1,84 @@
+// Tests for planner/schedule_json.cpp: round trip, and errors located by line/column or JSON pointer.
+#include "planner/schedule_json.h"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "planner/gen_baseline.h"
+#include "test_util.h"
+
+using namespace zbpp;
+
+namespace {
+std::string written_zb_h1() {
+  Problem pr = test::make_problem(3, 4, 18.522, 18.086, 9.337, 0.601, 1, 0.3664, "1p");
+  Schedule s = generate_zb_h1(pr);
+  std::vector<Diag> diags;
+  auto t = simulate_timeline(s, pr, &diags);
+  REQUIRE(t);
+  return schedule_to_json_text(s, pr, *t);
+}
+
+std::string load_error(const std::string& text) {
+  std::vector<Diag> diags;
+  auto j = parse_json_text(text, "s.json", &diags);
+  if (j) CHECK_FALSE(schedule_from_json(*j, "s.json", &diags));
+  REQUIRE(!diags.empty());
+  return format_diag(diags[0]);
+}
+}  // namespace
+
+TEST_CASE("schedule file: written file reads back to the same schedule and problem") {
+  std::string text = written_zb_h1();
+  std::vector<Diag> diags;
+  auto j = parse_json_text(text, "s.json", &diags);
+  REQUIRE(j);
+  auto file = schedule_from_json(*j, "s.json", &diags);
+  INFO(format_diags(diags));
+  REQUIRE(file);
+  Problem pr = test::make_problem(3, 4, 18.522, 18.086, 9.337, 0.601, 1, 0.3664, "1p");
+  Schedule expected = generate_zb_h1(pr);
+  CHECK(file->schedule.stages == expected.stages);
+  CHECK(file->schedule.method == "zb-h1");
+  CHECK(file->problem.t_f == pr.t_f);
+  CHECK(file->problem.mem_limit == pr.mem_limit);
+  CHECK((*j)["problem"]["mem_limit"] == "1p");
+  CHECK((*j)["stages"][0][0] == nlohmann::json::parse(R"({"type": "F", "mb": 0, "chunk": 0})"));
+  // One op per line, so schedules diff line by line.
+  CHECK(text.find("      {\"type\": \"F\", \"mb\": 1, \"chunk\": 0},\n") != std::string::npos);
+}
+
+TEST_CASE("schedule file: a JSON syntax error points at line and column with a caret") {
+  std::string bad = "{\n  \"p\": 2,\n  \"m\": 2 \"stages\": []\n}\n";
+  CHECK(load_error(bad) ==
+        "s.json:3:17: invalid JSON: parse error at line 3, column 17: syntax error while parsing object - unexpected "
+        "string literal; expected '}'\n  \"m\": 2 \"stages\": []\n                ^ near here");
+}
+
+TEST_CASE("schedule file: wrong fields are reported with their JSON pointer") {
+  std::string text = written_zb_h1();
+  auto j = nlohmann::json::parse(text);
+  auto with = [&](const std::string& pointer, const nlohmann::json& value) {
+    auto copy = j;
+    copy[nlohmann::json::json_pointer(pointer)] = value;
+    return load_error(copy.dump());
+  };
+  CHECK(with("/stages/1/3/mb", "two") == "s.json: /stages/1/3/mb: expected a non-negative integer, got \"two\"");
+  CHECK(with("/stages/2/0/type", "X") ==
+        "s.json: /stages/2/0/type: unknown op type \"X\" (expected F, B, W, BW, SEND_F, RECV_F, SEND_B, RECV_B or OPT_STEP)");
+  CHECK(with("/stages/0/1/microbatch", 1) == "s.json: /stages/0/1/microbatch: unknown op field 'microbatch'");
+  CHECK(with("/problem/t_b", -1) == "s.json: t_b must be positive and finite, got -1.0");
+  CHECK(with("/problem/t_w", nlohmann::json::array()) ==
+        "s.json: /problem/t_w: expected a number or a non-empty list of numbers (one per stage), got []");
+  CHECK(with("/version", 7) == "s.json: /version: this zbplan reads version 1, the file has 7");
+  auto missing = j;
+  missing.erase("stages");
+  CHECK(load_error(missing.dump()) == "s.json: /: missing required field 'stages'");
+}
+
+TEST_CASE("schedule file: an unreadable path is an error, not a crash") {
+  std::vector<Diag> diags;
+  CHECK_FALSE(load_schedule_file("/nonexistent/s.json", &diags));
+  REQUIRE(diags.size() == 1);
+  CHECK(format_diag(diags[0]) == "/nonexistent/s.json: cannot open file");
+}

@@ -1,0 +1,54 @@
+// Helpers shared by planner tests: inline schedules and the invariant check run after each pass.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "planner/ir.h"
+#include "planner/problem.h"
+#include "planner/validate.h"
+
+namespace zbpp::test {
+
+/// A problem from plain numbers (times per op, memory per op); fails the test if it is rejected.
+inline Problem make_problem(int p, int m, double tf, double tb, double tw, double tcomm = 0, double mem_b = 1,
+                            double mem_w = 0.5, const std::string& limit = "", int chunks = 1) {
+  ProblemInput in;
+  in.p = p;
+  in.m = m;
+  in.chunks = chunks;
+  in.t_f = {tf};
+  in.t_b = {tb};
+  in.t_w = {tw};
+  in.t_comm = tcomm;
+  in.mem_b = {mem_b};
+  in.mem_w = {mem_w};
+  in.mem_limit = limit;
+  std::vector<Diag> diags;
+  auto pr = build_problem(in, "", &diags);
+  INFO(format_diags(diags));
+  REQUIRE(pr);
+  return *pr;
+}
+
+/// A one-chunk schedule from one short-form string per stage ("F0 F1 B0 W0 ...").
+inline Schedule inline_schedule(const std::vector<std::string>& stages, int m) {
+  std::string err;
+  std::vector<std::vector<int>> placement;
+  for (int s = 0; s < static_cast<int>(stages.size()); ++s) placement.push_back({s});
+  auto s = schedule_from_strings(stages, m, 1, placement, &err);
+  INFO(err);
+  REQUIRE(s);
+  return *s;
+}
+
+/// The invariants every pass must keep (ninja's VerifyGraph): the full validator finds nothing.
+inline void check_invariants(const Schedule& s, const Problem& pr) {
+  auto diags = validate(s, pr);
+  INFO(format_diags(diags));
+  CHECK(diags.empty());
+}
+
+}  // namespace zbpp::test

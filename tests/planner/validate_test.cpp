@@ -1,0 +1,77 @@
+// Tests for planner/validate.cpp: each kind of bad schedule is rejected with its located message.
+#include "planner/validate.h"
+
+#include <catch2/catch.hpp>
+
+#include "test_util.h"
+
+using namespace zbpp;
+using zbpp::test::inline_schedule;
+using zbpp::test::make_problem;
+
+namespace {
+// The one message validate() gives for a schedule, or "" when it passes.
+std::string only_error(const std::vector<std::string>& stages, const Problem& pr) {
+  auto diags = validate(inline_schedule(stages, pr.m), pr, "s.json");
+  INFO(format_diags(diags));
+  REQUIRE(diags.size() <= 1);
+  return diags.empty() ? "" : format_diag(diags[0]);
+}
+const std::vector<std::string> kGood = {"F0 F1 B0 W0 B1 W1", "F0 B0 F1 B1 W0 W1"};
+}  // namespace
+
+TEST_CASE("validate: a sound schedule passes") {
+  CHECK(only_error(kGood, make_problem(2, 2, 1, 1, 1)) == "");
+}
+
+TEST_CASE("validate: a dropped op is named") {
+  Problem pr = make_problem(2, 2, 1, 1, 1);
+  CHECK(only_error({"F0 F1 B0 W0 B1 W1", "F0 B0 F1 B1 W0"}, pr) == "s.json: stage 1: W1 is missing (its B is op 3)");
+  CHECK(only_error({"F0 B0 W0 B1 W1", "F0 B0 F1 B1 W0 W1"}, pr) == "s.json: stage 0: F1 is missing");
+  CHECK(only_error({"F0 F1 B0 W0 W1", "F0 B0 F1 B1 W0 W1"}, pr) ==
+        "s.json: stage 0: B1 (or BW1) is missing");
+}
+
+TEST_CASE("validate: a duplicated op is named with its first occurrence") {
+  Problem pr = make_problem(2, 2, 1, 1, 1);
+  CHECK(only_error({"F0 F1 B0 W0 B1 W1 F1", "F0 B0 F1 B1 W0 W1"}, pr) ==
+        "s.json: stage 0, op 6 (F1): duplicate F1 (first at op 1)");
+  CHECK(only_error({"F0 F1 B0 W0 BW1 W1", "F0 B0 F1 B1 W0 W1"}, pr) ==
+        "s.json: stage 0, op 5 (W1): W1 duplicates work of BW1 (op 4), which is B and W fused");
+}
+
+TEST_CASE("validate: W before its B and B before its F are ordering errors") {
+  Problem pr = make_problem(2, 2, 1, 1, 1);
+  CHECK(only_error({"F0 F1 B0 W0 B1 W1", "F0 W0 B0 F1 B1 W1"}, pr) == "s.json: stage 1, op 1 (W0): W before its B (op 2)");
+  CHECK(only_error({"F0 B1 F1 B0 W0 W1", "F0 B0 F1 B1 W0 W1"}, pr) == "s.json: stage 0, op 1 (B1): B1 before its F (op 2)");
+}
+
+TEST_CASE("validate: an order that deadlocks is rejected with the waiting chain") {
+  Problem pr = make_problem(2, 2, 1, 1, 1);
+  CHECK(only_error({"F0 B0 W0 F1 B1 W1", "F1 F0 B0 W0 B1 W1"}, pr) ==
+        "s.json: stage 0, op 1 (B0): deadlock: waits for stage 1 op 2 (B0); stage 1 is stuck at op 0 (F1), which "
+        "waits for stage 0 op 3 (F1); stage 0 is stuck at op 1 (B0)");
+}
+
+TEST_CASE("validate: a schedule over the memory limit names the op that crosses it") {
+  Problem pr = make_problem(2, 3, 1, 1, 1, 0, 1, 0.5, "2");
+  CHECK(only_error({"F0 F1 F2 B0 W0 B1 W1 B2 W2", "F0 B0 W0 F1 B1 W1 F2 B2 W2"}, pr) ==
+        "s.json: stage 0, op 2 (F2): activation memory reaches 3, over the limit 2");
+  Problem multiple = make_problem(2, 3, 1, 1, 1, 0, 1, 0.5, "1p");
+  CHECK(only_error({"F0 F1 F2 B0 W0 B1 W1 B2 W2", "F0 B0 W0 F1 B1 W1 F2 B2 W2"}, multiple) ==
+        "s.json: stage 0, op 2 (F2): activation memory reaches 3, over the limit 2 = 1p");
+}
+
+TEST_CASE("validate: out-of-range fields and shape mismatches") {
+  Problem pr = make_problem(2, 2, 1, 1, 1);
+  CHECK(only_error({"F0 F1 B0 W0 B1 W1 F2", "F0 B0 F1 B1 W0 W1"}, pr) ==
+        "s.json: stage 0, op 6 (F2): microbatch 2 out of range 0..1");
+  CHECK(only_error({"F0 F1 B0 W0 B1 W1 F0:1", "F0 B0 F1 B1 W0 W1"}, pr) ==
+        "s.json: stage 0, op 6 (F0:1): chunk 1 out of range 0..0");
+  CHECK(only_error({"F0 F1 B0 W0 B1 W1 SEND_F0", "F0 B0 F1 B1 W0 W1"}, pr) ==
+        "s.json: stage 0, op 6 (SEND_F0): SEND_F is not a compute op; a compute-level schedule holds F, B, W and BW only");
+  CHECK(only_error({"F0 F1 B0 W0 B1 W1"}, make_problem(1, 2, 1, 1, 1)) == "");
+  auto diags = validate(inline_schedule(kGood, 2), make_problem(3, 2, 1, 1, 1), "s.json");
+  REQUIRE_FALSE(diags.empty());
+  CHECK(format_diag(diags[0]) == "s.json: schedule has p = 2 but its problem has p = 3");
+}

@@ -1,0 +1,131 @@
+// Tests for the zbplan command line, run in-process: plan -> simulate -> validate, the done
+// criterion of the planner core, and bad input giving a one-line error and a non-zero exit.
+#include "planner/zbplan_cli.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+using namespace zbpp;
+
+namespace {
+struct Run {
+  int code;
+  std::string out, err;
+};
+
+Run zbplan(std::vector<std::string> args) {
+  args.insert(args.begin(), "zbplan");
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  int code = run_zbplan(static_cast<int>(argv.size()), argv.data(), out, err);
+  return {code, out.str(), err.str()};
+}
+
+std::string tmp(const std::string& name) { return std::string(ZBPP_TEST_TMP) + "/" + name; }
+
+void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+}  // namespace
+
+TEST_CASE("zbplan: plan zb-h1 at 1.5B/p8/m24 then simulate reports bubble rate 0.1585") {
+  std::string s = tmp("cli_zbh1.json");
+  Run plan = zbplan({"plan", "--method", "zb-h1", "-p", "8", "-m", "24", "--tf", "18.522", "--tb", "18.086", "--tw",
+                     "9.337", "--tcomm", "0.601", "-o", s});
+  INFO(plan.err);
+  REQUIRE(plan.code == 0);
+  Run sim = zbplan({"simulate", s, "--trace", tmp("cli_zbh1_trace.json")});
+  INFO(sim.err);
+  REQUIRE(sim.code == 0);
+  CHECK(sim.out.find("bubble rate  0.1585") != std::string::npos);
+  CHECK(sim.out.find("span         1310.405") != std::string::npos);
+  CHECK(sim.out.find("peak memory  [8, 7.5, 7, 6.5, 6, 5.5, 5, 4.5]") != std::string::npos);
+  // The trace holds one slice per op: 8 stages x 24 microbatches x (F, B, W).
+  auto trace = nlohmann::json::parse(std::ifstream(tmp("cli_zbh1_trace.json")));
+  int slices = 0;
+  for (const auto& e : trace["traceEvents"]) slices += e["ph"] == "X";
+  CHECK(slices == 8 * 24 * 3);
+  Run ok = zbplan({"validate", s});
+  CHECK(ok.code == 0);
+  CHECK(ok.out == s + ": ok (zb-h1, p=8, m=24, chunks=1, 576 ops)\n");
+}
+
+TEST_CASE("zbplan: plan from a problem file, with flags overriding it") {
+  std::string problem = tmp("cli_problem.json");
+  write(problem, R"({"p": 4, "m": 8, "t_f": [1.2, 1, 1, 1.2], "t_b": 1, "t_w": 0.5, "t_comm": 0.05, "mem_limit": "1p"})");
+  Run plan = zbplan({"plan", "--method", "1f1b", "--problem", problem, "-m", "12", "-o", tmp("cli_from_file.json")});
+  INFO(plan.err);
+  REQUIRE(plan.code == 0);
+  CHECK(plan.out.find("(p=4, m=12, chunks=1)") != std::string::npos);
+  CHECK(plan.out.find("(limit 4 = 1p)") != std::string::npos);
+}
+
+TEST_CASE("zbplan: bad flags and impossible inputs give one-line errors and non-zero exits") {
+  std::string out = tmp("cli_bad.json");
+  auto plan_with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"plan", "-o", out};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return zbplan(args);
+  };
+  Run r = plan_with({"--method", "zb-h1", "-p", "4", "-m", "0", "--tf", "1", "--tb", "1", "--tw", "1"});
+  CHECK(r.code == 1);
+  CHECK(r.err == "zbplan: m (microbatches) must be at least 1, got 0\n");
+  r = plan_with({"--method", "zb-h1", "-p", "4", "-m", "8", "--tf", "-1", "--tb", "1", "--tw", "1"});
+  CHECK(r.code == 1);
+  CHECK(r.err == "zbplan: t_f must be positive and finite, got -1.0\n");
+  r = plan_with({"--method", "zb-h1", "-p", "4", "-m", "8", "--tf", "1,x", "--tb", "1", "--tw", "1"});
+  CHECK(r.code == 1);
+  CHECK(r.err == "zbplan: --tf: '1,x' is not a number or a comma-separated list of numbers\n");
+  r = plan_with({"--method", "zb-h1", "-p", "4", "-m", "8", "--mem-limit", "0.1p"});
+  CHECK(r.code == 1);
+  CHECK(r.err == "zbplan: memory limit 0.4 is below 1, the activation memory of a single microbatch (M_B); no schedule fits\n");
+  r = plan_with({"--method", "zb-h9", "-p", "4", "-m", "8"});
+  CHECK(r.code == 1);
+  CHECK(r.err == "zbplan: unknown method 'zb-h9' (known: 1f1b, 1f1b-i, zb-h1, zb-h2)\n");
+  r = plan_with({"-p", "4", "-m", "8"});
+  CHECK(r.code == 2);
+  CHECK(r.err.find("--method is required") != std::string::npos);
+  r = zbplan({"plan", "--method", "zb-h1", "-p", "4", "-m", "8", "--bogus", "-o", out});
+  CHECK(r.code == 2);
+  // A method whose schedule needs more memory than the limit says where it crosses it.
+  r = plan_with({"--method", "zb-h2", "-p", "4", "-m", "8", "--mem-limit", "1p"});
+  CHECK(r.code == 1);
+  CHECK(r.err ==
+        "zbplan: the zb-h2 schedule does not fit this problem:\n"
+        "zbplan: stage 0, op 4 (F4): activation memory reaches 5, over the limit 4 = 1p\n"
+        "zbplan: stage 1, op 4 (F4): activation memory reaches 5, over the limit 4 = 1p\n"
+        "zbplan: stage 2, op 8 (F5): activation memory reaches 4.5, over the limit 4 = 1p\n");
+}
+
+TEST_CASE("zbplan: validate rejects a broken file with the stage and op, and simulate refuses it too") {
+  std::string s = tmp("cli_broken.json");
+  Run plan = zbplan({"plan", "--method", "1f1b", "-p", "2", "-m", "2", "-o", s});
+  REQUIRE(plan.code == 0);
+  auto j = nlohmann::json::parse(std::ifstream(s));
+  j["stages"][1].erase(1);  // drop stage 1's BW0
+  write(s, j.dump(1));
+  Run v = zbplan({"validate", s});
+  CHECK(v.code == 1);
+  CHECK(v.err == "zbplan: " + s + ": stage 1: B0 (or BW0) is missing\nzbplan: " + s + ": invalid schedule (1 error)\n");
+  Run sim = zbplan({"simulate", s});
+  CHECK(sim.code == 1);
+  write(s, "{\"p\": 2,");
+  v = zbplan({"validate", s});
+  CHECK(v.code == 1);
+  CHECK(v.err.find(s + ":1:9: invalid JSON") != std::string::npos);
+  v = zbplan({"validate", tmp("does_not_exist.json")});
+  CHECK(v.code == 1);
+  CHECK(v.err == "zbplan: " + tmp("does_not_exist.json") + ": cannot open file\n");
+}
+
+TEST_CASE("zbplan: --help lists the subcommands and exits 0") {
+  Run r = zbplan({"--help"});
+  CHECK(r.code == 0);
+  CHECK(r.out.find("plan") != std::string::npos);
+  CHECK(r.out.find("simulate") != std::string::npos);
+  r = zbplan({"plan", "--help"});
+  CHECK(r.code == 0);
+  CHECK(r.out.find("--mem-limit") != std::string::npos);
+}
