@@ -2,12 +2,13 @@
 #include "planner/pipeline.h"
 
 #include "planner/gen_baseline.h"
+#include "planner/search_heuristic.h"
 #include "planner/validate.h"
 
 namespace zbpp {
 
 const std::vector<std::string>& plan_methods() {
-  static const std::vector<std::string> methods = {"1f1b", "1f1b-i", "zb-h1", "zb-h2"};
+  static const std::vector<std::string> methods = {"1f1b", "1f1b-i", "zb-h1", "zb-h2", "heuristic"};
   return methods;
 }
 
@@ -26,9 +27,18 @@ bool check_shape(const Problem& pr, const std::string& method, int chunks_needed
 
 }  // namespace
 
-std::optional<Schedule> plan_schedule(const Problem& pr, const std::string& method, std::vector<Diag>* diags) {
+std::optional<PlanResult> plan_schedule(const Problem& pr, const std::string& method, std::vector<Diag>* diags) {
   std::optional<Schedule> s;
-  if (method == "1f1b" || method == "zb-h1" || method == "zb-h2") {
+  std::vector<std::string> notes;
+  if (method == "heuristic") {
+    if (!check_shape(pr, method, 1, diags)) return std::nullopt;
+    auto found = search_heuristic(pr, diags);
+    if (!found) return std::nullopt;
+    s = std::move(found->schedule);
+    notes.push_back("search: " + std::to_string(found->feasible) + " of " + std::to_string(found->candidates) +
+                    " candidates fit the memory limit (8 switch combinations, 3 handcrafted seeds); best: " +
+                    found->winner);
+  } else if (method == "1f1b" || method == "zb-h1" || method == "zb-h2") {
     if (!check_shape(pr, method, 1, diags)) return std::nullopt;
     s = method == "1f1b" ? generate_1f1b(pr) : method == "zb-h1" ? generate_zb_h1(pr) : generate_zb_h2(pr);
   } else if (method == "1f1b-i") {
@@ -54,7 +64,7 @@ std::optional<Schedule> plan_schedule(const Problem& pr, const std::string& meth
     diags->insert(diags->end(), found.begin(), found.end());
     return std::nullopt;
   }
-  return s;
+  return PlanResult{std::move(*s), std::move(notes)};
 }
 
 }  // namespace zbpp

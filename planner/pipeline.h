@@ -15,8 +15,14 @@ namespace zbpp {
 /// Methods zbplan plan knows, in the order --help lists them.
 const std::vector<std::string>& plan_methods();
 
+/// A planned schedule and what the passes have to say about how they got it.
+struct PlanResult {
+  Schedule schedule;
+  std::vector<std::string> notes;  ///< e.g. which grid point of the heuristic won; printed by zbplan
+};
+
 /// Runs the passes for `method`. Returns a validated schedule, or nothing with diagnostics
 /// (an unknown method, a problem the method cannot take, or a result over the memory limit).
-std::optional<Schedule> plan_schedule(const Problem& problem, const std::string& method, std::vector<Diag>* diags);
+std::optional<PlanResult> plan_schedule(const Problem& problem, const std::string& method, std::vector<Diag>* diags);
 
 }  // namespace zbpp

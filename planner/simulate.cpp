@@ -128,6 +128,48 @@ struct Sim {
 
 }  // namespace
 
+TimelineBuilder::TimelineBuilder(const Problem& problem, const std::vector<std::vector<int>>& placement, int m)
+    : problem_(problem), map_(placement), m_(m) {
+  produced_.assign(static_cast<size_t>(kProducts) * map_.virtual_stages() * m, -1);
+  end_.assign(placement.size(), 0);
+  start_.assign(placement.size(), -1);
+  ops_.resize(placement.size());
+  for (size_t st = 0; st < placement.size(); ++st) ops_[st].reserve(3 * static_cast<size_t>(m) * placement[st].size());
+}
+
+void TimelineBuilder::reset() {
+  std::fill(produced_.begin(), produced_.end(), -1);
+  std::fill(end_.begin(), end_.end(), 0);
+  std::fill(start_.begin(), start_.end(), -1);
+  for (auto& ops : ops_) ops.clear();
+}
+
+Ticks TimelineBuilder::input_ready(int stage, const Op& op) const {
+  auto dep = dependency_of(op, stage, map_);
+  if (!dep) return 0;
+  Ticks t = produced_[key(dep->what, dep->vs, dep->mb)];
+  return t < 0 ? -1 : t + (dep->remote ? problem_.t_comm : 0);
+}
+
+Ticks TimelineBuilder::append(int stage, const Op& op) {
+  Ticks ready = input_ready(stage, op);
+  if (ready < 0) return -1;
+  Ticks start = std::max(end_[stage], ready);
+  Ticks end = start + op_duration(op, stage, problem_);
+  if (start_[stage] < 0) start_[stage] = start;
+  end_[stage] = end;
+  if (auto what = product_of(op.type)) produced_[key(*what, map_.vs(stage, op.chunk), op.mb)] = end;
+  ops_[stage].push_back(op);
+  return end;
+}
+
+Ticks TimelineBuilder::span() const {
+  Ticks span = 0;
+  for (size_t st = 0; st < end_.size(); ++st)
+    if (start_[st] >= 0) span = std::max(span, end_[st] - start_[st]);
+  return span;
+}
+
 std::vector<Mem> peak_memory(const Schedule& schedule, const Problem& problem) {
   std::vector<Mem> peaks(schedule.p, 0);
   for (int st = 0; st < schedule.p; ++st) {

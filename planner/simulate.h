@@ -5,6 +5,7 @@
 #include <optional>
 #include <vector>
 
+#include "planner/deps.h"
 #include "planner/diag.h"
 #include "planner/ir.h"
 #include "planner/problem.h"
@@ -32,6 +33,39 @@ std::optional<Timeline> simulate_timeline(const Schedule& schedule, const Proble
 
 /// Only the span (the paper's cost), for searches that try many candidates; -1 on deadlock.
 Ticks simulate_span(const Schedule& schedule, const Problem& problem);
+
+/// Builds a timeline op by op, for generators that place ops in an order where each op's input
+/// is already placed (the heuristic does). Same rule as simulate_timeline (deps.h), no parking.
+class TimelineBuilder {
+ public:
+  TimelineBuilder(const Problem& problem, const std::vector<std::vector<int>>& placement, int m);
+  /// Appends `op` to `stage` and returns its end time, or -1 (appending nothing) when its input
+  /// has not been placed yet.
+  Ticks append(int stage, const Op& op);
+  /// End time of a product, or -1 when not placed yet.
+  Ticks produced_at(Product what, int vs, int mb) const { return produced_[key(what, vs, mb)]; }
+  /// When the input of `op` on `stage` arrives there (T_comm included), 0 when it needs none, -1 when not placed.
+  Ticks input_ready(int stage, const Op& op) const;
+  Ticks stage_end(int stage) const { return end_[stage]; }
+  /// Start of the stage's first op, or -1 when it has none.
+  Ticks stage_start(int stage) const { return start_[stage]; }
+  /// The paper's cost so far: max over stages of (last end - first start).
+  Ticks span() const;
+  const VirtualStageMap& map() const { return map_; }
+  const std::vector<std::vector<Op>>& ops() const { return ops_; }
+  /// Empties the timeline but keeps its memory, so a search can build many candidates cheaply.
+  void reset();
+
+ private:
+  size_t key(Product what, int vs, int mb) const {
+    return (static_cast<size_t>(what) * map_.virtual_stages() + vs) * m_ + mb;
+  }
+  const Problem& problem_;
+  VirtualStageMap map_;
+  int m_;
+  std::vector<Ticks> produced_, end_, start_;
+  std::vector<std::vector<Op>> ops_;
+};
 
 /// Peak activation memory of each stage: max over prefixes of the memory deltas (starting at 0).
 std::vector<Mem> peak_memory(const Schedule& schedule, const Problem& problem);

@@ -140,13 +140,15 @@ int cmd_plan(const std::string& method, const ProblemFlags& flags, const std::st
   if (!flags.to_input(&input, &diags)) return fail(err, diags);
   auto problem = build_problem(input, flags.problem_file, &diags);
   if (!problem) return fail(err, diags);
-  auto schedule = plan_schedule(*problem, method, &diags);
-  if (!schedule) return fail(err, diags);
-  auto timeline = simulate_timeline(*schedule, *problem, &diags);
+  auto planned = plan_schedule(*problem, method, &diags);
+  if (!planned) return fail(err, diags);
+  const Schedule& schedule = planned->schedule;
+  auto timeline = simulate_timeline(schedule, *problem, &diags);
   if (!timeline) return fail(err, diags);
-  if (!write_file(output, schedule_to_json_text(*schedule, *problem, *timeline), err)) return kExitInvalid;
+  if (!write_file(output, schedule_to_json_text(schedule, *problem, *timeline), err)) return kExitInvalid;
   out << "wrote " << output << "\n";
-  print_figures(out, *schedule, *problem, *timeline);
+  for (const auto& note : planned->notes) out << "  " << note << "\n";
+  print_figures(out, schedule, *problem, *timeline);
   return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "planner/gen_baseline.h"
+#include "planner/search_heuristic.h"
 #include "planner/simulate.h"
 #include "planner/validate.h"
 
@@ -63,6 +64,36 @@ int main() {
       std::printf("%-34s %8zu %12.1f %12.1f\n", (std::string(name) + " simulate").c_str(), ops, min_sim, med_sim);
       std::printf("%-34s %8zu %12.1f %12.1f\n", (std::string(name) + " span only").c_str(), ops, min_span, med_span);
       std::printf("%-34s %8zu %12.1f %12.1f\n", (std::string(name) + " validate").c_str(), ops, min_val, med_val);
+    }
+  }
+  std::printf("\n%-34s %8s %12s %12s %12s\n", "heuristic grid search (2p limit)", "ops", "min (ms)", "median (ms)",
+              "max (ms)");
+  for (auto [p, m] : {std::pair{8, 24}, std::pair{16, 128}, std::pair{32, 256}, std::pair{64, 512}, std::pair{128, 1024}}) {
+    ProblemInput in;
+    in.p = p;
+    in.m = m;
+    in.t_f = {10.402};
+    in.t_b = {10.248};
+    in.t_w = {7.698};
+    in.t_comm = 0.460;
+    in.mem_b = {1};
+    in.mem_w = {0.3664};
+    in.mem_limit = "2p";
+    std::vector<Diag> diags;
+    Problem pr = *build_problem(in, "", &diags);
+    for (int threads : {1, 2}) {
+      std::vector<double> ms;
+      for (int rep = 0; rep < 41; ++rep) {
+        auto t0 = std::chrono::steady_clock::now();
+        auto found = search_heuristic(pr, &diags, threads);
+        auto t1 = std::chrono::steady_clock::now();
+        if (!found) return 1;
+        ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      }
+      std::sort(ms.begin(), ms.end());
+      char name[64];
+      std::snprintf(name, sizeof name, "p=%d m=%d, %d thread%s", p, m, threads, threads > 1 ? "s" : "");
+      std::printf("%-34s %8d %12.2f %12.2f %12.2f\n", name, 3 * p * m, ms.front(), ms[ms.size() / 2], ms.back());
     }
   }
   return 0;

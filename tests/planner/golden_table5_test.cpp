@@ -54,7 +54,7 @@ double planned_rate(const Problem& pr, const std::string& method) {
   auto s = plan_schedule(pr, method, &diags);
   INFO(format_diags(diags));
   REQUIRE(s);
-  auto t = simulate_timeline(*s, pr, &diags);
+  auto t = simulate_timeline(s->schedule, pr, &diags);
   REQUIRE(t);
   return t->bubble_rate;
 }

@@ -83,7 +83,7 @@ TEST_CASE("zbplan: bad flags and impossible inputs give one-line errors and non-
   CHECK(r.err == "zbplan: memory limit 0.4 is below 1, the activation memory of a single microbatch (M_B); no schedule fits\n");
   r = plan_with({"--method", "zb-h9", "-p", "4", "-m", "8"});
   CHECK(r.code == 1);
-  CHECK(r.err == "zbplan: unknown method 'zb-h9' (known: 1f1b, 1f1b-i, zb-h1, zb-h2)\n");
+  CHECK(r.err == "zbplan: unknown method 'zb-h9' (known: 1f1b, 1f1b-i, zb-h1, zb-h2, heuristic)\n");
   r = plan_with({"-p", "4", "-m", "8"});
   CHECK(r.code == 2);
   CHECK(r.err.find("--method is required") != std::string::npos);

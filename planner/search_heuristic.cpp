@@ -1,0 +1,336 @@
+// The §3.1 heuristic and its grid search (see search_heuristic.h). Ops are placed round by round:
+// round i places (at most) one F per stage, top to bottom, then B of microbatch i, bottom to top,
+// so every op's input is already placed and its exact time is known (TimelineBuilder).
+#include "planner/search_heuristic.h"
+
+#include <algorithm>
+#include <limits>
+#include <memory>
+#include <thread>
+
+#include "planner/deps.h"
+#include "planner/gen_baseline.h"
+#include "planner/simulate.h"
+#include "planner/validate.h"
+
+namespace zbpp {
+
+std::string HeuristicOptions::name() const {
+  std::string out;
+  auto add = [&out](bool on, const char* what) {
+    if (on) out += (out.empty() ? "" : ",") + std::string(what);
+  };
+  add(allow_bubble_before_first_b, "bubble-before-b");
+  add(prioritize_b, "prioritize-b");
+  add(no_bubble_greedy, "greedy-w");
+  return out.empty() ? "plain" : out;
+}
+
+namespace {
+
+constexpr Mem kUnlimited = std::numeric_limits<Mem>::max() / 4;
+
+class Heuristic {
+ public:
+  explicit Heuristic(const Problem& pr)
+      : pr_(pr), p_(pr.p), m_(pr.m), limit_(pr.mem_limit.value_or(kUnlimited)),
+        tl_(pr, interleaved_placement(pr.p, 1), pr.m) {}
+
+  // Builds the schedule for `opt` (reusing this object's memory); false with the reason when the
+  // memory limit cannot be kept.
+  bool run(const HeuristicOptions& opt, std::string* why) {
+    opt_ = opt;
+    tl_.reset();
+    for (auto* v : {&f_, &b_, &w_}) v->assign(p_, 0);
+    mem_.assign(p_, 0);
+    bubble_.assign(p_, 0);
+    max_bubble_ = 0;
+    broken_.clear();
+    for (int i = 0; i < m_; ++i) {
+      if (i == 0 ? !warm_up() : !steady_round(i)) {
+        *why = why_;
+        return false;
+      }
+    }
+    for (int j = 0; j < p_; ++j)
+      while (w_[j] < b_[j]) put(j, OpType::W);
+    if (!broken_.empty()) *why = broken_;
+    return broken_.empty();
+  }
+
+  /// The exact span of what was placed: TimelineBuilder applies the simulator's rule as it goes.
+  Ticks span() const { return tl_.span(); }
+
+  Schedule schedule() const {
+    Schedule s;
+    s.p = p_;
+    s.m = m_;
+    s.chunks = 1;
+    s.placement = interleaved_placement(p_, 1);
+    s.method = "heuristic";
+    s.stages = tl_.ops();
+    return s;
+  }
+
+ private:
+  Mem delta(OpType t, int j) const { return memory_delta(Op{t, 0, 0}, j, pr_); }
+  Ticks max_bubble() const { return max_bubble_; }
+  int pending_w(int j) const { return b_[j] - w_[j]; }
+
+  // Places the next op of `type` on stage j. Idle time before it counts as bubble once the stage
+  // has started (its first F).
+  void put(int j, OpType type) {
+    int& counter = type == OpType::F ? f_[j] : type == OpType::B ? b_[j] : w_[j];
+    Op op{type, counter, 0};
+    Ticks before = tl_.stage_end(j);
+    Ticks end = tl_.append(j, op);
+    if (end < 0) {  // the round structure guarantees inputs; reaching here is a bug, not a user error
+      broken_ = "internal error: " + op_short(op) + " on stage " + std::to_string(j) + " placed before its input";
+      return;
+    }
+    if (f_[j] > 0) {
+      bubble_[j] += end - (before + op_duration(op, j, pr_));
+      max_bubble_ = std::max(max_bubble_, bubble_[j]);
+    }
+    mem_[j] += delta(type, j);
+    ++counter;
+  }
+
+  // Runs W's until `extra` more memory fits; false (with the reason) when no W is left to run.
+  bool make_room(int j, Mem extra, const char* for_what) {
+    while (mem_[j] + extra > limit_) {
+      if (pending_w(j) == 0) {
+        why_ = "stage " + std::to_string(j) + " cannot fit " + for_what + " under the memory limit " +
+               format_quanta(limit_) + " (it holds " + format_quanta(mem_[j]) + " with no W left to free memory)";
+        return false;
+      }
+      put(j, OpType::W);
+    }
+    return true;
+  }
+
+  // Fills the idle time until `input_at` with W's: every W that fits whole, then one more W when
+  // the remaining gap would raise the largest cumulative bubble (or always, with greedy W).
+  void fill_with_w(int j, Ticks input_at) {
+    while (pending_w(j) > 0 && tl_.stage_end(j) + pr_.t_w[j] <= input_at) put(j, OpType::W);
+    if (pending_w(j) > 0 && tl_.stage_end(j) < input_at) {
+      bool raises_max = input_at - tl_.stage_end(j) > max_bubble() - bubble_[j];
+      if (raises_max || opt_.no_bubble_greedy) put(j, OpType::W);
+    }
+  }
+
+  // Round 0: one F on every stage, then as many extra F's as fit in front of each stage's first B
+  // (estimated from the bottom up), strictly fewer on each later stage, then B0 bottom to top.
+  bool warm_up() {
+    for (int j = 0; j < p_; ++j) {
+      if (!make_room(j, delta(OpType::F, j), "its first F")) return false;
+      put(j, OpType::F);
+    }
+    std::vector<int> extra(p_, 0);
+    Ticks first_b_end = tl_.produced_at(Product::Forward, p_ - 1, 0) + pr_.t_b[p_ - 1];
+    for (int j = p_ - 2; j >= 0; --j) {
+      Ticks clock = tl_.stage_end(j);
+      Mem mem = mem_[j];
+      Ticks b_input = first_b_end + pr_.t_comm;
+      while (f_[j] + extra[j] < m_ && mem + delta(OpType::F, j) <= limit_) {
+        bool stop = opt_.allow_bubble_before_first_b ? clock + pr_.t_f[j] > b_input : clock >= b_input;
+        if (stop) break;
+        clock += pr_.t_f[j];
+        mem += delta(OpType::F, j);
+        ++extra[j];
+      }
+      first_b_end = std::max(clock, b_input) + pr_.t_b[j];
+    }
+    // Each stage keeps strictly fewer F's than the one before it, unless both have all m. (Capping
+    // only while below m, as the reference does, can leave a stage ahead of its predecessor.)
+    for (int j = 1; j < p_; ++j) {
+      int before = f_[j - 1] + extra[j - 1];
+      auto too_many = [&] {
+        int mine = f_[j] + extra[j];
+        return mine > before || (mine == before && before < m_);
+      };
+      while (extra[j] > 0 && too_many()) --extra[j];
+    }
+    for (int j = 0; j < p_; ++j)
+      for (int k = 0; k < extra[j]; ++k) put(j, OpType::F);
+    return place_backwards(0);
+  }
+
+  // Round i >= 1: decide which stages run an F, place them top to bottom, then B_i bottom to top.
+  bool steady_round(int i) {
+    std::vector<int>& wants_f = wants_f_;
+    wants_f.assign(p_, 0);
+    for (int j = 0; j < p_; ++j) {
+      if (f_[j] >= m_) continue;
+      wants_f[j] = 1;
+      if (opt_.prioritize_b && j + 1 < p_ && f_[j] >= f_[j + 1] + 2) wants_f[j] = f_worth_it(j) ? 1 : 0;
+    }
+    // A stage runs an F only if the next one does, so each stage stays at least one F ahead.
+    for (int j = p_ - 2; j >= 0; --j) wants_f[j] = std::min(wants_f[j], wants_f[j + 1]);
+    for (int j = 0; j < p_; ++j) {
+      if (!wants_f[j]) continue;
+      if (!make_room(j, delta(OpType::F, j), "another F")) return false;
+      if (j > 0) fill_with_w(j, tl_.input_ready(j, Op{OpType::F, f_[j], 0}));
+      put(j, OpType::F);
+    }
+    return place_backwards(i);
+  }
+
+  // With prioritize_b, a stage two or more F's ahead of the next skips its F when running it
+  // would delay the B that the next stage will soon send back.
+  bool f_worth_it(int j) const {
+    Ticks next_b_input = tl_.stage_end(j + 1) + pr_.t_f[j + 1] + pr_.t_b[j + 1] + pr_.t_comm;
+    Ticks now = tl_.stage_end(j);
+    if (now >= next_b_input) return false;
+    Ticks w_time = 0;
+    Mem mem = mem_[j] + delta(OpType::F, j);
+    for (int k = 0; mem > limit_ && k < pending_w(j); ++k) {
+      mem += delta(OpType::W, j);
+      w_time += pr_.t_w[j];
+    }
+    if (now + pr_.t_f[j] + w_time <= next_b_input) return true;
+    return next_b_input - now > max_bubble() - bubble_[j];
+  }
+
+  // B of microbatch i on every stage, last to first, with W's in the gaps. Stage 0's B feeds no
+  // one, so once it has run all its F's it runs its pending W's first.
+  bool place_backwards(int i) {
+    for (int j = p_ - 1; j >= 0; --j) {
+      if (!make_room(j, delta(OpType::B, j), "a B")) return false;
+      if (j + 1 < p_) fill_with_w(j, tl_.input_ready(j, Op{OpType::B, i, 0}));
+      if (j == 0 && f_[0] >= m_)
+        while (pending_w(0) > 0) put(0, OpType::W);
+      put(j, OpType::B);
+    }
+    return true;
+  }
+
+  const Problem& pr_;
+  HeuristicOptions opt_;
+  int p_, m_;
+  Mem limit_;
+  TimelineBuilder tl_;
+  std::vector<int> f_, b_, w_;  // next microbatch of each kind, per stage
+  std::vector<Mem> mem_;
+  std::vector<Ticks> bubble_;   // cumulative idle time per stage since its first F
+  Ticks max_bubble_ = 0;        // max of bubble_, kept as bubbles only grow
+  std::vector<int> wants_f_;    // per stage, this round: run an F?
+  std::string why_;
+  std::string broken_;          // set when an op could not be placed: the candidate is discarded
+};
+
+}  // namespace
+
+namespace {
+std::string chunks_refused(const Problem& problem) {
+  return "the heuristic plans one chunk per stage; the problem has chunks = " + std::to_string(problem.chunks);
+}
+}  // namespace
+
+std::optional<Schedule> heuristic_schedule(const Problem& problem, const HeuristicOptions& options, std::string* why) {
+  if (problem.chunks != 1) {
+    *why = chunks_refused(problem);
+    return std::nullopt;
+  }
+  Heuristic h(problem);
+  if (!h.run(options, why)) return std::nullopt;
+  return h.schedule();
+}
+
+std::optional<SearchResult> search_heuristic(const Problem& problem, std::vector<Diag>* diags, int threads) {
+  if (problem.chunks != 1) {
+    diags->push_back({"", "", -1, -1, "", chunks_refused(problem)});
+    return std::nullopt;
+  }
+  std::vector<HeuristicOptions> grid;
+  for (bool a : {true, false})
+    for (bool b : {true, false})
+      for (bool c : {true, false}) grid.push_back({a, b, c});
+
+  // Each worker builds its share of the grid in one reusable workspace and remembers only the
+  // best span; the winner is rebuilt at the end unless its workspace still holds it. Fewer fresh
+  // pages matter more here than the one extra run.
+  struct Worker {
+    std::unique_ptr<Heuristic> space;
+    Ticks best_span = -1;
+    size_t best_index = 0;
+    bool holds_best = false;  // the workspace's last run was the best one
+    int feasible = 0;
+    std::string first_why;
+  };
+  // A thread pays from a few thousand ops on (docs/benchmarks.md).
+  if (threads <= 0) threads = problem.p * problem.m >= 1024 ? 2 : 1;
+  threads = std::clamp(threads, 1, static_cast<int>(grid.size()));
+  std::vector<Worker> workers(threads);
+  // Workspaces are allocated here, in the calling thread, so worker threads only fill them.
+  for (Worker& wk : workers) wk.space = std::make_unique<Heuristic>(problem);
+  auto work = [&](int t) {
+    Worker& wk = workers[t];
+    for (size_t k = t; k < grid.size(); k += threads) {
+      std::string why;
+      wk.holds_best = false;
+      if (!wk.space->run(grid[k], &why)) {
+        if (wk.first_why.empty()) wk.first_why = why;
+        continue;
+      }
+      ++wk.feasible;
+      if (wk.best_span < 0 || wk.space->span() < wk.best_span) {
+        wk.best_span = wk.space->span();
+        wk.best_index = k;
+        wk.holds_best = true;
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
+  work(0);
+  for (auto& th : pool) th.join();
+
+  SearchResult result;
+  result.candidates = static_cast<int>(grid.size());
+  // Seeds: the handcrafted orders, where they fit the memory limit.
+  std::optional<Schedule> best_seed;
+  Ticks best_seed_span = -1;
+  for (const char* seed : {"zb-h1", "zb-h2", "1f1b"}) {
+    ++result.candidates;
+    Schedule s = seed[0] == '1' ? generate_1f1b(problem) : seed[3] == '1' ? generate_zb_h1(problem) : generate_zb_h2(problem);
+    if (!validate_memory(s, problem).empty()) continue;
+    Ticks span = simulate_span(s, problem);
+    if (span < 0) continue;
+    ++result.feasible;
+    if (best_seed_span < 0 || span < best_seed_span) {
+      best_seed_span = span;
+      s.method = seed;
+      best_seed = std::move(s);
+    }
+  }
+  Worker* winner = nullptr;
+  for (Worker& wk : workers) {
+    result.feasible += wk.feasible;
+    if (wk.best_span < 0) continue;
+    if (!winner || wk.best_span < winner->best_span ||
+        (wk.best_span == winner->best_span && wk.best_index < winner->best_index))
+      winner = &wk;
+  }
+  if (!winner && !best_seed) {
+    diags->push_back({"", "", -1, -1, "", "no heuristic schedule fits: " + workers[0].first_why});
+    return std::nullopt;
+  }
+  if (best_seed && (!winner || best_seed_span < winner->best_span)) {
+    result.winner = "seed " + best_seed->method;
+    result.span = best_seed_span;
+    result.schedule = std::move(*best_seed);
+    result.schedule.method = "heuristic";
+    return result;
+  }
+  if (!winner->holds_best) {
+    std::string why;
+    winner->space->run(grid[winner->best_index], &why);
+  }
+  result.schedule = winner->space->schedule();
+  result.span = winner->best_span;
+  result.winner = grid[winner->best_index].name();
+  return result;
+}
+
+}  // namespace zbpp

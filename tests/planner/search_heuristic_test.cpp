@@ -1,0 +1,155 @@
+// Tests for planner/search_heuristic.cpp: the paper's ZB-1p and ZB-2p columns of Table 5,
+// randomised properties (valid, within the limit, never worse than ZB-H1), and impossible limits.
+#include "planner/search_heuristic.h"
+
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include <catch2/catch.hpp>
+
+#include "planner/gen_baseline.h"
+#include "planner/pipeline.h"
+#include "planner/simulate.h"
+#include "test_util.h"
+
+using namespace zbpp;
+
+namespace {
+
+double bubble_of(const Schedule& s, const Problem& pr) {
+  std::vector<Diag> diags;
+  auto t = simulate_timeline(s, pr, &diags);
+  INFO(format_diags(diags));
+  REQUIRE(t);
+  return t->bubble_rate;
+}
+
+Problem table5_problem(const std::vector<std::string>& v, const std::string& limit) {
+  int h = std::stoi(v[8]), a = std::stoi(v[9]);
+  // Activation memory per token and layer (Table 1): M_B = 34h + 5as, M_W = 32h, s = 1024.
+  double mem_b = 34.0 * h + 5.0 * a * 1024, mem_w = 32.0 * h;
+  return test::make_problem(std::stoi(v[1]), std::stoi(v[2]), std::stod(v[3]), std::stod(v[4]), std::stod(v[5]),
+                            std::stod(v[6]), mem_b, mem_w, limit);
+}
+
+}  // namespace
+
+TEST_CASE("heuristic: Table 5 ZB-1p and ZB-2p, ours <= paper + 0.00005 in all 24 cells") {
+  std::ifstream in(std::string(ZBPP_GOLDEN_DIR) + "/table5.tsv");
+  REQUIRE(in);
+  std::string line;
+  int cells = 0;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> v;
+    std::stringstream fields(line);
+    for (std::string f; std::getline(fields, f, '\t');) v.push_back(f);
+    for (auto [limit, column] : {std::pair{"1p", 14}, std::pair{"2p", 15}}) {
+      Problem pr = table5_problem(v, limit);
+      std::vector<Diag> diags;
+      auto found = search_heuristic(pr, &diags);
+      INFO(v[0] << " p=" << v[1] << " m=" << v[2] << " limit " << limit << " " << format_diags(diags));
+      REQUIRE(found);
+      test::check_invariants(found->schedule, pr);
+      double ours = bubble_of(found->schedule, pr);
+      double paper = std::stod(v[column]);
+      INFO("ours " << ours << ", paper " << paper << ", winner " << found->winner);
+      CHECK(ours <= paper + 0.00005);
+      ++cells;
+    }
+  }
+  CHECK(cells == 24);
+}
+
+TEST_CASE("heuristic: ZB-2p on 1.5B/p8/m24 with M_W = 0.3664 M_B reaches 0.0433") {
+  Problem pr = test::make_problem(8, 24, 18.522, 18.086, 9.337, 0.601, 1, 0.3664, "2p");
+  std::vector<Diag> diags;
+  auto planned = plan_schedule(pr, "heuristic", &diags);
+  REQUIRE(planned);
+  CHECK(bubble_of(planned->schedule, pr) <= 0.0433 + 0.00005);
+  CHECK(planned->schedule.method == "heuristic");
+}
+
+TEST_CASE("heuristic: random problems give valid schedules within the limit, never worse than ZB-H1") {
+  std::mt19937 rng(20261123);
+  auto uniform = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
+  auto integer = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int compared = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    ProblemInput in;
+    in.p = integer(2, 16);
+    in.m = integer(in.p, 4 * in.p);
+    bool per_stage = trial % 2 == 0;
+    for (auto* field : {&in.t_f, &in.t_b, &in.t_w}) {
+      field->clear();
+      for (int s = 0; s < (per_stage ? in.p : 1); ++s) field->push_back(std::round(uniform(0.5, 3.0) * 1000) / 1000);
+    }
+    in.t_comm = std::round(uniform(0, 0.5) * 1000) / 1000;
+    in.mem_b = {1};
+    in.mem_w = {std::round(uniform(0.2, 0.9) * 100) / 100};
+    if (trial % 5 != 0) in.mem_limit = std::to_string(std::round(uniform(0.5, 3.0) * 10) / 10).substr(0, 3) + "p";
+    std::vector<Diag> diags;
+    auto pr = build_problem(in, "", &diags);
+    if (!pr) continue;  // a limit below M_B: rejected up front, covered elsewhere
+    INFO("trial " << trial << ": p=" << pr->p << " m=" << pr->m << " limit " << in.mem_limit);
+    // Every grid point that succeeds is valid (dependencies, counts, memory limit).
+    for (bool a : {true, false})
+      for (bool b : {true, false})
+        for (bool c : {true, false}) {
+          std::string why;
+          auto s = heuristic_schedule(*pr, {a, b, c}, &why);
+          if (s) test::check_invariants(*s, *pr);
+        }
+    auto found = search_heuristic(*pr, &diags);
+    if (!found) continue;
+    test::check_invariants(found->schedule, *pr);
+    CHECK(found->span == simulate_span(found->schedule, *pr));
+    Schedule h1 = generate_zb_h1(*pr);
+    if (validate_memory(h1, *pr).empty()) {
+      CHECK(found->span <= simulate_span(h1, *pr));
+      ++compared;
+    }
+  }
+  CHECK(compared >= 60);
+}
+
+TEST_CASE("heuristic: the result does not depend on the thread count") {
+  Problem pr = test::make_problem(8, 40, 1.3, 1.1, 0.7, 0.05, 1, 0.4, "1.5p");
+  std::vector<Diag> diags;
+  auto one = search_heuristic(pr, &diags, 1);
+  auto two = search_heuristic(pr, &diags, 2);
+  REQUIRE(one);
+  REQUIRE(two);
+  CHECK(one->schedule.stages == two->schedule.stages);
+  CHECK(one->winner == two->winner);
+}
+
+TEST_CASE("heuristic: works for m < p and heterogeneous stages") {
+  ProblemInput in;
+  in.p = 8;
+  in.m = 3;
+  in.t_f = {2.4, 2, 2, 2, 2, 2, 2, 2.6};
+  in.t_b = {2.3, 2, 2, 2, 2, 2, 2, 2.7};
+  in.t_w = {1.4, 1.2, 1.2, 1.2, 1.2, 1.2, 1.2, 1.5};
+  in.t_comm = 0.05;
+  in.mem_limit = "1p";
+  std::vector<Diag> diags;
+  auto pr = build_problem(in, "", &diags);
+  REQUIRE(pr);
+  auto found = search_heuristic(*pr, &diags);
+  REQUIRE(found);
+  test::check_invariants(found->schedule, *pr);
+  CHECK(found->span <= simulate_span(generate_1f1b(*pr), *pr));
+}
+
+TEST_CASE("heuristic: a limit no schedule can keep is reported with the stage that cannot fit") {
+  // M_W > M_B: after B a stage holds more than the limit allows, and it has no W to run yet.
+  Problem pr = test::make_problem(4, 8, 1, 1, 1, 0, 1, 1.5, "1");
+  std::vector<Diag> diags;
+  CHECK_FALSE(search_heuristic(pr, &diags));
+  REQUIRE(diags.size() == 1);
+  CHECK(format_diag(diags[0]) ==
+        "no heuristic schedule fits: stage 3 cannot fit a B under the memory limit 1 (it holds 1 with no W left to free "
+        "memory)");
+}
