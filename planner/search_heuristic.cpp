@@ -291,16 +291,15 @@ std::optional<SearchResult> search_heuristic(const Problem& problem, std::vector
   // Seeds: the handcrafted orders, where they fit the memory limit.
   std::optional<Schedule> best_seed;
   Ticks best_seed_span = -1;
-  for (const char* seed : {"zb-h1", "zb-h2", "1f1b"}) {
+  for (Schedule (*generate)(const Problem&) : {generate_zb_h1, generate_zb_h2, generate_1f1b}) {
     ++result.candidates;
-    Schedule s = seed[0] == '1' ? generate_1f1b(problem) : seed[3] == '1' ? generate_zb_h1(problem) : generate_zb_h2(problem);
+    Schedule s = generate(problem);
     if (!validate_memory(s, problem).empty()) continue;
     Ticks span = simulate_span(s, problem);
     if (span < 0) continue;
     ++result.feasible;
     if (best_seed_span < 0 || span < best_seed_span) {
       best_seed_span = span;
-      s.method = seed;
       best_seed = std::move(s);
     }
   }
