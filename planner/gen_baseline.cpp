@@ -88,4 +88,52 @@ Schedule generate_zb_h2(const Problem& pr) {
   return s;
 }
 
+Schedule generate_zb_v(const Problem& pr) {
+  Schedule s = empty_schedule(pr, 2, v_shape_placement(pr.p), "zb-v");
+  const int p = pr.p, m = pr.m;
+  // The order is laid out for at least 2p-1 microbatches (enough to fill the V); ops of
+  // microbatches beyond m are then left out, which keeps every remaining dependency in order.
+  const int n = std::max(2 * p - 1, m);
+  for (int r = 0; r < p; ++r) {
+    auto& ops = s.stages[r];
+    int next[3][2] = {};  // [F/B/W][chunk]: next microbatch
+    auto emit = [&](OpType type, int chunk) {
+      int kind = type == OpType::F ? 0 : type == OpType::B ? 1 : 2;
+      int mb = next[kind][chunk]++;
+      if (mb < m) ops.push_back({type, mb, chunk});
+    };
+    auto f = [&](int c) { return next[0][c]; };
+    auto pending_w = [&](int c) { return next[1][c] - next[2][c]; };
+    for (int k = 0; k < 2 * (p - r) - 1; ++k) emit(OpType::F, 0);
+    for (int k = 0; k < r; ++k) {
+      emit(OpType::F, 1);
+      emit(OpType::F, 0);
+    }
+    for (int k = 0; k < p - r; ++k) {
+      emit(OpType::F, 1);
+      emit(OpType::B, 1);
+      emit(OpType::W, 1);
+    }
+    while (f(1) < f(0) || f(0) < n) {
+      if (f(0) < n) emit(OpType::F, 0);
+      emit(OpType::B, 0);
+      emit(OpType::W, 0);
+      emit(OpType::F, 1);
+      emit(OpType::B, 1);
+      emit(OpType::W, 1);
+    }
+    for (int k = 0; k < r; ++k) {
+      emit(OpType::B, 0);
+      emit(OpType::B, 1);
+    }
+    for (int k = 0; k < p - r; ++k) {
+      emit(OpType::B, 0);
+      emit(OpType::W, 0);
+    }
+    while (pending_w(1) > 0) emit(OpType::W, 1);
+    while (pending_w(0) > 0) emit(OpType::W, 0);
+  }
+  return s;
+}
+
 }  // namespace zbpp

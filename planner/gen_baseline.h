@@ -21,6 +21,13 @@ Schedule generate_zb_h1(const Problem& problem);
 /// ZB-H2: 2(p-s)-1 warm-up F's and W delayed by 2s B's, so every bubble is filled (peak (2p-1)*M_B).
 Schedule generate_zb_h2(const Problem& problem);
 
+/// ZB-V (the authors' follow-up): two chunks per stage placed [s, 2p-1-s], so the first and last
+/// virtual stages share stage 0. Needs problem.chunks == 2 (times and memory per chunk). Stage r
+/// runs 2(p-r)-1 F's of chunk 0, then r pairs (F chunk 1, F chunk 0), then p-r (F, B, W) of
+/// chunk 1; then repeats F B W of chunk 0 and of chunk 1; the tail runs B's and then the held W's.
+/// Peak memory stays near p * M_B of a whole stage, as 1F1B.
+Schedule generate_zb_v(const Problem& problem);
+
 /// One stage's F/B/W order: `warmup` F's, then repeatedly B, a W when more than `w_delay` W's are
 /// pending, and the next F; once B's run out, the remaining W's. Building block of ZB-H1/H2.
 std::vector<Op> fbw_order(int m, int warmup, int w_delay, int chunk = 0);

@@ -1,14 +1,17 @@
 // The planner's pass list (see pipeline.h).
 #include "planner/pipeline.h"
 
+#include <cstdio>
+
 #include "planner/gen_baseline.h"
 #include "planner/search_heuristic.h"
+#include "planner/simulate.h"
 #include "planner/validate.h"
 
 namespace zbpp {
 
 const std::vector<std::string>& plan_methods() {
-  static const std::vector<std::string> methods = {"1f1b", "1f1b-i", "zb-h1", "zb-h2", "heuristic"};
+  static const std::vector<std::string> methods = {"1f1b", "1f1b-i", "zb-h1", "zb-h2", "heuristic", "zb-v", "auto"};
   return methods;
 }
 
@@ -25,12 +28,73 @@ bool check_shape(const Problem& pr, const std::string& method, int chunks_needed
   return true;
 }
 
+// Runs every method, keeps the smallest span; each candidate's outcome becomes a note.
+std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags) {
+  std::optional<PlanResult> best;
+  Ticks best_span = -1;
+  std::vector<std::string> notes;
+  std::string best_method;
+  for (const auto& method : plan_methods()) {
+    if (method == "auto") continue;
+    std::vector<Diag> why;
+    auto result = plan_schedule(pr, method, &why);
+    if (!result) {
+      // The first finding says enough (a header line, when there is one, comes before it).
+      std::string reason = why.empty() ? "failed" : format_diag(why[why.size() > 1 ? 1 : 0]);
+      notes.push_back("auto: " + method + " does not fit: " + reason);
+      continue;
+    }
+    std::vector<Diag> unused;
+    auto t = simulate_timeline(result->schedule, result->problem, &unused);
+    char rate[32];
+    std::snprintf(rate, sizeof rate, "%.4f", t->bubble_rate);
+    notes.push_back("auto: " + method + " span " + format_quanta(t->span) + ", bubble rate " + rate);
+    if (best_span < 0 || t->span < best_span) {
+      best_span = t->span;
+      best_method = method;
+      best = std::move(result);
+    }
+  }
+  if (!best) {
+    diags->push_back({"", "", -1, -1, "", "no method fits this problem:"});
+    for (const auto& n : notes) diags->push_back({"", "", -1, -1, "", n});
+    return std::nullopt;
+  }
+  notes.push_back("auto: best is " + best_method);
+  best->notes.insert(best->notes.begin(), notes.begin(), notes.end());
+  return best;
+}
+
 }  // namespace
 
-std::optional<PlanResult> plan_schedule(const Problem& pr, const std::string& method, std::vector<Diag>* diags) {
+Problem split_into_chunks(const Problem& pr, int chunks) {
+  Problem out = pr;
+  out.chunks = chunks;
+  out.placement.clear();
+  auto divide = [chunks](std::vector<std::int64_t>& values) {
+    for (auto& v : values) v = (v + chunks / 2) / chunks;
+  };
+  divide(out.t_f);
+  divide(out.t_b);
+  divide(out.t_w);
+  divide(out.mem_b);
+  divide(out.mem_w);
+  return out;
+}
+
+std::optional<PlanResult> plan_schedule(const Problem& original, const std::string& method, std::vector<Diag>* diags) {
+  if (method == "auto") return plan_auto(original, diags);
   std::optional<Schedule> s;
   std::vector<std::string> notes;
-  if (method == "heuristic") {
+  Problem pr = original;
+  if (method == "zb-v" && pr.chunks == 1) {
+    pr = split_into_chunks(original, 2);
+    notes.push_back("zb-v: each stage split into 2 chunks (per-chunk times and memory are half the stage's)");
+  }
+  if (method == "zb-v") {
+    if (!check_shape(pr, method, 2, diags)) return std::nullopt;
+    s = generate_zb_v(pr);
+  } else if (method == "heuristic") {
     if (!check_shape(pr, method, 1, diags)) return std::nullopt;
     auto found = search_heuristic(pr, diags);
     if (!found) return std::nullopt;
@@ -42,6 +106,10 @@ std::optional<PlanResult> plan_schedule(const Problem& pr, const std::string& me
     if (!check_shape(pr, method, 1, diags)) return std::nullopt;
     s = method == "1f1b" ? generate_1f1b(pr) : method == "zb-h1" ? generate_zb_h1(pr) : generate_zb_h2(pr);
   } else if (method == "1f1b-i") {
+    if (pr.chunks < 2) {
+      diags->push_back({"", "", -1, -1, "", "1f1b-i interleaves chunks: give --chunks V with V >= 2"});
+      return std::nullopt;
+    }
     std::string err;
     s = generate_1f1b_interleaved(pr, &err);
     if (!s) {
@@ -64,7 +132,7 @@ std::optional<PlanResult> plan_schedule(const Problem& pr, const std::string& me
     diags->insert(diags->end(), found.begin(), found.end());
     return std::nullopt;
   }
-  return PlanResult{std::move(*s), std::move(notes)};
+  return PlanResult{std::move(*s), pr, std::move(notes)};
 }
 
 }  // namespace zbpp

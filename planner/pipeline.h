@@ -12,12 +12,18 @@
 
 namespace zbpp {
 
-/// Methods zbplan plan knows, in the order --help lists them.
+/// The same problem with each stage split into `chunks` equal chunks: per-op times and memory
+/// divided by `chunks` (to the nearest tick/quantum), the memory limit unchanged.
+Problem split_into_chunks(const Problem& problem, int chunks);
+
+/// Methods zbplan plan knows, in the order --help lists them. "auto" runs every other method
+/// and keeps the one with the smallest span that fits.
 const std::vector<std::string>& plan_methods();
 
 /// A planned schedule and what the passes have to say about how they got it.
 struct PlanResult {
   Schedule schedule;
+  Problem problem;                 ///< the problem the schedule is for (zb-v may split stages into chunks)
   std::vector<std::string> notes;  ///< e.g. which grid point of the heuristic won; printed by zbplan
 };
 

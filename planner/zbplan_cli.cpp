@@ -143,12 +143,12 @@ int cmd_plan(const std::string& method, const ProblemFlags& flags, const std::st
   auto planned = plan_schedule(*problem, method, &diags);
   if (!planned) return fail(err, diags);
   const Schedule& schedule = planned->schedule;
-  auto timeline = simulate_timeline(schedule, *problem, &diags);
+  auto timeline = simulate_timeline(schedule, planned->problem, &diags);
   if (!timeline) return fail(err, diags);
-  if (!write_file(output, schedule_to_json_text(schedule, *problem, *timeline), err)) return kExitInvalid;
+  if (!write_file(output, schedule_to_json_text(schedule, planned->problem, *timeline), err)) return kExitInvalid;
   out << "wrote " << output << "\n";
   for (const auto& note : planned->notes) out << "  " << note << "\n";
-  print_figures(out, schedule, *problem, *timeline);
+  print_figures(out, schedule, planned->problem, *timeline);
   return 0;
 }
 

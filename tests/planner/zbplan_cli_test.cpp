@@ -83,7 +83,7 @@ TEST_CASE("zbplan: bad flags and impossible inputs give one-line errors and non-
   CHECK(r.err == "zbplan: memory limit 0.4 is below 1, the activation memory of a single microbatch (M_B); no schedule fits\n");
   r = plan_with({"--method", "zb-h9", "-p", "4", "-m", "8"});
   CHECK(r.code == 1);
-  CHECK(r.err == "zbplan: unknown method 'zb-h9' (known: 1f1b, 1f1b-i, zb-h1, zb-h2, heuristic)\n");
+  CHECK(r.err == "zbplan: unknown method 'zb-h9' (known: 1f1b, 1f1b-i, zb-h1, zb-h2, heuristic, zb-v, auto)\n");
   r = plan_with({"-p", "4", "-m", "8"});
   CHECK(r.code == 2);
   CHECK(r.err.find("--method is required") != std::string::npos);
@@ -118,6 +118,34 @@ TEST_CASE("zbplan: validate rejects a broken file with the stage and op, and sim
   v = zbplan({"validate", tmp("does_not_exist.json")});
   CHECK(v.code == 1);
   CHECK(v.err == "zbplan: " + tmp("does_not_exist.json") + ": cannot open file\n");
+}
+
+TEST_CASE("zbplan: heuristic at 2p and auto at 1p on 1.5B/p8/m24") {
+  std::vector<std::string> problem = {"-p", "8", "-m", "24", "--tf", "18.522", "--tb", "18.086", "--tw", "9.337",
+                                      "--tcomm", "0.601", "--mem-b", "1", "--mem-w", "0.3664"};
+  auto with = [&](std::vector<std::string> args) {
+    args.insert(args.end(), problem.begin(), problem.end());
+    return zbplan(args);
+  };
+  Run h = with({"plan", "--method", "heuristic", "--mem-limit", "2p", "-o", tmp("cli_zb2p.json")});
+  INFO(h.err);
+  REQUIRE(h.code == 0);
+  CHECK(h.out.find("bubble rate  0.0433") != std::string::npos);
+  CHECK(h.out.find("search: 11 of 11 candidates fit the memory limit") != std::string::npos);
+  Run sim = zbplan({"simulate", tmp("cli_zb2p.json")});
+  CHECK(sim.out.find("bubble rate  0.0433") != std::string::npos);
+
+  Run a = with({"plan", "--method", "auto", "--mem-limit", "1p", "-o", tmp("cli_auto.json")});
+  INFO(a.err);
+  REQUIRE(a.code == 0);
+  CHECK(a.out.find("auto: zb-h2 does not fit: stage 0, op 8 (F8): activation memory reaches 8.2976, over the limit 8 = 1p") !=
+        std::string::npos);
+  CHECK(a.out.find("auto: 1f1b-i does not fit: 1f1b-i interleaves chunks: give --chunks V with V >= 2") != std::string::npos);
+  CHECK(a.out.find("auto: zb-h1 span 1310.405, bubble rate 0.1585") != std::string::npos);
+  CHECK(a.out.find("auto: best is zb-v") != std::string::npos);
+  CHECK(a.out.find("method       zb-v (p=8, m=24, chunks=2)") != std::string::npos);
+  Run v = zbplan({"validate", tmp("cli_auto.json")});
+  CHECK(v.code == 0);
 }
 
 TEST_CASE("zbplan: --help lists the subcommands and exits 0") {
