@@ -29,7 +29,8 @@ std::pair<double, double> time_us(int reps, const std::function<void()>& fn) {
   return {us.front(), us[us.size() / 2]};
 }
 
-Problem table5_problem(int p, int m) {
+// The paper's 28.3B times (Table 6) on p stages and m microbatches, with an optional memory limit.
+Problem table5_problem(int p, int m, const std::string& mem_limit = "") {
   ProblemInput in;
   in.p = p;
   in.m = m;
@@ -37,6 +38,9 @@ Problem table5_problem(int p, int m) {
   in.t_b = {10.248};
   in.t_w = {7.698};
   in.t_comm = 0.460;
+  in.mem_b = {1};
+  in.mem_w = {0.3664};
+  in.mem_limit = mem_limit;
   std::vector<Diag> diags;
   return *build_problem(in, "", &diags);
 }
@@ -69,18 +73,8 @@ int main() {
   std::printf("\n%-34s %8s %12s %12s %12s\n", "heuristic grid search (2p limit)", "ops", "min (ms)", "median (ms)",
               "max (ms)");
   for (auto [p, m] : {std::pair{8, 24}, std::pair{16, 128}, std::pair{32, 256}, std::pair{64, 512}}) {
-    ProblemInput in;
-    in.p = p;
-    in.m = m;
-    in.t_f = {10.402};
-    in.t_b = {10.248};
-    in.t_w = {7.698};
-    in.t_comm = 0.460;
-    in.mem_b = {1};
-    in.mem_w = {0.3664};
-    in.mem_limit = "2p";
+    Problem pr = table5_problem(p, m, "2p");
     std::vector<Diag> diags;
-    Problem pr = *build_problem(in, "", &diags);
     for (int threads : {1, 2}) {
       std::vector<double> ms;
       for (int rep = 0; rep < 41; ++rep) {
