@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "planner/gen_baseline.h"
+#include "planner/lower.h"
 #include "planner/search_heuristic.h"
 #include "planner/simulate.h"
 #include "planner/validate.h"
@@ -133,6 +134,18 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
     return std::nullopt;
   }
   return PlanResult{std::move(*s), pr, std::move(notes)};
+}
+
+bool lower_planned(PlanResult* planned, std::vector<Diag>* diags) {
+  Schedule lowered = lower_comms(planned->schedule);
+  auto found = validate(lowered, planned->problem);
+  if (!found.empty()) {
+    diags->push_back({"", "", -1, -1, "", "internal error: the lowered schedule does not validate:"});
+    diags->insert(diags->end(), found.begin(), found.end());
+    return false;
+  }
+  planned->schedule = std::move(lowered);
+  return true;
 }
 
 }  // namespace zbpp

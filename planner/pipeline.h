@@ -31,4 +31,7 @@ struct PlanResult {
 /// (an unknown method, a problem the method cannot take, or a result over the memory limit).
 std::optional<PlanResult> plan_schedule(const Problem& problem, const std::string& method, std::vector<Diag>* diags);
 
+/// The lowering pass (lower.h) followed by the validator: the instructions zbrun replays.
+bool lower_planned(PlanResult* planned, std::vector<Diag>* diags);
+
 }  // namespace zbpp

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "planner/deps.h"
+#include "planner/lower.h"
 
 namespace zbpp {
 
@@ -182,7 +183,12 @@ std::vector<Mem> peak_memory(const Schedule& schedule, const Problem& problem) {
   return peaks;
 }
 
-std::optional<Timeline> simulate_timeline(const Schedule& schedule, const Problem& problem, std::vector<Diag>* diags) {
+std::optional<Timeline> simulate_timeline(const Schedule& given, const Problem& problem, std::vector<Diag>* diags) {
+  // A lowered schedule runs in the time of its compute ops (SEND and RECV take none; T_comm is
+  // the latency between the two compute ops). Its Timeline indexes the compute projection.
+  std::optional<Schedule> projection;
+  if (given.level == kLevelLowered) projection = compute_projection(given);
+  const Schedule& schedule = projection ? *projection : given;
   Sim sim(schedule, problem);
   if (!sim.run()) {
     diags->push_back(sim.deadlock());

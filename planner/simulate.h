@@ -27,7 +27,8 @@ struct Timeline {
   double bubble_rate = 0.0;  ///< (span - max busy) / span
 };
 
-/// Simulates a schedule whose structure already passed validate_structure().
+/// Simulates a schedule whose structure already passed validation. A lowered schedule is timed by
+/// its compute ops (compute_projection): the Timeline's op indices are those of the projection.
 /// On a deadlock returns nothing and appends one diagnostic with the chain of waiting ops.
 std::optional<Timeline> simulate_timeline(const Schedule& schedule, const Problem& problem, std::vector<Diag>* diags);
 

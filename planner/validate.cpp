@@ -1,11 +1,14 @@
 // Schedule checks (see validate.h).
 #include "planner/validate.h"
 
+#include <algorithm>
 #include <array>
+#include <optional>
 #include <map>
 #include <tuple>
 
 #include "planner/deps.h"
+#include "planner/lower.h"
 #include "planner/simulate.h"
 
 namespace zbpp {
@@ -38,7 +41,8 @@ bool check_shape(const Schedule& s, const Problem& pr, std::vector<Diag>* out) {
   if (!placement_ok)
     say("placement must give each of the " + std::to_string(s.p) + " stages " + std::to_string(s.chunks) +
         " distinct virtual stage(s) in 0.." + std::to_string(s.p * s.chunks - 1));
-  if (s.level != kLevelCompute) say("schedule level '" + s.level + "' is not supported here (expected 'compute')");
+  if (s.level != kLevelCompute && s.level != kLevelLowered)
+    say("schedule level '" + s.level + "' is unknown (expected 'compute' or 'lowered')");
   return out->size() == before;
 }
 
@@ -135,11 +139,228 @@ std::vector<Diag> validate_memory(const Schedule& s, const Problem& pr) {
   return out;
 }
 
+namespace {
+
+// "op 12 (SEND_F3 to 2)": an op of a lowered stage with its peer.
+std::string op_at(const Schedule& s, int st, int i) {
+  const Op& op = s.stages[st][i];
+  std::string text = "op " + std::to_string(i) + " (" + op_short(op);
+  if (op.type == OpType::SEND_F || op.type == OpType::SEND_B) text += " to " + std::to_string(op.peer);
+  if (op.type == OpType::RECV_F || op.type == OpType::RECV_B) text += " from " + std::to_string(op.peer);
+  return text + ")";
+}
+
+std::string where(const Schedule& s, int st, int i) { return "stage " + std::to_string(st) + " " + op_at(s, st, i); }
+
+bool is_send(OpType t) { return t == OpType::SEND_F || t == OpType::SEND_B; }
+bool is_recv(OpType t) { return t == OpType::RECV_F || t == OpType::RECV_B; }
+int kind_index(OpType t) { return t == OpType::SEND_F || t == OpType::RECV_F ? 0 : 1; }
+
+// The replay the runtime performs: SEND never blocks, RECV waits for its paired SEND, a compute op
+// waits for its inputs made on this stage. Returns the deadlock chain, if any.
+std::optional<Diag> replay_lowered(const Schedule& s, const VirtualStageMap& map,
+                                   const std::vector<std::vector<std::pair<int, int>>>& paired_send) {
+  std::vector<int> cursor(s.p, 0);
+  std::vector<std::vector<bool>> done(s.p);
+  for (int st = 0; st < s.p; ++st) done[st].assign(s.stages[st].size(), false);
+  // Where each local product is made: [stage] (product, vs, mb) -> op index.
+  std::vector<std::map<std::tuple<int, int, int>, int>> made(s.p);
+  for (int st = 0; st < s.p; ++st)
+    for (int i = 0; i < static_cast<int>(s.stages[st].size()); ++i) {
+      const Op& op = s.stages[st][i];
+      if (auto what = is_compute(op.type) ? product_of(op.type) : std::nullopt)
+        made[st][{static_cast<int>(*what), map.vs(st, op.chunk), op.mb}] = i;
+    }
+  // What op (stage, index) waits for, or (-1, -1) when it can run.
+  auto blocker = [&](int st, int i) -> std::pair<int, int> {
+    const Op& op = s.stages[st][i];
+    if (is_recv(op.type)) {
+      auto [from, k] = paired_send[st][i];
+      return done[from][k] ? std::pair{-1, -1} : std::pair{from, k};
+    }
+    if (!is_compute(op.type)) return {-1, -1};
+    auto dep = dependency_of(op, st, map);
+    if (!dep || dep->remote) return {-1, -1};  // remote inputs arrive through an earlier RECV
+    auto it = made[st].find({static_cast<int>(dep->what), dep->vs, dep->mb});
+    if (it == made[st].end() || done[st][it->second]) return {-1, -1};
+    return {st, it->second};
+  };
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (int st = 0; st < s.p; ++st)
+      while (cursor[st] < static_cast<int>(s.stages[st].size()) && blocker(st, cursor[st]).first < 0) {
+        done[st][cursor[st]++] = true;
+        progress = true;
+      }
+  }
+  int first = 0;
+  while (first < s.p && cursor[first] >= static_cast<int>(s.stages[first].size())) ++first;
+  if (first == s.p) return std::nullopt;
+  Diag d = at(first, cursor[first], s.stages[first][cursor[first]], "deadlock in replay:");
+  std::vector<bool> seen(s.p, false);
+  seen[first] = true;
+  for (int st = first;;) {
+    auto [t, k] = blocker(st, cursor[st]);
+    d.message += " waits for " + where(s, t, k);
+    if (cursor[t] != k) d.message += "; stage " + std::to_string(t) + " is stuck at " + op_at(s, t, cursor[t]);
+    if (seen[t]) break;
+    seen[t] = true;
+    d.message += ", which";
+    st = t;
+  }
+  return d;
+}
+
+}  // namespace
+
+std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
+  std::vector<Diag> out;
+  if (!check_shape(s, pr, &out)) return out;
+  // 1. The compute ops alone form a sound schedule; map their positions back to the file's.
+  Schedule projection = compute_projection(s);
+  std::vector<std::vector<int>> file_index(s.p);
+  for (int st = 0; st < s.p; ++st)
+    for (int i = 0; i < static_cast<int>(s.stages[st].size()); ++i)
+      if (is_compute(s.stages[st][i].type)) file_index[st].push_back(i);
+  for (Diag d : validate_structure(projection, pr)) {
+    if (d.stage >= 0 && d.op_index >= 0) d.op_index = file_index[d.stage][d.op_index];
+    out.push_back(d);
+  }
+  if (!out.empty()) return out;
+
+  VirtualStageMap map(s.placement);
+  int last_vs = map.virtual_stages() - 1;
+  // channel[kind][from][to] = the (stage, op index) of each SEND, then each RECV, in order.
+  std::vector<std::vector<std::vector<std::vector<int>>>> sends(2), recvs(2);
+  for (int k = 0; k < 2; ++k) {
+    sends[k].assign(s.p, std::vector<std::vector<int>>(s.p));
+    recvs[k].assign(s.p, std::vector<std::vector<int>>(s.p));
+  }
+  for (int st = 0; st < s.p; ++st) {
+    const auto& ops = s.stages[st];
+    std::map<std::tuple<int, int, int>, int> received, unsent;  // (kind, chunk, mb) -> op index
+    int steps = 0;
+    for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+      const Op& op = ops[i];
+      bool comm = is_send(op.type) || is_recv(op.type);
+      if (comm && (op.peer < 0 || op.peer >= s.p || op.peer == st)) {
+        out.push_back(at(st, i, op, "peer " + std::to_string(op.peer) + " is not another stage (0.." +
+                                        std::to_string(s.p - 1) + ")"));
+        continue;
+      }
+      if (comm && (op.mb < 0 || op.mb >= s.m || op.chunk < 0 || op.chunk >= s.chunks)) {
+        out.push_back(at(st, i, op, "microbatch or chunk out of range"));
+        continue;
+      }
+      if (op.type == OpType::OPT_STEP) {
+        if (++steps > 1) out.push_back(at(st, i, op, "second OPT_STEP on this stage"));
+        else if (i + 1 != static_cast<int>(ops.size())) out.push_back(at(st, i, op, "OPT_STEP must be the stage's last op"));
+        continue;
+      }
+      if (is_recv(op.type)) {
+        // Whose output is this? The producer of the consumer's input on this stage.
+        Op consumer{op.type == OpType::RECV_F ? OpType::F : OpType::B, op.mb, op.chunk};
+        auto dep = dependency_of(consumer, st, map);
+        if (!dep || !dep->remote || map.stage_of[dep->vs] != op.peer) {
+          out.push_back(at(st, i, op, "receives nothing this stage's " + op_short(consumer) + " needs from stage " +
+                                          std::to_string(op.peer)));
+          continue;
+        }
+        received[{kind_index(op.type), op.chunk, op.mb}] = i;
+        recvs[kind_index(op.type)][op.peer][st].push_back(i);
+        continue;
+      }
+      if (is_send(op.type)) {
+        int kind = kind_index(op.type);
+        auto it = unsent.find({kind, op.chunk, op.mb});
+        if (it == unsent.end()) {
+          out.push_back(at(st, i, op, "sends a tensor this stage has not made yet (or sends it twice)"));
+          continue;
+        }
+        int vs = map.vs(st, op.chunk);
+        int to = map.stage_of[kind == 0 ? vs + 1 : vs - 1];
+        if (op.peer != to) {
+          out.push_back(at(st, i, op, "sends to stage " + std::to_string(op.peer) + ", but its consumer runs on stage " +
+                                          std::to_string(to)));
+          continue;
+        }
+        unsent.erase(it);
+        sends[kind][st][op.peer].push_back(i);
+        continue;
+      }
+      // A compute op: remote input received before it, remote output remembered until sent.
+      auto dep = dependency_of(op, st, map);
+      if (dep && dep->remote && op.type != OpType::W) {
+        int kind = dep->what == Product::Forward ? 0 : 1;
+        if (!received.erase({kind, op.chunk, op.mb}))
+          out.push_back(at(st, i, op, "its input comes from stage " + std::to_string(map.stage_of[dep->vs]) +
+                                          ", but no " + (kind == 0 ? "RECV_F" : "RECV_B") + " for it comes before"));
+      }
+      int vs = map.vs(st, op.chunk);
+      if (op.type == OpType::F && vs < last_vs && map.stage_of[vs + 1] != st) unsent[{0, op.chunk, op.mb}] = i;
+      if ((op.type == OpType::B || op.type == OpType::BW) && vs > 0 && map.stage_of[vs - 1] != st)
+        unsent[{1, op.chunk, op.mb}] = i;
+    }
+    if (steps == 0) out.push_back(at_stage(st, "OPT_STEP is missing (it must end every stage)"));
+    for (const auto& [key, i] : received) out.push_back(at(st, i, ops[i], "receives a tensor no op here uses"));
+    for (const auto& [key, i] : unsent)
+      out.push_back(at(st, i, ops[i], "its output is needed on another stage but never sent"));
+  }
+  if (!out.empty()) return out;
+
+  // 2. Sends and receives pair up one to one, in order, per (kind, from, to).
+  std::vector<std::vector<std::pair<int, int>>> paired_send(s.p);
+  for (int st = 0; st < s.p; ++st) paired_send[st].assign(s.stages[st].size(), {-1, -1});
+  for (int kind = 0; kind < 2; ++kind)
+    for (int a = 0; a < s.p; ++a)
+      for (int b = 0; b < s.p; ++b) {
+        const auto& out_a = sends[kind][a][b];
+        const auto& in_b = recvs[kind][a][b];
+        for (size_t k = 0; k < std::max(out_a.size(), in_b.size()); ++k) {
+          if (k >= in_b.size()) {
+            out.push_back(at(a, out_a[k], s.stages[a][out_a[k]], "has no matching receive on stage " + std::to_string(b)));
+            break;
+          }
+          if (k >= out_a.size()) {
+            out.push_back(at(b, in_b[k], s.stages[b][in_b[k]], "has no matching send on stage " + std::to_string(a)));
+            break;
+          }
+          const Op& snd = s.stages[a][out_a[k]];
+          const Op& rcv = s.stages[b][in_b[k]];
+          int snd_vs = map.vs(a, snd.chunk), rcv_vs = map.vs(b, rcv.chunk);
+          bool same = snd.mb == rcv.mb && rcv_vs == (kind == 0 ? snd_vs + 1 : snd_vs - 1);
+          if (!same) {
+            out.push_back(at(a, out_a[k], snd,
+                             "is message " + std::to_string(k) + " from stage " + std::to_string(a) + " to stage " +
+                                 std::to_string(b) + ", but message " + std::to_string(k) + " received there is " +
+                                 where(s, b, in_b[k]) + ": sends and receives must be in the same order"));
+            break;
+          }
+          paired_send[b][in_b[k]] = {a, out_a[k]};
+        }
+      }
+  if (!out.empty()) return out;
+
+  // 3. Memory of the compute ops, then the replay.
+  for (Diag d : validate_memory(projection, pr)) {
+    if (d.stage >= 0 && d.op_index >= 0) d.op_index = file_index[d.stage][d.op_index];
+    out.push_back(d);
+  }
+  if (auto deadlock = replay_lowered(s, map, paired_send)) out.push_back(*deadlock);
+  return out;
+}
+
 std::vector<Diag> validate(const Schedule& s, const Problem& pr, const std::string& file) {
-  std::vector<Diag> out = validate_structure(s, pr);
-  if (out.empty()) {
-    out = validate_memory(s, pr);
-    simulate_timeline(s, pr, &out);
+  std::vector<Diag> out;
+  if (s.level == kLevelLowered) {
+    out = validate_lowered(s, pr);
+  } else {
+    out = validate_structure(s, pr);
+    if (out.empty()) {
+      out = validate_memory(s, pr);
+      simulate_timeline(s, pr, &out);
+    }
   }
   for (Diag& d : out) d.file = file;
   return out;

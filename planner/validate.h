@@ -16,8 +16,15 @@ namespace zbpp {
 std::vector<Diag> validate_structure(const Schedule& schedule, const Problem& problem);
 /// Peak activation memory of every stage within the problem's limit (no-op without a limit).
 std::vector<Diag> validate_memory(const Schedule& schedule, const Problem& problem);
+/// A lowered schedule (lower.h): its compute projection passes validate_structure; every input
+/// from another stage is received before use and every output for another stage is sent after it
+/// is made, to the right peer; the sends from one stage to another match the receives there one
+/// to one, in the same order, per kind (F, B); OPT_STEP ends each stage; and replaying the file
+/// (SEND never blocks, RECV waits for its message) finishes. A deadlock names both ranks' positions.
+std::vector<Diag> validate_lowered(const Schedule& schedule, const Problem& problem);
+
 /// All checks in order; the deadlock check (a simulation) runs only on a sound structure.
-/// `file` is put into every diagnostic.
+/// Lowered schedules get validate_lowered as well. `file` is put into every diagnostic.
 std::vector<Diag> validate(const Schedule& schedule, const Problem& problem, const std::string& file = "");
 
 }  // namespace zbpp

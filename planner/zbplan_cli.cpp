@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "planner/lower.h"
 #include "planner/pipeline.h"
 #include "planner/schedule_json.h"
 #include "planner/simulate.h"
@@ -133,8 +134,8 @@ struct ProblemFlags {
   }
 };
 
-int cmd_plan(const std::string& method, const ProblemFlags& flags, const std::string& output, std::ostream& out,
-             std::ostream& err) {
+int cmd_plan(const std::string& method, const ProblemFlags& flags, const std::string& output, bool compute_only,
+             std::ostream& out, std::ostream& err) {
   std::vector<Diag> diags;
   ProblemInput input;
   if (!flags.to_input(&input, &diags)) return fail(err, diags);
@@ -142,6 +143,7 @@ int cmd_plan(const std::string& method, const ProblemFlags& flags, const std::st
   if (!problem) return fail(err, diags);
   auto planned = plan_schedule(*problem, method, &diags);
   if (!planned) return fail(err, diags);
+  if (!compute_only && !lower_planned(&*planned, &diags)) return fail(err, diags);
   const Schedule& schedule = planned->schedule;
   auto timeline = simulate_timeline(schedule, planned->problem, &diags);
   if (!timeline) return fail(err, diags);
@@ -179,7 +181,8 @@ int cmd_simulate(const std::string& path, const std::string& trace_path, std::os
   out << path << "\n";
   print_figures(out, file.schedule, file.problem, timeline);
   if (!trace_path.empty()) {
-    if (!write_file(trace_path, timeline_trace(file.schedule, timeline).dump() + "\n", err)) return kExitInvalid;
+    Schedule timed = compute_projection(file.schedule);  // the Timeline indexes compute ops
+    if (!write_file(trace_path, timeline_trace(timed, timeline).dump() + "\n", err)) return kExitInvalid;
     out << "wrote trace " << trace_path << " (open in ui.perfetto.dev)\n";
   }
   return 0;
@@ -191,8 +194,8 @@ int cmd_validate(const std::string& path, std::ostream& out, std::ostream& err) 
   const auto& s = loaded->first.schedule;
   size_t ops = 0;
   for (const auto& stage : s.stages) ops += stage.size();
-  out << path << ": ok (" << s.method << ", p=" << s.p << ", m=" << s.m << ", chunks=" << s.chunks << ", " << ops
-      << " ops)\n";
+  out << path << ": ok (" << s.method << ", " << s.level << ", p=" << s.p << ", m=" << s.m << ", chunks=" << s.chunks
+      << ", " << ops << " ops)\n";
   return 0;
 }
 
@@ -210,6 +213,9 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
   plan->add_option("--method", method, method_help)->required();
   flags.add_to(plan);
   plan->add_option("-o,--output", output, "schedule file to write")->required();
+  bool compute_only = false;
+  plan->add_flag("--compute-only", compute_only,
+                 "write F/B/W ops only (level \"compute\"); by default the file is lowered for zbrun: send/recv, buffer slots, optimizer step");
 
   auto* simulate = app.add_subcommand("simulate", "validate a schedule file and print its predicted timeline figures");
   simulate->add_option("file", file, "schedule file")->required();
@@ -242,7 +248,7 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
   }
   flags.tcomm_given = plan->count("--tcomm") > 0;
 
-  if (plan->parsed()) return cmd_plan(method, flags, output, out, err);
+  if (plan->parsed()) return cmd_plan(method, flags, output, compute_only, out, err);
   if (simulate->parsed()) return cmd_simulate(file, trace, out, err);
   return cmd_validate(file, out, err);
 }

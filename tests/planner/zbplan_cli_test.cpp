@@ -49,7 +49,8 @@ TEST_CASE("zbplan: plan zb-h1 at 1.5B/p8/m24 then simulate reports bubble rate 0
   CHECK(slices == 8 * 24 * 3);
   Run ok = zbplan({"validate", s});
   CHECK(ok.code == 0);
-  CHECK(ok.out == s + ": ok (zb-h1, p=8, m=24, chunks=1, 576 ops)\n");
+  // 576 compute ops, 4 x 168 sends and receives between neighbours, 8 optimizer steps.
+  CHECK(ok.out == s + ": ok (zb-h1, lowered, p=8, m=24, chunks=1, 1256 ops)\n");
 }
 
 TEST_CASE("zbplan: plan from a problem file, with flags overriding it") {
@@ -101,7 +102,7 @@ TEST_CASE("zbplan: bad flags and impossible inputs give one-line errors and non-
 
 TEST_CASE("zbplan: validate rejects a broken file with the stage and op, and simulate refuses it too") {
   std::string s = tmp("cli_broken.json");
-  Run plan = zbplan({"plan", "--method", "1f1b", "-p", "2", "-m", "2", "-o", s});
+  Run plan = zbplan({"plan", "--method", "1f1b", "-p", "2", "-m", "2", "--compute-only", "-o", s});
   REQUIRE(plan.code == 0);
   auto j = nlohmann::json::parse(std::ifstream(s));
   j["stages"][1].erase(1);  // drop stage 1's BW0

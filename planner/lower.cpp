@@ -1,0 +1,75 @@
+// Lowering to runtime instructions (see lower.h).
+#include "planner/lower.h"
+
+#include <algorithm>
+#include <set>
+
+#include "planner/deps.h"
+
+namespace zbpp {
+
+Schedule lower_comms(const Schedule& compute) {
+  Schedule out = compute;
+  out.level = kLevelLowered;
+  VirtualStageMap map(compute.placement);
+  int last_vs = map.virtual_stages() - 1;
+  for (int st = 0; st < compute.p; ++st) {
+    const auto& ops = compute.stages[st];
+    auto& lowered = out.stages[st];
+    lowered.clear();
+    // Slot bookkeeping: the slot of each (chunk, mb) and the set of free slots.
+    std::vector<int> slot_of(static_cast<size_t>(compute.chunks) * compute.m, -1);
+    std::set<int> free_slots;
+    int next_slot = 0;
+    for (const Op& op : ops) {
+      int vs = map.vs(st, op.chunk);
+      size_t key = static_cast<size_t>(op.chunk) * compute.m + op.mb;
+      Op with_slot = op;
+      if (op.type == OpType::F) {
+        if (free_slots.empty()) free_slots.insert(next_slot++);
+        slot_of[key] = *free_slots.begin();
+        free_slots.erase(free_slots.begin());
+      }
+      with_slot.slot = slot_of[key];
+      // Input from another stage: receive it just before use.
+      if (auto dep = dependency_of(op, st, map); dep && dep->remote && op.type != OpType::W) {
+        OpType recv = dep->what == Product::Forward ? OpType::RECV_F : OpType::RECV_B;
+        lowered.push_back({recv, op.mb, op.chunk, map.stage_of[dep->vs], -1});
+      }
+      lowered.push_back(with_slot);
+      // Output for another stage: send it right after it is made.
+      if (op.type == OpType::F && vs < last_vs && map.stage_of[vs + 1] != st)
+        lowered.push_back({OpType::SEND_F, op.mb, op.chunk, map.stage_of[vs + 1], -1});
+      if ((op.type == OpType::B || op.type == OpType::BW) && vs > 0 && map.stage_of[vs - 1] != st)
+        lowered.push_back({OpType::SEND_B, op.mb, op.chunk, map.stage_of[vs - 1], -1});
+      if (op.type == OpType::W || op.type == OpType::BW) free_slots.insert(slot_of[key]);
+    }
+    lowered.push_back({OpType::OPT_STEP, 0, 0, -1, -1});
+  }
+  out.method = compute.method;
+  return out;
+}
+
+Schedule compute_projection(const Schedule& s) {
+  Schedule out = s;
+  out.level = kLevelCompute;
+  for (auto& ops : out.stages) {
+    std::vector<Op> compute;
+    for (const Op& op : ops)
+      if (is_compute(op.type)) compute.push_back({op.type, op.mb, op.chunk, -1, -1});
+    ops = std::move(compute);
+  }
+  return out;
+}
+
+std::vector<int> slots_per_stage(const Schedule& lowered) {
+  std::vector<int> out;
+  for (const auto& ops : lowered.stages) {
+    int most = 0;
+    for (const Op& op : ops) most = std::max(most, op.slot + 1);
+    out.push_back(most);
+  }
+  return out;
+}
+
+}  // namespace zbpp

@@ -1,0 +1,28 @@
+// Lowering: from a compute schedule to the instructions a rank replays (level "lowered").
+// Adds, per stage, RECV_F/RECV_B right before the op that consumes a tensor from another stage,
+// SEND_F/SEND_B right after the op that produces one for another stage, an activation buffer slot
+// on every compute op, and OPT_STEP at the end.
+//
+// Runtime semantics the lowered file is written for (and validate_lowered checks): a SEND never
+// blocks (the transport buffers it); a RECV blocks until its message arrives; messages between two
+// ranks of one kind (F or B) arrive in the order they were sent.
+#pragma once
+
+#include "planner/ir.h"
+#include "planner/problem.h"
+
+namespace zbpp {
+
+/// Lowers a valid compute schedule. Slots: each (chunk, microbatch) takes the lowest free slot at
+/// its F and frees it after its last backward op (W, or BW), so a stage needs as many slots as it
+/// has microbatches in flight at its memory peak.
+Schedule lower_comms(const Schedule& compute);
+
+/// The compute ops of a schedule, in order, with slots, peers and instructions dropped: what the
+/// simulator times (a lowered schedule runs in the same time, RECV and SEND taking none).
+Schedule compute_projection(const Schedule& schedule);
+
+/// Slots a lowered stage uses (max slot + 1), per stage.
+std::vector<int> slots_per_stage(const Schedule& lowered);
+
+}  // namespace zbpp

@@ -1,0 +1,118 @@
+// Tests for planner/lower.cpp and validate_lowered: every generator's schedule lowers to a file
+// that validates and replays, slots stay within the stage's microbatches in flight, and broken
+// lowered files are rejected with both ranks' positions.
+#include "planner/lower.h"
+
+#include <catch2/catch.hpp>
+
+#include "planner/gen_baseline.h"
+#include "planner/simulate.h"
+#include "test_util.h"
+
+using namespace zbpp;
+using zbpp::test::make_problem;
+
+namespace {
+std::vector<std::string> errors(const Schedule& s, const Problem& pr) {
+  std::vector<std::string> out;
+  for (const Diag& d : validate(s, pr)) out.push_back(format_diag(d));
+  return out;
+}
+
+std::string text(const std::vector<Op>& ops) {
+  std::string out;
+  for (const Op& op : ops) out += (out.empty() ? "" : " ") + op_short(op);
+  return out;
+}
+
+size_t find(const std::vector<Op>& ops, OpType type, int mb) {
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].type == type && ops[i].mb == mb) return i;
+  FAIL("op not found");
+  return 0;
+}
+}  // namespace
+
+TEST_CASE("lower: every baseline lowers to a valid file with the same timeline") {
+  for (int p : {1, 2, 3, 4}) {
+    for (int m : {1, p, 2 * p + 1}) {
+      INFO("p=" << p << " m=" << m);
+      Problem pr = make_problem(p, m, 1, 1.5, 0.5, 0.1);
+      for (const Schedule& s : {generate_1f1b(pr), generate_zb_h1(pr), generate_zb_h2(pr)}) {
+        Schedule lowered = lower_comms(s);
+        CHECK(errors(lowered, pr).empty());
+        std::vector<Diag> d;
+        CHECK(simulate_timeline(lowered, pr, &d)->span == simulate_timeline(s, pr, &d)->span);
+        CHECK(compute_projection(lowered).stages == s.stages);
+      }
+      Problem two = make_problem(p, m, 1, 1.5, 0.5, 0.1, 0.5, 0.25, "", 2);
+      CHECK(errors(lower_comms(generate_zb_v(two)), two).empty());
+      std::string err;
+      if (m % p == 0) CHECK(errors(lower_comms(*generate_1f1b_interleaved(two, &err)), two).empty());
+    }
+  }
+}
+
+TEST_CASE("lower: receives come right before use, sends right after, and OPT_STEP last") {
+  Problem pr = make_problem(2, 2, 1, 1, 1);
+  Schedule lowered = lower_comms(generate_zb_h1(pr));
+  CHECK(text(lowered.stages[0]) == "F0 SEND_F0 F1 SEND_F1 RECV_B0 B0 W0 RECV_B1 B1 W1 OPT_STEP");
+  CHECK(text(lowered.stages[1]) == "RECV_F0 F0 B0 SEND_B0 RECV_F1 F1 B1 SEND_B1 W0 W1 OPT_STEP");
+  CHECK(lowered.stages[1][0].peer == 0);
+  CHECK(lowered.stages[0][1].peer == 1);
+}
+
+TEST_CASE("lower: slots are reused and bounded by the microbatches in flight") {
+  Problem pr = make_problem(4, 12, 1, 1, 1);
+  Schedule h1 = lower_comms(generate_zb_h1(pr));
+  // ZB-H1 stage s holds p - s F's plus s W's: p microbatches in flight on every stage.
+  CHECK(slots_per_stage(h1) == std::vector<int>{4, 4, 4, 4});
+  Schedule ones = lower_comms(generate_1f1b(pr));
+  CHECK(slots_per_stage(ones) == std::vector<int>{4, 3, 2, 1});
+  // A microbatch keeps its slot from F to its last backward op.
+  const auto& st = h1.stages[2];
+  CHECK(st[find(st, OpType::F, 5)].slot == st[find(st, OpType::W, 5)].slot);
+}
+
+TEST_CASE("lower: a missing receive, a wrong peer and a missing OPT_STEP are located") {
+  Problem pr = make_problem(2, 2, 1, 1, 1);
+  Schedule s = lower_comms(generate_zb_h1(pr));
+  Schedule no_recv = s;
+  no_recv.stages[1].erase(no_recv.stages[1].begin() + 4);  // RECV_F1
+  CHECK(errors(no_recv, pr).at(0) ==
+        "stage 1, op 4 (F1): its input comes from stage 0, but no RECV_F for it comes before");
+  Schedule wrong_peer = s;
+  wrong_peer.stages[0][1].peer = 0;
+  CHECK(errors(wrong_peer, pr).at(0) == "stage 0, op 1 (SEND_F0): peer 0 is not another stage (0..1)");
+  Schedule no_step = s;
+  no_step.stages[0].pop_back();
+  CHECK(errors(no_step, pr).at(0) == "stage 0: OPT_STEP is missing (it must end every stage)");
+}
+
+TEST_CASE("lower: sends and receives in different orders are rejected with both positions") {
+  Problem pr = make_problem(2, 2, 1, 1, 1);
+  Schedule s = lower_comms(generate_zb_h1(pr));
+  // Stage 0 computes F1 before F0: its sends go out as F1, F0 but stage 1 receives F0 first.
+  s.stages[0] = *parse_ops("F1 SEND_F1 F0 SEND_F0 RECV_B0 B0 W0 RECV_B1 B1 W1 OPT_STEP", nullptr);
+  s.stages[0][1].peer = s.stages[0][3].peer = 1;
+  s.stages[0][4].peer = s.stages[0][7].peer = 1;
+  CHECK(errors(s, pr).at(0) ==
+        "stage 0, op 1 (SEND_F1): is message 0 from stage 0 to stage 1, but message 0 received there is stage 1 op 0 "
+        "(RECV_F0 from 0): sends and receives must be in the same order");
+}
+
+TEST_CASE("lower: a receive moved before the send it waits for is a replay deadlock naming both ranks") {
+  Problem pr = make_problem(2, 2, 1, 1, 1);
+  Schedule s = lower_comms(generate_zb_h1(pr));
+  // Stage 0 waits for B0's gradient before it has sent F1; stage 1 waits for F1 before sending B1,
+  // but that is fine; the cycle is stage 0 RECV_B0 <- stage 1 SEND_B0 <- ... <- stage 0 SEND_F0.
+  auto& st0 = s.stages[0];
+  Op recv = st0[4];  // RECV_B0
+  st0.erase(st0.begin() + 4);
+  st0.insert(st0.begin(), recv);
+  auto found = errors(s, pr);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0] ==
+        "stage 0, op 0 (RECV_B0): deadlock in replay: waits for stage 1 op 3 (SEND_B0 to 0); stage 1 is stuck at op 0 "
+        "(RECV_F0 from 0), which waits for stage 0 op 2 (SEND_F0 to 1); stage 0 is stuck at op 0 (RECV_B0 from 1)");
+}
