@@ -1,0 +1,41 @@
+// The compute backend interface the interpreter drives: one object per rank, holding the model
+// chunks that rank runs. CPU (runtime/cpu) and CUDA backends implement the same contract.
+#pragma once
+
+#include <vector>
+
+namespace zbpp {
+
+/// Per-tensor squared gradient norms in global tensor order (zero for tensors this rank does not
+/// hold) and whether any gradient is not finite: what a global clip and NaN check need.
+struct GradStats {
+  std::vector<double> squared_norms;
+  bool nonfinite = false;
+};
+
+class Compute {
+ public:
+  virtual ~Compute() = default;
+  /// Floats in one activation or input gradient passed between virtual stages.
+  virtual int activation_size() const = 0;
+  /// Tokens of this step's microbatches: [mb] -> batch * (seq + 1) tokens (inputs and next-token targets).
+  virtual void set_step_data(const std::vector<std::vector<int>>* microbatches) = 0;
+  /// F of `chunk` for microbatch `mb`, stashing what B and W need in `slot`. `input` is the previous
+  /// virtual stage's output (null on virtual stage 0); `output` receives this one's (unused on the last).
+  virtual void forward(int chunk, int mb, int slot, const float* input, float* output) = 0;
+  /// B: gradient w.r.t. the chunk's input into `dinput` (=; unused on virtual stage 0). `doutput` is
+  /// the next virtual stage's input gradient (null on the last, which starts from the loss).
+  virtual void backward_input(int chunk, int mb, int slot, const float* doutput, float* dinput) = 0;
+  /// W: weight gradients of `chunk` for `mb`, accumulated (+=) into the chunk's gradients; frees the slot.
+  virtual void backward_weight(int chunk, int mb, int slot) = 0;
+  /// Loss of microbatch `mb` this step, if this rank computed it (last virtual stage).
+  virtual bool loss(int mb, double* out) const = 0;
+  virtual void zero_grad() = 0;
+  virtual GradStats grad_stats() const = 0;
+  /// AdamW on this rank's parameters with gradients scaled by `grad_scale` (global-norm clipping).
+  virtual void optimizer_step(float grad_scale) = 0;
+  /// This rank's parameters in global tensor order, for comparisons in tests.
+  virtual std::vector<std::vector<float>> parameters() const = 0;
+};
+
+}  // namespace zbpp

@@ -1,0 +1,86 @@
+// GPT configuration, layer split and initialisation (see model.h).
+#include "runtime/model.h"
+
+#include <cmath>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+namespace zbpp {
+
+std::optional<GptConfig> load_gpt_config(const std::string& name_or_file, std::string* err) {
+  GptConfig c;
+  if (name_or_file == "tiny") return c;
+  std::ifstream in(name_or_file);
+  if (!in) {
+    *err = name_or_file + ": not 'tiny' and cannot open it as a model file";
+    return std::nullopt;
+  }
+  try {
+    auto j = nlohmann::json::parse(in);
+    for (auto [key, field] : {std::pair{"vocab", &c.vocab}, std::pair{"seq", &c.seq}, std::pair{"channels", &c.channels},
+                              std::pair{"heads", &c.heads}, std::pair{"layers", &c.layers}, std::pair{"batch", &c.batch}}) {
+      if (!j.contains(key)) continue;
+      if (!j[key].is_number_integer() || j[key].get<int>() < 1) {
+        *err = name_or_file + ": /" + key + ": expected a positive integer, got " + j[key].dump();
+        return std::nullopt;
+      }
+      *field = j[key].get<int>();
+    }
+  } catch (const nlohmann::json::exception& e) {
+    *err = name_or_file + ": " + e.what();
+    return std::nullopt;
+  }
+  if (c.channels % c.heads != 0) {
+    *err = name_or_file + ": channels (" + std::to_string(c.channels) + ") must be a multiple of heads (" +
+           std::to_string(c.heads) + ")";
+    return std::nullopt;
+  }
+  c.name = name_or_file;
+  return c;
+}
+
+LayerSplit split_layers(int layers, int virtual_stages) {
+  LayerSplit s;
+  int base = layers / virtual_stages, extra = layers % virtual_stages;
+  // Middle virtual stages take the extra blocks first; the ends (embedding, loss) take them last.
+  std::vector<int> order;
+  for (int vs = 1; vs + 1 < virtual_stages; ++vs) order.push_back(vs);
+  order.push_back(0);
+  if (virtual_stages > 1) order.push_back(virtual_stages - 1);
+  s.count.assign(virtual_stages, base);
+  for (int k = 0; k < extra; ++k) ++s.count[order[k]];
+  int next = 0;
+  for (int vs = 0; vs < virtual_stages; ++vs) {
+    s.first.push_back(next);
+    next += s.count[vs];
+  }
+  return s;
+}
+
+int global_tensor_id_block(int block, int k) { return 2 + block * 12 + k; }
+int global_tensor_count(const GptConfig& c) { return 2 + 12 * c.layers + 3; }
+
+void init_tensor(std::vector<float>* values, std::uint64_t seed, int global_id, float std_dev, float constant,
+                 bool use_constant) {
+  if (use_constant) {
+    std::fill(values->begin(), values->end(), constant);
+    return;
+  }
+  // splitmix64 seeded by (seed, tensor id), Box-Muller to normals: the same numbers whatever the
+  // partition, machine or compiler.
+  std::uint64_t state = seed * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(global_id) * 0xBF58476D1CE4E5B9ULL;
+  auto next = [&state] {
+    std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  };
+  auto uniform = [&] { return (static_cast<double>(next() >> 11) + 0.5) / 9007199254740992.0; };
+  for (size_t i = 0; i < values->size(); ++i) {
+    double r = std::sqrt(-2.0 * std::log(uniform())) * std::cos(2.0 * M_PI * uniform());
+    (*values)[i] = static_cast<float>(r * std_dev);
+  }
+}
+
+}  // namespace zbpp

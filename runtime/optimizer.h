@@ -1,0 +1,27 @@
+// AdamW with global gradient-norm clipping, applied after each iteration (synchronous: every rank
+// knows the global norm before it steps).
+#pragma once
+
+#include <vector>
+
+namespace zbpp {
+
+struct AdamWConfig {
+  float lr = 1e-3f;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-8f;
+  float weight_decay = 0.0f;
+  float clip_norm = 1.0f;  ///< global gradient-norm limit; <= 0 disables clipping
+};
+
+/// In-place AdamW step of one tensor (paper Algorithm 1, STEP) at time step t (1-based).
+void adamw_step(std::vector<float>* params, std::vector<float>* m, std::vector<float>* v, const std::vector<float>& grads,
+                float grad_scale, int t, const AdamWConfig& config);
+
+/// The factor gradients are scaled by so the global norm is at most clip_norm; the global norm is
+/// the square root of the per-tensor squared norms summed in global tensor order.
+double global_norm(const std::vector<double>& squared_norms);
+float clip_scale(double norm, const AdamWConfig& config);
+
+}  // namespace zbpp
