@@ -32,8 +32,9 @@ class Compute {
   virtual bool loss(int mb, double* out) const = 0;
   virtual void zero_grad() = 0;
   virtual GradStats grad_stats() const = 0;
-  /// AdamW on this rank's parameters with gradients scaled by `grad_scale` (global-norm clipping).
-  virtual void optimizer_step(float grad_scale) = 0;
+  /// AdamW on this rank's parameters; `global_norm` is the whole model's gradient norm, which the
+  /// backend clips to its configured limit.
+  virtual void optimizer_step(double global_norm) = 0;
   /// This rank's parameters in global tensor order, for comparisons in tests.
   virtual std::vector<std::vector<float>> parameters() const = 0;
 };

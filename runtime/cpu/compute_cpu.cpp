@@ -211,8 +211,9 @@ class CpuCompute final : public Compute {
     return g;
   }
 
-  void optimizer_step(float grad_scale) override {
+  void optimizer_step(double global_norm) override {
     ++step_;
+    float grad_scale = clip_scale(global_norm, adamw_);
     for (auto& ch : chunks_)
       for (Tensor* t : ch->tensors) adamw_step(&t->value, &t->m, &t->v, t->grad, grad_scale, step_, adamw_);
   }

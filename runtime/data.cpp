@@ -1,0 +1,49 @@
+// Training data (see data.h).
+#include "runtime/data.h"
+
+#include <fstream>
+#include <iterator>
+
+namespace zbpp {
+
+std::optional<DataSource> DataSource::open(const std::string& spec, std::string* err) {
+  DataSource d;
+  d.name_ = spec;
+  if (spec == "synthetic") return d;
+  std::ifstream in(spec, std::ios::binary);
+  if (!in) {
+    *err = spec + ": cannot open data file (or say --data synthetic)";
+    return std::nullopt;
+  }
+  d.bytes_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  if (d.bytes_.size() < 64) {
+    *err = spec + ": data file too short (" + std::to_string(d.bytes_.size()) + " bytes)";
+    return std::nullopt;
+  }
+  return d;
+}
+
+std::vector<std::vector<int>> DataSource::step_batches(const GptConfig& c, int step, int microbatches) const {
+  std::vector<std::vector<int>> out(microbatches);
+  const int row = c.seq + 1;
+  for (int mb = 0; mb < microbatches; ++mb) {
+    for (int b = 0; b < c.batch; ++b) {
+      long index = (static_cast<long>(step) * microbatches + mb) * c.batch + b;
+      for (int t = 0; t < row; ++t) {
+        int token;
+        if (bytes_.empty()) {
+          // A learnable pattern: each row counts up with a row-specific stride.
+          token = static_cast<int>((index * 7 + t * (1 + index % 5)) % c.vocab);
+        } else {
+          size_t span = bytes_.size() - row;
+          size_t start = static_cast<size_t>(index * c.seq) % span;
+          token = bytes_[start + t] % c.vocab;
+        }
+        out[mb].push_back(token);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace zbpp

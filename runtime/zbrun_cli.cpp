@@ -1,0 +1,253 @@
+// zbrun command line: load and check the schedule, build each rank's backend and transport, run
+// the steps, report losses and planned vs measured bubble rates.
+#include "runtime/zbrun_cli.h"
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+
+#include "planner/schedule_json.h"
+#include "planner/simulate.h"
+#include "planner/validate.h"
+#include "runtime/cpu/compute_cpu.h"
+#include "runtime/data.h"
+#include "runtime/interpreter.h"
+#include "runtime/transport_local.h"
+#ifdef ZBPP_HAVE_MPI
+#include <mpi.h>
+
+#include "runtime/transport_mpi.h"
+#endif
+
+namespace zbpp {
+
+namespace {
+
+struct Options {
+  std::string schedule_file, model = "tiny", data = "synthetic", metrics;
+  int steps = 20;
+  std::uint64_t seed = 1;
+  double timeout_s = 10;
+  bool local = false, quiet = false;
+  AdamWConfig adamw;
+};
+
+std::string g9(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+std::string f4(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.4f", v);
+  return buf;
+}
+
+// A 48-bit digest per parameter tensor (in global order, exact in a double) so ranks can compare
+// weights through the same all-reduce that carries everything else.
+std::vector<double> weight_digests(const Compute& compute, int tensors, const std::vector<int>& ids) {
+  std::vector<double> out(tensors, 0.0);
+  auto params = compute.parameters();
+  for (size_t k = 0; k < params.size(); ++k) {
+    std::uint64_t h = 1469598103934665603ULL;
+    for (float f : params[k]) {
+      std::uint32_t bits;
+      std::memcpy(&bits, &f, sizeof bits);
+      h = (h ^ bits) * 1099511628211ULL;
+    }
+    out[ids[k]] = static_cast<double>(h >> 16);
+  }
+  return out;
+}
+
+// Everything one rank does; rank 0 also prints. Returns the exit code.
+int run_rank(const Options& o, const ScheduleFile& file, const GptConfig& model, const DataSource& data, double planned,
+             Transport* transport, std::ostream& out, std::ostream& err, std::mutex* print_mu) {
+  const Schedule& s = file.schedule;
+  const int rank = transport->rank();
+  std::vector<int> vss;
+  for (int c = 0; c < s.chunks; ++c) vss.push_back(s.placement[rank][c]);
+  auto compute = make_cpu_compute(model, vss, s.p * s.chunks, s.m, o.seed, o.adamw);
+  Interpreter interp(s, rank, compute.get(), transport, o.timeout_s);
+  std::ofstream metrics;
+  if (rank == 0 && !o.metrics.empty()) {
+    metrics.open(o.metrics);
+    if (!metrics) {
+      std::lock_guard<std::mutex> lock(*print_mu);
+      err << "zbrun: " << o.metrics << ": cannot write metrics file\n";
+      transport->abort("rank 0 cannot write metrics");
+      return 1;
+    }
+  }
+  double measured_sum = 0, seconds_sum = 0;
+  int measured_steps = 0;
+  for (int step = 0; step < o.steps; ++step) {
+    StepReport report;
+    std::string why;
+    if (!interp.run_step(data.step_batches(model, step, s.m), &report, &why)) {
+      {
+        std::lock_guard<std::mutex> lock(*print_mu);
+        err << "zbrun: step " << step << ", " << why << "\n";
+      }
+      transport->abort("rank " + std::to_string(rank) + " failed");
+      return 1;
+    }
+    if (step > 0) {  // the first step includes allocation; leave it out of the averages
+      measured_sum += report.measured_bubble;
+      seconds_sum += report.seconds;
+      ++measured_steps;
+    }
+    if (rank != 0) continue;
+    std::lock_guard<std::mutex> lock(*print_mu);
+    if (!o.quiet)
+      out << "step " << step << ": loss " << g9(report.loss) << (report.skipped ? " (skipped: non-finite gradient)" : "")
+          << ", " << f4(report.seconds) << " s, bubble " << f4(report.measured_bubble) << " measured / " << f4(planned)
+          << " planned\n";
+    if (metrics)
+      metrics << "{\"step\": " << step << ", \"loss\": " << g9(report.loss) << ", \"iteration_seconds\": "
+              << g9(report.seconds) << ", \"measured_bubble_rate\": " << g9(report.measured_bubble)
+              << ", \"planned_bubble_rate\": " << g9(planned) << ", \"grad_norm\": " << g9(report.grad_norm)
+              << ", \"skipped\": " << (report.skipped ? "true" : "false") << "}\n";
+  }
+  // Final weights, digested per tensor and gathered, so runs can be compared exactly.
+  auto params = compute->parameters();
+  std::vector<int> ids;
+  {
+    // The backend lists tensors in global order per chunk; recover their ids from the split.
+    LayerSplit split = split_layers(model.layers, s.p * s.chunks);
+    for (int vs : vss) {
+      if (vs == 0) ids.insert(ids.end(), {0, 1});
+      for (int l = split.first[vs]; l < split.first[vs] + split.count[vs]; ++l)
+        for (int k = 0; k < 12; ++k) ids.push_back(global_tensor_id_block(l, k));
+      if (vs == s.p * s.chunks - 1)
+        for (int k = 0; k < 3; ++k) ids.push_back(2 + 12 * model.layers + k);
+    }
+  }
+  std::vector<double> digests = weight_digests(*compute, global_tensor_count(model), ids);
+  std::string why;
+  if (!transport->allreduce_sum(&digests, o.timeout_s, &why)) {
+    std::lock_guard<std::mutex> lock(*print_mu);
+    err << "zbrun: rank " << rank << ", final weight digest: " << why << "\n";
+    transport->abort("rank " + std::to_string(rank) + " failed");
+    return 1;
+  }
+  if (rank == 0) {
+    std::uint64_t h = 1469598103934665603ULL;
+    for (double d : digests) h = (h ^ static_cast<std::uint64_t>(d)) * 1099511628211ULL;
+    char digest[32];
+    std::snprintf(digest, sizeof digest, "%016llx", static_cast<unsigned long long>(h));
+    std::lock_guard<std::mutex> lock(*print_mu);
+    out << "done: " << o.steps << " steps of " << s.method << " on " << s.p << " ranks (p=" << s.p << ", m=" << s.m
+        << ", chunks=" << s.chunks << "), model " << model.name << " (" << model.layers << " layers)\n";
+    if (measured_steps > 0)
+      out << "  iteration time " << f4(seconds_sum / measured_steps) << " s (mean of steps 1.." << o.steps - 1
+          << "), bubble rate " << f4(measured_sum / measured_steps) << " measured / " << f4(planned) << " planned\n";
+    out << "  weights digest " << digest << "\n";
+    if (metrics) metrics << "{\"final\": true, \"weights_digest\": \"" << digest << "\"}\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream& err, bool use_mpi) {
+  CLI::App app{"zbrun: replays a zbplan schedule file, training a GPT with split backward (B and W)"};
+  Options o;
+  app.add_option("schedule", o.schedule_file, "lowered schedule file from zbplan plan")->required();
+  app.add_option("--model", o.model, "\"tiny\" or a model JSON file {vocab, seq, channels, heads, layers, batch}");
+  app.add_option("--steps", o.steps, "training steps")->check(CLI::PositiveNumber);
+  app.add_option("--seed", o.seed, "initialisation seed");
+  app.add_option("--data", o.data, "\"synthetic\" or a text file, read as bytes");
+  app.add_option("--metrics", o.metrics, "write one JSON object per step (JSON lines)");
+  app.add_option("--timeout", o.timeout_s, "seconds any wait may take before the run fails")->check(CLI::PositiveNumber);
+  app.add_option("--lr", o.adamw.lr, "AdamW learning rate");
+  app.add_option("--clip-norm", o.adamw.clip_norm, "global gradient-norm clip (<= 0: off)");
+  app.add_flag("--local", o.local, "run all ranks as threads in this process (no mpirun)");
+  app.add_flag("--quiet", o.quiet, "print only the summary");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) {
+      out << app.help();
+      return 0;
+    }
+    err << "zbrun: " << e.what() << "\nrun 'zbrun --help' for usage\n";
+    return 2;
+  }
+
+  bool mpi = use_mpi && !o.local;
+  int world_rank = 0, world_size = 1;
+#ifdef ZBPP_HAVE_MPI
+  if (mpi) {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) MPI_Init(nullptr, nullptr);
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  }
+#endif
+  // Every rank checks the same inputs, so all of them fail alike and none waits for another.
+  auto finish = [&](int code) {
+#ifdef ZBPP_HAVE_MPI
+    if (mpi) MPI_Finalize();
+#endif
+    return code;
+  };
+  auto fail = [&](const std::string& msg) {
+    if (world_rank == 0) err << "zbrun: " << msg << "\n";
+    return finish(1);
+  };
+  std::vector<Diag> diags;
+  auto file = load_schedule_file(o.schedule_file, &diags);
+  if (file) diags = validate(file->schedule, file->problem, o.schedule_file);
+  if (!diags.empty()) {
+    std::string text;
+    for (const Diag& d : diags) text += (text.empty() ? "" : "\nzbrun: ") + format_diag(d);
+    return fail(text);
+  }
+  const Schedule& s = file->schedule;
+  if (s.level != kLevelLowered)
+    return fail(o.schedule_file + ": the schedule is compute-only; plan it without --compute-only so it holds send/recv");
+  std::string why;
+  auto model = load_gpt_config(o.model, &why);
+  if (!model) return fail(why);
+  auto data = DataSource::open(o.data, &why);
+  if (!data) return fail(why);
+  std::vector<Diag> unused;
+  double planned = simulate_timeline(s, file->problem, &unused)->bubble_rate;
+  std::mutex print_mu;
+
+  if (mpi) {
+#ifdef ZBPP_HAVE_MPI
+    if (world_size != s.p)
+      return fail(o.schedule_file + ": planned for " + std::to_string(s.p) + " ranks, but " + std::to_string(world_size) +
+                  (world_size == 1 ? " rank is" : " ranks are") + " running" +
+                  (world_size == 1 ? " (start it with mpirun -n " + std::to_string(s.p) + ", or add --local)" : ""));
+    auto transport = make_mpi_transport();
+    int code = run_rank(o, *file, *model, *data, planned, transport.get(), out, err, &print_mu);
+    transport.reset();
+    return finish(code);
+#endif
+  }
+  // --local: one thread per rank over an in-process hub.
+  auto hub = make_local_hub(s.p);
+  std::vector<int> codes(s.p, 0);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < s.p; ++r)
+    threads.emplace_back([&, r] {
+      auto transport = make_local_transport(hub, r);
+      codes[r] = run_rank(o, *file, *model, *data, planned, transport.get(), out, err, &print_mu);
+    });
+  for (auto& t : threads) t.join();
+  for (int c : codes)
+    if (c != 0) return 1;
+  return 0;
+}
+
+}  // namespace zbpp
