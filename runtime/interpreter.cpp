@@ -40,6 +40,7 @@ bool Interpreter::run_step(const std::vector<std::vector<int>>& data, StepReport
     double t0 = std::chrono::duration<double>(Clock::now() - start).count();
     bool ok;
     try {
+      if (i == fail_at_) throw std::runtime_error("injected failure (--fail-at)");
       ok = run_op(i, err);
     } catch (const std::exception& e) {
       *err = e.what();

@@ -34,6 +34,8 @@ class Interpreter {
   Interpreter(const Schedule& schedule, int rank, Compute* compute, Transport* transport, double timeout_s);
   /// Runs one iteration on `data` (the step's microbatches). False with *err on failure.
   bool run_step(const std::vector<std::vector<int>>& data, StepReport* report, std::string* err);
+  /// Fault injection for tests: the op at `index` fails instead of running.
+  void fail_at(int index) { fail_at_ = index; }
 
  private:
   bool run_op(int index, std::string* err);
@@ -49,6 +51,7 @@ class Interpreter {
   // rank; outbox: made here, waiting for their SEND.
   std::vector<std::vector<std::vector<float>>> inbox_, outbox_;
   StepReport* report_ = nullptr;
+  int fail_at_ = -1;
 };
 
 }  // namespace zbpp

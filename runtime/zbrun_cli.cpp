@@ -35,6 +35,8 @@ struct Options {
   double timeout_s = 10;
   bool local = false, quiet = false;
   AdamWConfig adamw;
+  std::string fail_at;  ///< "RANK:OP": that rank fails at that op index (tests of error handling)
+  int fail_rank = -1, fail_op = -1;
 };
 
 std::string g9(double v) {
@@ -75,6 +77,7 @@ int run_rank(const Options& o, const ScheduleFile& file, const GptConfig& model,
   for (int c = 0; c < s.chunks; ++c) vss.push_back(s.placement[rank][c]);
   auto compute = make_cpu_compute(model, vss, s.p * s.chunks, s.m, o.seed, o.adamw);
   Interpreter interp(s, rank, compute.get(), transport, o.timeout_s);
+  if (rank == o.fail_rank) interp.fail_at(o.fail_op);
   std::ofstream metrics;
   if (rank == 0 && !o.metrics.empty()) {
     metrics.open(o.metrics);
@@ -170,6 +173,7 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
   app.add_option("--clip-norm", o.adamw.clip_norm, "global gradient-norm clip (<= 0: off)");
   app.add_flag("--local", o.local, "run all ranks as threads in this process (no mpirun)");
   app.add_flag("--quiet", o.quiet, "print only the summary");
+  app.add_option("--fail-at", o.fail_at, "RANK:OP: make that rank fail at that op (to test error handling)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -181,6 +185,10 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
     return 2;
   }
 
+  if (!o.fail_at.empty() && std::sscanf(o.fail_at.c_str(), "%d:%d", &o.fail_rank, &o.fail_op) != 2) {
+    err << "zbrun: --fail-at: expected RANK:OP, got '" << o.fail_at << "'\n";
+    return 2;
+  }
   bool mpi = use_mpi && !o.local;
   int world_rank = 0, world_size = 1;
 #ifdef ZBPP_HAVE_MPI
