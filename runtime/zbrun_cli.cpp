@@ -11,7 +11,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include <nlohmann/json.hpp>
+
+#include "planner/lower.h"
 #include "planner/schedule_json.h"
+#include "planner/trace.h"
 #include "planner/simulate.h"
 #include "planner/validate.h"
 #include "runtime/cpu/compute_cpu.h"
@@ -29,7 +33,7 @@ namespace zbpp {
 namespace {
 
 struct Options {
-  std::string schedule_file, model = "tiny", data = "synthetic", metrics;
+  std::string schedule_file, model = "tiny", data = "synthetic", metrics, trace;
   int steps = 20;
   std::uint64_t seed = 1;
   double timeout_s = 10;
@@ -68,6 +72,50 @@ std::vector<double> weight_digests(const Compute& compute, int tensors, const st
   return out;
 }
 
+// Gathers every rank's measured op spans of the last step (each rank fills its own part of one
+// all-reduced vector) and has rank 0 write them, with the planned timeline, as one trace.
+bool write_trace(const Options& o, const ScheduleFile& file, const StepReport& report, Transport* transport,
+                 std::ostream& out, std::ostream& err, std::mutex* print_mu) {
+  const Schedule& s = file.schedule;
+  Schedule compute = compute_projection(s);
+  std::vector<size_t> offset(s.p + 1, 0);
+  for (int r = 0; r < s.p; ++r) offset[r + 1] = offset[r] + 2 * compute.stages[r].size();
+  std::vector<double> spans(offset[s.p], 0.0);
+  int rank = transport->rank();
+  for (size_t k = 0; k < report.spans.size() && 2 * k + 1 < offset[rank + 1] - offset[rank]; ++k) {
+    spans[offset[rank] + 2 * k] = report.spans[k].start;
+    spans[offset[rank] + 2 * k + 1] = report.spans[k].end;
+  }
+  std::string why;
+  if (!transport->allreduce_sum(&spans, o.timeout_s, &why)) {
+    std::lock_guard<std::mutex> lock(*print_mu);
+    err << "zbrun: rank " << rank << ", gathering the trace: " << why << "\n";
+    transport->abort("rank " + std::to_string(rank) + " failed");
+    return false;
+  }
+  if (rank != 0) return true;
+  std::vector<Diag> unused;
+  Timeline planned = *simulate_timeline(s, file.problem, &unused);
+  nlohmann::json events = timeline_trace_events(compute, planned, 0, "planned (" + s.method + ", problem time units as ms)");
+  // The trace writer takes ticks as nanoseconds (1 tick = 1e-6 of a millisecond): seconds * 1e9.
+  Timeline measured = planned;
+  for (int r = 0; r < s.p; ++r)
+    for (size_t k = 0; k < compute.stages[r].size(); ++k)
+      measured.ops[r][k] = {static_cast<Ticks>(spans[offset[r] + 2 * k] * 1e9),
+                            static_cast<Ticks>(spans[offset[r] + 2 * k + 1] * 1e9)};
+  nlohmann::json more = timeline_trace_events(compute, measured, 1, "measured (last step, wall clock)");
+  events.insert(events.end(), more.begin(), more.end());
+  std::ofstream f(o.trace);
+  f << nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump() << "\n";
+  std::lock_guard<std::mutex> lock(*print_mu);
+  if (!f) {
+    err << "zbrun: " << o.trace << ": cannot write trace\n";
+    return false;
+  }
+  out << "wrote trace " << o.trace << " (planned and measured; open in ui.perfetto.dev)\n";
+  return true;
+}
+
 // Everything one rank does; rank 0 also prints. Returns the exit code.
 int run_rank(const Options& o, const ScheduleFile& file, const GptConfig& model, const DataSource& data, double planned,
              Transport* transport, std::ostream& out, std::ostream& err, std::mutex* print_mu) {
@@ -90,6 +138,7 @@ int run_rank(const Options& o, const ScheduleFile& file, const GptConfig& model,
   }
   double measured_sum = 0, seconds_sum = 0;
   int measured_steps = 0;
+  StepReport last_report;
   for (int step = 0; step < o.steps; ++step) {
     StepReport report;
     std::string why;
@@ -101,6 +150,7 @@ int run_rank(const Options& o, const ScheduleFile& file, const GptConfig& model,
       transport->abort("rank " + std::to_string(rank) + " failed");
       return 1;
     }
+    last_report = report;
     if (step > 0) {  // the first step includes allocation; leave it out of the averages
       measured_sum += report.measured_bubble;
       seconds_sum += report.seconds;
@@ -118,6 +168,7 @@ int run_rank(const Options& o, const ScheduleFile& file, const GptConfig& model,
               << ", \"planned_bubble_rate\": " << g9(planned) << ", \"grad_norm\": " << g9(report.grad_norm)
               << ", \"skipped\": " << (report.skipped ? "true" : "false") << "}\n";
   }
+  if (!o.trace.empty() && !write_trace(o, file, last_report, transport, out, err, print_mu)) return 1;
   // Final weights, digested per tensor and gathered, so runs can be compared exactly.
   auto params = compute->parameters();
   std::vector<int> ids;
@@ -168,6 +219,7 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
   app.add_option("--seed", o.seed, "initialisation seed");
   app.add_option("--data", o.data, "\"synthetic\" or a text file, read as bytes");
   app.add_option("--metrics", o.metrics, "write one JSON object per step (JSON lines)");
+  app.add_option("--trace", o.trace, "write a Chrome/Perfetto trace of the last step: measured ops per rank, planned beside");
   app.add_option("--timeout", o.timeout_s, "seconds any wait may take before the run fails")->check(CLI::PositiveNumber);
   app.add_option("--lr", o.adamw.lr, "AdamW learning rate");
   app.add_option("--clip-norm", o.adamw.clip_norm, "global gradient-norm clip (<= 0: off)");

@@ -130,3 +130,23 @@ TEST_CASE("zbrun: a failing rank stops every rank quickly, each naming its op") 
   CHECK(r.err.find("zbrun: step 0, rank 3, op 4 (RECV_F1 from rank 2): stopped: rank 2 failed\n") != std::string::npos);
   CHECK(seconds < 5);  // the others were told; nobody waited out the 30 s timeout
 }
+
+TEST_CASE("zbrun: --trace writes the planned and the measured timeline, one slice per compute op each") {
+  std::string s = plan("trace", "zb-h1", 2, 4);
+  std::string trace = tmp("trace_measured.json");
+  Run r = call(zbrun_local, {"zbrun", s, "--local", "--steps", "2", "--quiet", "--trace", trace});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  std::ifstream in(trace);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string t = text.str();
+  auto count = [&](const std::string& needle) {
+    size_t n = 0;
+    for (size_t at = t.find(needle); at != std::string::npos; at = t.find(needle, at + 1)) ++n;
+    return n;
+  };
+  // 2 stages x 4 microbatches x (F, B, W) = 24 compute ops, planned (pid 0) and measured (pid 1).
+  CHECK(count("\"ph\":\"X\",\"pid\":0") == 24);
+  CHECK(count("\"ph\":\"X\",\"pid\":1") == 24);
+}
