@@ -2,6 +2,7 @@
 // chunks that rank runs. CPU (runtime/cpu) and CUDA backends implement the same contract.
 #pragma once
 
+#include <cstddef>
 #include <vector>
 
 namespace zbpp {
@@ -35,6 +36,9 @@ class Compute {
   /// AdamW on this rank's parameters; `global_norm` is the whole model's gradient norm, which the
   /// backend clips to its configured limit.
   virtual void optimizer_step(double global_norm) = 0;
+  /// Bytes of activations held now: microbatches whose F ran and whose W has not (what the
+  /// planner calls M_B after F and M_W after B).
+  virtual size_t activation_bytes() const = 0;
   /// This rank's parameters in global tensor order, for comparisons in tests.
   virtual std::vector<std::vector<float>> parameters() const = 0;
 };

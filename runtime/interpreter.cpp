@@ -38,6 +38,7 @@ bool Interpreter::run_step(const std::vector<std::vector<int>>& data, StepReport
   const auto& ops = schedule_.stages[rank_];
   for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
     double t0 = std::chrono::duration<double>(Clock::now() - start).count();
+    size_t bytes_before = is_compute(ops[i].type) ? compute_->activation_bytes() : 0;
     bool ok;
     try {
       if (i == fail_at_) throw std::runtime_error("injected failure (--fail-at)");
@@ -53,6 +54,11 @@ bool Interpreter::run_step(const std::vector<std::vector<int>>& data, StepReport
     if (is_compute(ops[i].type)) {
       double t1 = std::chrono::duration<double>(Clock::now() - start).count();
       report->spans.push_back({t0, t1, i});
+      size_t bytes = compute_->activation_bytes();
+      report->peak_activation_bytes = std::max(report->peak_activation_bytes, bytes);
+      double change = static_cast<double>(bytes) - static_cast<double>(bytes_before);
+      if (ops[i].type == OpType::F) report->mem_after_f += change, ++report->f_ops;
+      if (ops[i].type == OpType::B) report->mem_after_b += change, ++report->b_ops;
     }
   }
   report->seconds = std::chrono::duration<double>(Clock::now() - start).count();

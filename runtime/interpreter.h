@@ -26,6 +26,9 @@ struct StepReport {
   double grad_norm = 0;
   bool skipped = false;          ///< a NaN/inf gradient: no rank stepped
   std::vector<OpSpan> spans;     ///< this rank's compute ops
+  size_t peak_activation_bytes = 0;       ///< this rank, after any compute op
+  double mem_after_f = 0, mem_after_b = 0;  ///< summed byte changes of F ops and of B ops (not BW)
+  int f_ops = 0, b_ops = 0;
 };
 
 class Interpreter {

@@ -2,6 +2,8 @@
 // the steps, report losses and planned vs measured bubble rates.
 #include "runtime/zbrun_cli.h"
 
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -33,7 +35,7 @@ namespace zbpp {
 namespace {
 
 struct Options {
-  std::string schedule_file, model = "tiny", data = "synthetic", metrics, trace;
+  std::string schedule_file, model = "tiny", data = "synthetic", metrics, trace, profile;
   int steps = 20;
   std::uint64_t seed = 1;
   double timeout_s = 10;
@@ -70,6 +72,105 @@ std::vector<double> weight_digests(const Compute& compute, int tensors, const st
     out[ids[k]] = static_cast<double>(h >> 16);
   }
   return out;
+}
+
+// Per-op means a rank measures over the steps after the first: what --profile writes.
+struct Profile {
+  double sum[3] = {0, 0, 0};  // seconds of F, B, W ops
+  int count[3] = {0, 0, 0};
+  double mem_f = 0, mem_b = 0;  // bytes an F adds, bytes a B adds
+  int mem_f_ops = 0, mem_b_ops = 0;
+  double comm_seconds = 0;
+  void add(const std::vector<Op>& ops, const StepReport& r) {
+    for (const OpSpan& span : r.spans) {
+      OpType t = ops[span.op_index].type;
+      int k = t == OpType::F ? 0 : t == OpType::B ? 1 : t == OpType::W ? 2 : -1;
+      if (k < 0) continue;
+      sum[k] += span.end - span.start;
+      ++count[k];
+    }
+    mem_f += r.mem_after_f;
+    mem_b += r.mem_after_b;
+    mem_f_ops += r.f_ops;
+    mem_b_ops += r.b_ops;
+  }
+};
+
+// One-way latency of an activation-sized message between neighbours: rank r first answers its
+// left neighbour's pings, then pings its right neighbour, so the chain cannot deadlock.
+bool measure_comm(const Options& o, Transport* t, int floats, double* seconds, std::ostream& err, std::mutex* print_mu) {
+  const int rank = t->rank(), p = t->size(), rounds = 20;
+  std::string why;
+  bool ok = true;
+  Message ping{0, 0, std::vector<float>(static_cast<size_t>(floats), 1.0f)}, got;
+  if (rank > 0)
+    for (int i = 0; i < rounds && ok; ++i)
+      ok = t->recv(rank - 1, kActivation, &got, o.timeout_s, &why) && t->send(rank - 1, kGradient, got, &why);
+  double one_way = 0;
+  if (ok && rank + 1 < p) {
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < rounds && ok; ++i)
+      ok = t->send(rank + 1, kActivation, ping, &why) && t->recv(rank + 1, kGradient, &got, o.timeout_s, &why);
+    one_way = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / (2.0 * rounds);
+  }
+  std::vector<double> all(p, 0.0);
+  all[rank] = one_way;
+  if (ok) ok = t->allreduce_sum(&all, o.timeout_s, &why);
+  if (!ok) {
+    std::lock_guard<std::mutex> lock(*print_mu);
+    err << "zbrun: rank " << rank << ", measuring T_comm: " << why << "\n";
+    t->abort("rank " + std::to_string(rank) + " failed");
+    return false;
+  }
+  double sum = 0;
+  for (int r = 0; r + 1 < p; ++r) sum += all[r];
+  *seconds = p > 1 ? sum / (p - 1) : 0.0;
+  return true;
+}
+
+// Gathers every rank's profile and has rank 0 write the problem file (times in ms, memory in MiB).
+bool write_profile(const Options& o, const ScheduleFile& file, const GptConfig& model, const Profile& prof,
+                   Transport* transport, std::ostream& out, std::ostream& err, std::mutex* print_mu) {
+  const Schedule& s = file.schedule;
+  const int rank = transport->rank(), fields = 5;
+  std::vector<double> all(static_cast<size_t>(s.p) * fields, 0.0);
+  auto mean = [](double sum, int n) { return n > 0 ? sum / n : 0.0; };
+  double* mine = &all[static_cast<size_t>(rank) * fields];
+  for (int k = 0; k < 3; ++k) mine[k] = mean(prof.sum[k], prof.count[k]) * 1e3;
+  mine[3] = mean(prof.mem_f, prof.mem_f_ops) / (1 << 20);
+  mine[4] = mine[3] + mean(prof.mem_b, prof.mem_b_ops) / (1 << 20);
+  std::string why;
+  if (!transport->allreduce_sum(&all, o.timeout_s, &why)) {
+    std::lock_guard<std::mutex> lock(*print_mu);
+    err << "zbrun: rank " << rank << ", gathering the profile: " << why << "\n";
+    transport->abort("rank " + std::to_string(rank) + " failed");
+    return false;
+  }
+  if (rank != 0) return true;
+  // Round to 1e-6 so the file holds exactly what zbplan will read.
+  auto round6 = [](double v) { return std::round(v * 1e6) / 1e6; };
+  nlohmann::json j;
+  j["comment"] = "profiled by zbrun: model " + model.name + ", " + std::to_string(o.steps) + " steps of " + s.method +
+                 "; times in ms (mean per op of one chunk), memory in MiB per microbatch";
+  j["p"] = s.p;
+  j["m"] = s.m;
+  j["chunks"] = s.chunks;
+  const char* names[fields] = {"t_f", "t_b", "t_w", "mem_b", "mem_w"};
+  for (int f = 0; f < fields; ++f) {
+    nlohmann::json list = nlohmann::json::array();
+    for (int r = 0; r < s.p; ++r) list.push_back(round6(std::max(all[static_cast<size_t>(r) * fields + f], f < 2 ? 1e-6 : 0.0)));
+    j[names[f]] = list;
+  }
+  j["t_comm"] = round6(prof.comm_seconds * 1e3);
+  std::ofstream f(o.profile);
+  f << j.dump(2) << "\n";
+  std::lock_guard<std::mutex> lock(*print_mu);
+  if (!f) {
+    err << "zbrun: " << o.profile << ": cannot write the profile\n";
+    return false;
+  }
+  out << "wrote profile " << o.profile << " (plan with: zbplan plan --problem " << o.profile << " ...)\n";
+  return true;
 }
 
 // Gathers every rank's measured op spans of the last step (each rank fills its own part of one
@@ -139,6 +240,10 @@ int run_rank(const Options& o, const ScheduleFile& file, const GptConfig& model,
   double measured_sum = 0, seconds_sum = 0;
   int measured_steps = 0;
   StepReport last_report;
+  Profile profile;
+  if (!o.profile.empty() && !measure_comm(o, transport, compute->activation_size(), &profile.comm_seconds, err, print_mu))
+    return 1;
+  size_t peak_bytes = 0;
   for (int step = 0; step < o.steps; ++step) {
     StepReport report;
     std::string why;
@@ -151,6 +256,8 @@ int run_rank(const Options& o, const ScheduleFile& file, const GptConfig& model,
       return 1;
     }
     last_report = report;
+    peak_bytes = std::max(peak_bytes, report.peak_activation_bytes);
+    if (step > 0 || o.steps == 1) profile.add(s.stages[rank], report);
     if (step > 0) {  // the first step includes allocation; leave it out of the averages
       measured_sum += report.measured_bubble;
       seconds_sum += report.seconds;
@@ -169,6 +276,19 @@ int run_rank(const Options& o, const ScheduleFile& file, const GptConfig& model,
               << ", \"skipped\": " << (report.skipped ? "true" : "false") << "}\n";
   }
   if (!o.trace.empty() && !write_trace(o, file, last_report, transport, out, err, print_mu)) return 1;
+  if (!o.profile.empty() && !write_profile(o, file, model, profile, transport, out, err, print_mu)) return 1;
+  // Peak activation memory per rank, measured, beside the plan's (in the problem's memory unit).
+  std::vector<double> peaks(s.p, 0.0);
+  peaks[rank] = static_cast<double>(peak_bytes);
+  {
+    std::string why;
+    if (!transport->allreduce_sum(&peaks, o.timeout_s, &why)) {
+      std::lock_guard<std::mutex> lock(*print_mu);
+      err << "zbrun: rank " << rank << ", gathering peak memory: " << why << "\n";
+      transport->abort("rank " + std::to_string(rank) + " failed");
+      return 1;
+    }
+  }
   // Final weights, digested per tensor and gathered, so runs can be compared exactly.
   auto params = compute->parameters();
   std::vector<int> ids;
@@ -202,6 +322,13 @@ int run_rank(const Options& o, const ScheduleFile& file, const GptConfig& model,
     if (measured_steps > 0)
       out << "  iteration time " << f4(seconds_sum / measured_steps) << " s (mean of steps 1.." << o.steps - 1
           << "), bubble rate " << f4(measured_sum / measured_steps) << " measured / " << f4(planned) << " planned\n";
+    std::vector<Diag> unused;
+    Timeline plan = *simulate_timeline(s, file.problem, &unused);
+    out << "  peak activation memory per rank: measured [";
+    for (int r = 0; r < s.p; ++r) out << (r ? ", " : "") << f4(peaks[r] / (1 << 20)) << " MiB";
+    out << "], planned [";
+    for (int r = 0; r < s.p; ++r) out << (r ? ", " : "") << format_quanta(plan.peak_memory[r]);
+    out << "] (in the problem's memory unit)\n";
     out << "  weights digest " << digest << "\n";
     if (metrics) metrics << "{\"final\": true, \"weights_digest\": \"" << digest << "\"}\n";
   }
@@ -219,6 +346,8 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
   app.add_option("--seed", o.seed, "initialisation seed");
   app.add_option("--data", o.data, "\"synthetic\" or a text file, read as bytes");
   app.add_option("--metrics", o.metrics, "write one JSON object per step (JSON lines)");
+  app.add_option("--profile", o.profile,
+                 "measure T_F, T_B, T_W, T_comm (ms) and M_B, M_W (MiB) per stage and write them as a problem file for zbplan");
   app.add_option("--trace", o.trace, "write a Chrome/Perfetto trace of the last step: measured ops per rank, planned beside");
   app.add_option("--timeout", o.timeout_s, "seconds any wait may take before the run fails")->check(CLI::PositiveNumber);
   app.add_option("--lr", o.adamw.lr, "AdamW learning rate");
@@ -274,6 +403,12 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
   const Schedule& s = file->schedule;
   if (s.level != kLevelLowered)
     return fail(o.schedule_file + ": the schedule is compute-only; plan it without --compute-only so it holds send/recv");
+  if (!o.profile.empty())
+    for (const auto& ops : s.stages)
+      for (const Op& op : ops)
+        if (op.type == OpType::BW)
+          return fail("--profile needs a schedule with separate B and W ops (zb-h1, zb-h2, heuristic, zb-v), not " +
+                      s.method);
   std::string why;
   auto model = load_gpt_config(o.model, &why);
   if (!model) return fail(why);

@@ -162,6 +162,11 @@ class CpuCompute final : public Compute {
     }
     if (ch.embed) s.d_x = std::move(d);
     else std::copy(d.begin(), d.end(), dinput);
+    // B is done with what only B reads (attention probabilities and qkv, the GELU input, the
+    // softmax); W keeps the layer inputs and the output gradients. This is the M_B -> M_W drop.
+    for (BlockActs& a : s.blocks)
+      for (auto* v : {&a.att, &a.qkv, &a.fch}) std::vector<float>().swap(*v);
+    std::vector<float>().swap(s.probs);
   }
 
   void backward_weight(int chunk_index, int mb, int slot) override {
@@ -182,7 +187,7 @@ class CpuCompute final : public Compute {
     if (ch.embed)
       cpu::encoder_backward_weight(ch.wte.grad.data(), ch.wpe.grad.data(), s.d_x.data(), inputs_[mb].data(), c_.batch,
                                    c_.seq, C);
-    s.mb = -1;  // the slot is free for the next microbatch
+    s.mb = -1;  // the slot is free for the next microbatch; its buffers are reused by the next F
   }
 
   bool loss(int mb, double* out) const override {
@@ -216,6 +221,22 @@ class CpuCompute final : public Compute {
     float grad_scale = clip_scale(global_norm, adamw_);
     for (auto& ch : chunks_)
       for (Tensor* t : ch->tensors) adamw_step(&t->value, &t->m, &t->v, t->grad, grad_scale, step_, adamw_);
+  }
+
+  size_t activation_bytes() const override {
+    size_t floats = 0;
+    for (const auto& ch : chunks_)
+      for (const Stash& s : ch->slots) {
+        if (s.mb < 0) continue;
+        auto add = [&floats](const std::vector<float>& v) { floats += v.size(); };
+        for (auto* v : {&s.x, &s.lnf, &s.lnf_mean, &s.lnf_rstd, &s.probs, &s.losses, &s.d_logits, &s.d_lnf, &s.d_x}) add(*v);
+        for (const BlockActs& a : s.blocks)
+          for (auto* v : {&a.ln1, &a.ln1_mean, &a.ln1_rstd, &a.qkv, &a.att, &a.atty, &a.res2, &a.ln2, &a.ln2_mean,
+                          &a.ln2_rstd, &a.fch, &a.fch_gelu, &a.out, &a.d_qkv, &a.d_attproj, &a.d_ln1, &a.d_ln2, &a.d_fch,
+                          &a.d_fcproj})
+            add(*v);
+      }
+    return floats * sizeof(float);
   }
 
   std::vector<std::vector<float>> parameters() const override {

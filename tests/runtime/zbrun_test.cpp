@@ -4,6 +4,7 @@
 #include "runtime/zbrun_cli.h"
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -149,4 +150,32 @@ TEST_CASE("zbrun: --trace writes the planned and the measured timeline, one slic
   // 2 stages x 4 microbatches x (F, B, W) = 24 compute ops, planned (pid 0) and measured (pid 1).
   CHECK(count("\"ph\":\"X\",\"pid\":0") == 24);
   CHECK(count("\"ph\":\"X\",\"pid\":1") == 24);
+}
+
+TEST_CASE("zbrun: profile -> plan -> run; the plan's peak memory is the measured one") {
+  std::string s = plan("profile", "zb-h1", 2, 6);
+  std::string problem = tmp("profiled.problem.json");
+  Run r = call(zbrun_local, {"zbrun", s, "--local", "--steps", "3", "--quiet", "--profile", problem});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("wrote profile " + problem) != std::string::npos);
+  std::string planned = tmp("profiled_plan.json");
+  Run p = call(run_zbplan, {"zbplan", "plan", "--method", "heuristic", "--problem", problem, "--mem-limit", "2p", "-o", planned});
+  INFO(p.err);
+  REQUIRE(p.code == 0);
+  Run run = call(zbrun_local, {"zbrun", planned, "--local", "--steps", "2", "--quiet"});
+  REQUIRE(run.code == 0);
+  // "measured [a MiB, b MiB], planned [a', b']": the same numbers to the printed precision.
+  auto line_at = run.out.find("peak activation memory per rank: measured [");
+  REQUIRE(line_at != std::string::npos);
+  std::string line = run.out.substr(line_at, run.out.find('\n', line_at) - line_at);
+  double m0 = 0, m1 = 0, p0 = 0, p1 = 0;
+  REQUIRE(std::sscanf(line.c_str(), "peak activation memory per rank: measured [%lf MiB, %lf MiB], planned [%lf, %lf]", &m0, &m1,
+                      &p0, &p1) == 4);
+  CHECK(m0 == Approx(p0).margin(1e-4));
+  CHECK(m1 == Approx(p1).margin(1e-4));
+  // A fused-BW schedule cannot be profiled: B and W are not timed apart.
+  Run bw = call(zbrun_local, {"zbrun", plan("profile", "1f1b", 2, 6), "--local", "--profile", problem});
+  CHECK(bw.code == 1);
+  CHECK(bw.err == "zbrun: --profile needs a schedule with separate B and W ops (zb-h1, zb-h2, heuristic, zb-v), not 1f1b\n");
 }
