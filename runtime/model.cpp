@@ -58,6 +58,33 @@ LayerSplit split_layers(int layers, int virtual_stages) {
   return s;
 }
 
+LayerSplit layer_split(const GptConfig& config, int virtual_stages) {
+  if (config.split.empty()) return split_layers(config.layers, virtual_stages);
+  LayerSplit s;
+  int next = 0;
+  for (int n : config.split) {
+    s.first.push_back(next);
+    s.count.push_back(n);
+    next += n;
+  }
+  return s;
+}
+
+std::string check_layer_split(const GptConfig& c, int virtual_stages) {
+  if (c.split.empty()) return "";
+  int sum = 0;
+  for (int n : c.split) {
+    if (n < 0) return "--layer-split: block counts must be non-negative";
+    sum += n;
+  }
+  if (static_cast<int>(c.split.size()) != virtual_stages)
+    return "--layer-split gives " + std::to_string(c.split.size()) + " counts, but the schedule has " +
+           std::to_string(virtual_stages) + " virtual stages (p x chunks)";
+  if (sum != c.layers)
+    return "--layer-split sums to " + std::to_string(sum) + " blocks, but the model has " + std::to_string(c.layers);
+  return "";
+}
+
 int global_tensor_id_block(int block, int k) { return 2 + block * 12 + k; }
 int global_tensor_count(const GptConfig& c) { return 2 + 12 * c.layers + 3; }
 

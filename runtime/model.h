@@ -18,6 +18,7 @@ struct GptConfig {
   int layers = 4;    ///< transformer blocks
   int batch = 2;     ///< sequences per microbatch
   std::string name = "tiny";
+  std::vector<int> split;  ///< blocks per virtual stage; empty: split_layers decides
   int tokens() const { return batch * seq; }
 };
 
@@ -31,6 +32,11 @@ struct LayerSplit {
   std::vector<int> count;  ///< [vs] number of blocks
 };
 LayerSplit split_layers(int layers, int virtual_stages);
+/// The model's split: its explicit one when set (see check_layer_split), else split_layers.
+LayerSplit layer_split(const GptConfig& config, int virtual_stages);
+/// Whether an explicit split fits: one count per virtual stage, none negative, summing to the
+/// model's layers. Empty string when it fits, else why not.
+std::string check_layer_split(const GptConfig& config, int virtual_stages);
 
 /// A parameter tensor's place in the whole model, so every partition initialises, orders and
 /// reduces it the same way: 0 wte, 1 wpe, then 12 per block, then lnf weight, lnf bias, lm head.

@@ -42,6 +42,7 @@ struct Options {
   bool local = false, quiet = false;
   AdamWConfig adamw;
   std::string fail_at;  ///< "RANK:OP": that rank fails at that op index (tests of error handling)
+  std::string layer_split;  ///< "a,b,...": blocks per virtual stage
   int fail_rank = -1, fail_op = -1;
 };
 
@@ -294,7 +295,7 @@ int run_rank(const Options& o, const ScheduleFile& file, const GptConfig& model,
   std::vector<int> ids;
   {
     // The backend lists tensors in global order per chunk; recover their ids from the split.
-    LayerSplit split = split_layers(model.layers, s.p * s.chunks);
+    LayerSplit split = layer_split(model, s.p * s.chunks);
     for (int vs : vss) {
       if (vs == 0) ids.insert(ids.end(), {0, 1});
       for (int l = split.first[vs]; l < split.first[vs] + split.count[vs]; ++l)
@@ -354,6 +355,8 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
   app.add_option("--clip-norm", o.adamw.clip_norm, "global gradient-norm clip (<= 0: off)");
   app.add_flag("--local", o.local, "run all ranks as threads in this process (no mpirun)");
   app.add_flag("--quiet", o.quiet, "print only the summary");
+  app.add_option("--layer-split", o.layer_split,
+                 "blocks per virtual stage, e.g. 1,2,2,1 (default: even, the first and last take fewer)");
   app.add_option("--fail-at", o.fail_at, "RANK:OP: make that rank fail at that op (to test error handling)");
   try {
     app.parse(argc, argv);
@@ -412,6 +415,16 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
   std::string why;
   auto model = load_gpt_config(o.model, &why);
   if (!model) return fail(why);
+  if (!o.layer_split.empty()) {
+    std::stringstream in(o.layer_split);
+    for (std::string item; std::getline(in, item, ',');) {
+      char* end = nullptr;
+      long n = std::strtol(item.c_str(), &end, 10);
+      if (item.empty() || *end != '\0') return fail("--layer-split: '" + o.layer_split + "' is not a list of integers");
+      model->split.push_back(static_cast<int>(n));
+    }
+  }
+  if (std::string bad = check_layer_split(*model, s.p * s.chunks); !bad.empty()) return fail(bad);
   auto data = DataSource::open(o.data, &why);
   if (!data) return fail(why);
   std::vector<Diag> unused;

@@ -62,7 +62,7 @@ class CpuCompute final : public Compute {
              const AdamWConfig& adamw)
       : c_(config), total_vs_(total_vs), m_(microbatches), adamw_(adamw), losses_(microbatches, 0.0),
         has_loss_(microbatches, false) {
-    LayerSplit split = split_layers(config.layers, total_vs);
+    LayerSplit split = layer_split(config, total_vs);
     const int C = c_.channels;
     const float std_dev = 0.02f, proj_std = 0.02f / std::sqrt(2.0f * config.layers);
     for (int vs : vss) {

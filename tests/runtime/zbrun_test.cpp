@@ -179,3 +179,23 @@ TEST_CASE("zbrun: profile -> plan -> run; the plan's peak memory is the measured
   CHECK(bw.code == 1);
   CHECK(bw.err == "zbrun: --profile needs a schedule with separate B and W ops (zb-h1, zb-h2, heuristic, zb-v), not 1f1b\n");
 }
+
+TEST_CASE("zbrun: --layer-split moves blocks between stages without changing the training") {
+  std::string s = plan("split", "zb-h1", 2, 4);
+  auto digest_of = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"zbrun", s, "--local", "--steps", "2", "--quiet"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    Run r = call(zbrun_local, args);
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    return r.out.substr(r.out.find("weights digest"));
+  };
+  CHECK(digest_of({"--layer-split", "1,3"}) == digest_of({}));
+  CHECK(digest_of({"--layer-split", "0,4"}) == digest_of({}));
+  Run r = call(zbrun_local, {"zbrun", s, "--local", "--layer-split", "1,2,1"});
+  CHECK(r.code == 1);
+  CHECK(r.err == "zbrun: --layer-split gives 3 counts, but the schedule has 2 virtual stages (p x chunks)\n");
+  r = call(zbrun_local, {"zbrun", s, "--local", "--layer-split", "1,2"});
+  CHECK(r.code == 1);
+  CHECK(r.err == "zbrun: --layer-split sums to 3 blocks, but the model has 4\n");
+}
