@@ -75,6 +75,18 @@ std::vector<double> weight_digests(const Compute& compute, int tensors, const st
   return out;
 }
 
+// All-reduces `values` (each rank fills its own part); on failure reports `what` failed on this
+// rank, tells the others, and returns false.
+bool gather(Transport* t, std::vector<double>* values, const Options& o, const char* what, std::ostream& err,
+            std::mutex* print_mu) {
+  std::string why;
+  if (t->allreduce_sum(values, o.timeout_s, &why)) return true;
+  std::lock_guard<std::mutex> lock(*print_mu);
+  err << "zbrun: rank " << t->rank() << ", " << what << ": " << why << "\n";
+  t->abort("rank " + std::to_string(t->rank()) + " failed");
+  return false;
+}
+
 // Per-op means a rank measures over the steps after the first: what --profile writes.
 struct Profile {
   double sum[3] = {0, 0, 0};  // seconds of F, B, W ops
@@ -140,13 +152,7 @@ bool write_profile(const Options& o, const ScheduleFile& file, const GptConfig& 
   for (int k = 0; k < 3; ++k) mine[k] = mean(prof.sum[k], prof.count[k]) * 1e3;
   mine[3] = mean(prof.mem_f, prof.mem_f_ops) / (1 << 20);
   mine[4] = mine[3] + mean(prof.mem_b, prof.mem_b_ops) / (1 << 20);
-  std::string why;
-  if (!transport->allreduce_sum(&all, o.timeout_s, &why)) {
-    std::lock_guard<std::mutex> lock(*print_mu);
-    err << "zbrun: rank " << rank << ", gathering the profile: " << why << "\n";
-    transport->abort("rank " + std::to_string(rank) + " failed");
-    return false;
-  }
+  if (!gather(transport, &all, o, "gathering the profile", err, print_mu)) return false;
   if (rank != 0) return true;
   // Round to 1e-6 so the file holds exactly what zbplan will read.
   auto round6 = [](double v) { return std::round(v * 1e6) / 1e6; };
@@ -188,13 +194,7 @@ bool write_trace(const Options& o, const ScheduleFile& file, const StepReport& r
     spans[offset[rank] + 2 * k] = report.spans[k].start;
     spans[offset[rank] + 2 * k + 1] = report.spans[k].end;
   }
-  std::string why;
-  if (!transport->allreduce_sum(&spans, o.timeout_s, &why)) {
-    std::lock_guard<std::mutex> lock(*print_mu);
-    err << "zbrun: rank " << rank << ", gathering the trace: " << why << "\n";
-    transport->abort("rank " + std::to_string(rank) + " failed");
-    return false;
-  }
+  if (!gather(transport, &spans, o, "gathering the trace", err, print_mu)) return false;
   if (rank != 0) return true;
   std::vector<Diag> unused;
   Timeline planned = *simulate_timeline(s, file.problem, &unused);
@@ -281,15 +281,7 @@ int run_rank(const Options& o, const ScheduleFile& file, const GptConfig& model,
   // Peak activation memory per rank, measured, beside the plan's (in the problem's memory unit).
   std::vector<double> peaks(s.p, 0.0);
   peaks[rank] = static_cast<double>(peak_bytes);
-  {
-    std::string why;
-    if (!transport->allreduce_sum(&peaks, o.timeout_s, &why)) {
-      std::lock_guard<std::mutex> lock(*print_mu);
-      err << "zbrun: rank " << rank << ", gathering peak memory: " << why << "\n";
-      transport->abort("rank " + std::to_string(rank) + " failed");
-      return 1;
-    }
-  }
+  if (!gather(transport, &peaks, o, "gathering peak memory", err, print_mu)) return 1;
   // Final weights, digested per tensor and gathered, so runs can be compared exactly.
   auto params = compute->parameters();
   std::vector<int> ids;
@@ -305,13 +297,7 @@ int run_rank(const Options& o, const ScheduleFile& file, const GptConfig& model,
     }
   }
   std::vector<double> digests = weight_digests(*compute, global_tensor_count(model), ids);
-  std::string why;
-  if (!transport->allreduce_sum(&digests, o.timeout_s, &why)) {
-    std::lock_guard<std::mutex> lock(*print_mu);
-    err << "zbrun: rank " << rank << ", final weight digest: " << why << "\n";
-    transport->abort("rank " + std::to_string(rank) + " failed");
-    return 1;
-  }
+  if (!gather(transport, &digests, o, "final weight digest", err, print_mu)) return 1;
   if (rank == 0) {
     std::uint64_t h = 1469598103934665603ULL;
     for (double d : digests) h = (h ^ static_cast<std::uint64_t>(d)) * 1099511628211ULL;
