@@ -6,13 +6,16 @@
 #include "planner/gen_baseline.h"
 #include "planner/lower.h"
 #include "planner/search_heuristic.h"
+#ifdef ZBPP_HAVE_CBC
+#include "planner/refine_ilp.h"
+#endif
 #include "planner/simulate.h"
 #include "planner/validate.h"
 
 namespace zbpp {
 
 const std::vector<std::string>& plan_methods() {
-  static const std::vector<std::string> methods = {"1f1b", "1f1b-i", "zb-h1", "zb-h2", "heuristic", "zb-v", "auto"};
+  static const std::vector<std::string> methods = {"1f1b", "1f1b-i", "zb-h1", "zb-h2", "heuristic", "ilp", "zb-v", "auto"};
   return methods;
 }
 
@@ -30,7 +33,7 @@ bool check_shape(const Problem& pr, const std::string& method, int chunks_needed
 }
 
 // Runs every method, keeps the smallest span; each candidate's outcome becomes a note.
-std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags) {
+std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags, const PlanOptions& options) {
   std::optional<PlanResult> best;
   Ticks best_span = -1;
   std::vector<std::string> notes;
@@ -38,7 +41,7 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags)
   for (const auto& method : plan_methods()) {
     if (method == "auto") continue;
     std::vector<Diag> why;
-    auto result = plan_schedule(pr, method, &why);
+    auto result = plan_schedule(pr, method, &why, options);
     if (!result) {
       // The first finding says enough (a header line, when there is one, comes before it).
       std::string reason = why.empty() ? "failed" : format_diag(why[why.size() > 1 ? 1 : 0]);
@@ -83,8 +86,9 @@ Problem split_into_chunks(const Problem& pr, int chunks) {
   return out;
 }
 
-std::optional<PlanResult> plan_schedule(const Problem& original, const std::string& method, std::vector<Diag>* diags) {
-  if (method == "auto") return plan_auto(original, diags);
+std::optional<PlanResult> plan_schedule(const Problem& original, const std::string& method, std::vector<Diag>* diags,
+                                        const PlanOptions& options) {
+  if (method == "auto") return plan_auto(original, diags, options);
   std::optional<Schedule> s;
   std::vector<std::string> notes;
   Problem pr = original;
@@ -95,7 +99,7 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
   if (method == "zb-v") {
     if (!check_shape(pr, method, 2, diags)) return std::nullopt;
     s = generate_zb_v(pr);
-  } else if (method == "heuristic") {
+  } else if (method == "heuristic" || method == "ilp") {
     if (!check_shape(pr, method, 1, diags)) return std::nullopt;
     auto found = search_heuristic(pr, diags);
     if (!found) return std::nullopt;
@@ -103,6 +107,20 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
     notes.push_back("search: " + std::to_string(found->feasible) + " of " + std::to_string(found->candidates) +
                     " candidates fit the memory limit (8 switch combinations, 3 handcrafted seeds); best: " +
                     found->winner);
+    if (method == "ilp") {
+#ifdef ZBPP_HAVE_CBC
+      IlpOptions ilp;
+      ilp.seconds = options.ilp_seconds;
+      auto refined = refine_ilp(pr, *s, ilp, diags);
+      if (!refined) return std::nullopt;
+      notes.push_back("ilp (CBC, " + std::to_string(static_cast<int>(options.ilp_seconds)) +
+                      " s limit), warm-started from the heuristic: " + refined->summary());
+      s = std::move(refined->schedule);
+#else
+      diags->push_back({"", "", -1, -1, "", "the ilp method needs CBC: install coinor-libcbc-dev and rebuild"});
+      return std::nullopt;
+#endif
+    }
   } else if (method == "1f1b" || method == "zb-h1" || method == "zb-h2") {
     if (!check_shape(pr, method, 1, diags)) return std::nullopt;
     s = method == "1f1b" ? generate_1f1b(pr) : method == "zb-h1" ? generate_zb_h1(pr) : generate_zb_h2(pr);

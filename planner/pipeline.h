@@ -27,9 +27,14 @@ struct PlanResult {
   std::vector<std::string> notes;  ///< e.g. which grid point of the heuristic won; printed by zbplan
 };
 
+struct PlanOptions {
+  double ilp_seconds = 10;  ///< CBC's time limit for the "ilp" method
+};
+
 /// Runs the passes for `method`. Returns a validated schedule, or nothing with diagnostics
 /// (an unknown method, a problem the method cannot take, or a result over the memory limit).
-std::optional<PlanResult> plan_schedule(const Problem& problem, const std::string& method, std::vector<Diag>* diags);
+std::optional<PlanResult> plan_schedule(const Problem& problem, const std::string& method, std::vector<Diag>* diags,
+                                        const PlanOptions& options = {});
 
 /// The lowering pass (lower.h) followed by the validator: the instructions zbrun replays.
 bool lower_planned(PlanResult* planned, std::vector<Diag>* diags);

@@ -135,13 +135,13 @@ struct ProblemFlags {
 };
 
 int cmd_plan(const std::string& method, const ProblemFlags& flags, const std::string& output, bool compute_only,
-             std::ostream& out, std::ostream& err) {
+             const PlanOptions& options, std::ostream& out, std::ostream& err) {
   std::vector<Diag> diags;
   ProblemInput input;
   if (!flags.to_input(&input, &diags)) return fail(err, diags);
   auto problem = build_problem(input, flags.problem_file, &diags);
   if (!problem) return fail(err, diags);
-  auto planned = plan_schedule(*problem, method, &diags);
+  auto planned = plan_schedule(*problem, method, &diags, options);
   if (!planned) return fail(err, diags);
   if (!compute_only && !lower_planned(&*planned, &diags)) return fail(err, diags);
   const Schedule& schedule = planned->schedule;
@@ -214,6 +214,9 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
   flags.add_to(plan);
   plan->add_option("-o,--output", output, "schedule file to write")->required();
   bool compute_only = false;
+  PlanOptions plan_options;
+  plan->add_option("--ilp-seconds", plan_options.ilp_seconds, "time limit of the ILP refinement (method ilp), default 10")
+      ->check(CLI::PositiveNumber);
   plan->add_flag("--compute-only", compute_only,
                  "write F/B/W ops only (level \"compute\"); by default the file is lowered for zbrun: send/recv, buffer slots, optimizer step");
 
@@ -248,7 +251,7 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
   }
   flags.tcomm_given = plan->count("--tcomm") > 0;
 
-  if (plan->parsed()) return cmd_plan(method, flags, output, compute_only, out, err);
+  if (plan->parsed()) return cmd_plan(method, flags, output, compute_only, plan_options, out, err);
   if (simulate->parsed()) return cmd_simulate(file, trace, out, err);
   return cmd_validate(file, out, err);
 }

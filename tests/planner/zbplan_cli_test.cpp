@@ -84,7 +84,7 @@ TEST_CASE("zbplan: bad flags and impossible inputs give one-line errors and non-
   CHECK(r.err == "zbplan: memory limit 0.4 is below 1, the activation memory of a single microbatch (M_B); no schedule fits\n");
   r = plan_with({"--method", "zb-h9", "-p", "4", "-m", "8"});
   CHECK(r.code == 1);
-  CHECK(r.err == "zbplan: unknown method 'zb-h9' (known: 1f1b, 1f1b-i, zb-h1, zb-h2, heuristic, zb-v, auto)\n");
+  CHECK(r.err == "zbplan: unknown method 'zb-h9' (known: 1f1b, 1f1b-i, zb-h1, zb-h2, heuristic, ilp, zb-v, auto)\n");
   r = plan_with({"-p", "4", "-m", "8"});
   CHECK(r.code == 2);
   CHECK(r.err.find("--method is required") != std::string::npos);
@@ -136,7 +136,7 @@ TEST_CASE("zbplan: heuristic at 2p and auto at 1p on 1.5B/p8/m24") {
   Run sim = zbplan({"simulate", tmp("cli_zb2p.json")});
   CHECK(sim.out.find("bubble rate  0.0433") != std::string::npos);
 
-  Run a = with({"plan", "--method", "auto", "--mem-limit", "1p", "-o", tmp("cli_auto.json")});
+  Run a = with({"plan", "--method", "auto", "--mem-limit", "1p", "--ilp-seconds", "1", "-o", tmp("cli_auto.json")});
   INFO(a.err);
   REQUIRE(a.code == 0);
   CHECK(a.out.find("auto: zb-h2 does not fit: stage 0, op 8 (F8): activation memory reaches 9, over the limit 8 = 1p") !=

@@ -80,6 +80,7 @@ TEST_CASE("zbrun: losses and weights are bit-identical across schedules and equa
         {"zb-h1", plan("same", "zb-h1", p, m)},
         {"zb-h2", plan("same", "zb-h2", p, m)},
         {"heuristic", plan("same", "heuristic", p, m, {"--mem-limit", "2p"})},
+        {"ilp", plan("same", "ilp", p, m, {"--mem-limit", "2p", "--ilp-seconds", "1"})},
         {"zb-v", plan("same", "zb-v", p, m)},
         {"1f1b-i", plan("same", "1f1b-i", p, m, {"--chunks", "2"})},
     };
