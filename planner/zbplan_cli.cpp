@@ -11,7 +11,9 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "planner/export_csv.h"
 #include "planner/lower.h"
+#include "planner/render_svg.h"
 #include "planner/pipeline.h"
 #include "planner/schedule_json.h"
 #include "planner/simulate.h"
@@ -199,6 +201,68 @@ int cmd_validate(const std::string& path, std::ostream& out, std::ostream& err) 
   return 0;
 }
 
+
+int cmd_show(const std::string& path, const std::string& output, int width, std::ostream& out, std::ostream& err) {
+  auto loaded = load_checked(path, err);
+  if (!loaded) return kExitInvalid;
+  const auto& [file, timeline] = *loaded;
+  RenderOptions options;
+  options.width = width;
+  bool html = output.size() >= 5 && output.substr(output.size() - 5) == ".html";
+  bool svg = output.size() >= 4 && output.substr(output.size() - 4) == ".svg";
+  if (!html && !svg) {
+    err << "zbplan: show: " << output << ": the output must end in .svg or .html\n";
+    return kExitUsage;
+  }
+  std::string text = html ? render_html(file.schedule, file.problem, timeline, options)
+                          : render_svg(file.schedule, file.problem, timeline, options);
+  if (!write_file(output, text, err)) return kExitInvalid;
+  out << "wrote " << output << "\n";
+  return 0;
+}
+
+int cmd_export(const std::string& path, const std::string& format, const std::string& output, std::ostream& out,
+               std::ostream& err) {
+  if (format != "pytorch-csv") {
+    err << "zbplan: export: unknown format '" << format << "' (known: pytorch-csv)\n";
+    return kExitUsage;
+  }
+  auto loaded = load_checked(path, err);
+  if (!loaded) return kExitInvalid;
+  if (!write_file(output, export_pytorch_csv(loaded->first.schedule), err)) return kExitInvalid;
+  out << "wrote " << output << " (PyTorch pipelining CSV: one row per rank; I = our B, B = our BW)\n";
+  return 0;
+}
+
+int cmd_import(const std::string& path, const ProblemFlags& flags, const std::string& output, bool compute_only,
+               std::ostream& out, std::ostream& err) {
+  std::vector<Diag> diags;
+  std::string text;
+  if (!read_text_file(path, &text, &diags)) return fail(err, diags);
+  auto imported = import_pytorch_csv(text, path, &diags);
+  if (!imported) return fail(err, diags);
+  // The CSV fixes the shape; times and memory come from the flags (placeholders 1/1/1 otherwise).
+  ProblemInput input;
+  ProblemFlags shaped = flags;
+  shaped.p = imported->p;
+  shaped.m = imported->m;
+  shaped.chunks = imported->chunks;
+  if (!shaped.to_input(&input, &diags)) return fail(err, diags);
+  input.placement = imported->placement;
+  auto problem = build_problem(input, path, &diags);
+  if (!problem) return fail(err, diags);
+  diags = validate(*imported, *problem, path);
+  if (!diags.empty()) return fail(err, diags);
+  PlanResult planned{*imported, *problem, {}};
+  if (!compute_only && !lower_planned(&planned, &diags)) return fail(err, diags);
+  auto timeline = simulate_timeline(planned.schedule, planned.problem, &diags);
+  if (!timeline) return fail(err, diags);
+  if (!write_file(output, schedule_to_json_text(planned.schedule, planned.problem, *timeline), err)) return kExitInvalid;
+  out << "wrote " << output << "\n";
+  print_figures(out, planned.schedule, planned.problem, *timeline);
+  return 0;
+}
+
 }  // namespace
 
 int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
@@ -227,6 +291,33 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
   auto* validate_cmd = app.add_subcommand("validate", "check a schedule file; exit 1 with located errors if it is invalid");
   validate_cmd->add_option("file", file, "schedule file")->required();
 
+  std::string show_out, export_format = "pytorch-csv", export_out;
+  int show_width = 0;
+  auto* show = app.add_subcommand("show", "draw a schedule file as SVG or a self-contained HTML page");
+  show->add_option("file", file, "schedule file")->required();
+  show->add_option("-o,--output", show_out, "picture to write: .svg or .html")->required();
+  show->add_option("--width", show_width, "drawing width in px (default: wide enough to show every block)");
+
+  auto* export_cmd = app.add_subcommand("export", "write a schedule in another tool's format");
+  export_cmd->add_option("file", file, "schedule file")->required();
+  export_cmd->add_option("--format", export_format, "pytorch-csv (torch.distributed.pipelining)");
+  export_cmd->add_option("-o,--output", export_out, "file to write")->required();
+
+  ProblemFlags import_flags;
+  std::string import_out;
+  bool import_compute_only = false;
+  auto* import_cmd = app.add_subcommand("import", "read a PyTorch pipelining CSV into a schedule file");
+  import_cmd->add_option("file", file, "CSV: one row per rank of actions like 0F0, 0I0, 0W0, 0B0")->required();
+  import_cmd->add_option("--tf", import_flags.tf, "time of one F (default 1), as for plan");
+  import_cmd->add_option("--tb", import_flags.tb, "time of one B");
+  import_cmd->add_option("--tw", import_flags.tw, "time of one W");
+  import_cmd->add_option("--tcomm", import_flags.tcomm, "latency of one hop");
+  import_cmd->add_option("--mem-b", import_flags.mem_b, "M_B");
+  import_cmd->add_option("--mem-w", import_flags.mem_w, "M_W");
+  import_cmd->add_option("--mem-limit", import_flags.mem_limit, "memory limit");
+  import_cmd->add_option("-o,--output", import_out, "schedule file to write")->required();
+  import_cmd->add_flag("--compute-only", import_compute_only, "do not lower");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -238,7 +329,7 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
   } catch (const CLI::ParseError& e) {
     // A subcommand's --help arrives here too, as a CallForHelp raised inside the subcommand.
     if (e.get_exit_code() == 0) {
-      for (auto* sub : {plan, simulate, validate_cmd})
+      for (auto* sub : {plan, simulate, validate_cmd, show, export_cmd, import_cmd})
         if (sub->parsed()) {
           out << sub->help();
           return 0;
@@ -253,6 +344,12 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
 
   if (plan->parsed()) return cmd_plan(method, flags, output, compute_only, plan_options, out, err);
   if (simulate->parsed()) return cmd_simulate(file, trace, out, err);
+  if (show->parsed()) return cmd_show(file, show_out, show_width, out, err);
+  if (export_cmd->parsed()) return cmd_export(file, export_format, export_out, out, err);
+  if (import_cmd->parsed()) {
+    import_flags.tcomm_given = import_cmd->count("--tcomm") > 0;
+    return cmd_import(file, import_flags, import_out, import_compute_only, out, err);
+  }
   return cmd_validate(file, out, err);
 }
 

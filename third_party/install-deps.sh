@@ -14,6 +14,7 @@ packages=(
   libopenmpi-dev openmpi-bin   # zbrun's MPI transport and mpirun
   libopenblas-dev        # CPU reference backend GEMMs
   python3-jsonschema     # checks written files against schema/*.schema.json in tests
+  librsvg2-bin python3-pil     # render test of zbplan show: SVG -> PNG, count the blocks
 )
 
 missing=()

@@ -1,0 +1,129 @@
+// PyTorch schedule CSV export and import (see export_csv.h).
+#include "planner/export_csv.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace zbpp {
+
+namespace {
+
+// Our op type <-> PyTorch's computation type letter.
+const char* pytorch_name(OpType t) {
+  switch (t) {
+    case OpType::F: return "F";
+    case OpType::B: return "I";
+    case OpType::W: return "W";
+    case OpType::BW: return "B";
+    default: return nullptr;
+  }
+}
+
+std::optional<OpType> from_pytorch(const std::string& name) {
+  if (name == "F") return OpType::F;
+  if (name == "I") return OpType::B;
+  if (name == "W") return OpType::W;
+  if (name == "B") return OpType::BW;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string export_pytorch_csv(const Schedule& s) {
+  std::ostringstream out;
+  for (int st = 0; st < s.p; ++st) {
+    bool first = true;
+    for (const Op& op : s.stages[st]) {
+      const char* name = pytorch_name(op.type);
+      if (!name) continue;
+      out << (first ? "" : ",") << s.placement[st][op.chunk] << name << op.mb;
+      first = false;
+    }
+    out << "\n";
+  }
+  return out.str();
+}
+
+std::optional<Schedule> import_pytorch_csv(const std::string& text, const std::string& file, std::vector<Diag>* diags) {
+  struct Cell {
+    int vs, mb;
+    OpType type;
+  };
+  std::vector<std::vector<Cell>> rows;
+  std::istringstream in(text);
+  std::string line;
+  int row = 0;
+  bool ok = true;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    std::vector<Cell> cells;
+    std::stringstream fields(line);
+    std::string cell;
+    int index = 0;
+    while (std::getline(fields, cell, ',')) {
+      std::string where = "row " + std::to_string(row) + ", cell " + std::to_string(index) + " ('" + cell + "')";
+      ++index;
+      if (cell.empty() || cell == "None") continue;  // PyTorch writes idle steps this way
+      size_t i = 0;
+      while (i < cell.size() && std::isdigit(static_cast<unsigned char>(cell[i]))) ++i;
+      size_t j = i;
+      while (j < cell.size() && std::isalpha(static_cast<unsigned char>(cell[j]))) ++j;
+      auto type = from_pytorch(cell.substr(i, j - i));
+      bool digits_after = j < cell.size() && std::all_of(cell.begin() + j, cell.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+      if (i == 0 || !type || !digits_after || i > 6 || cell.size() - j > 7) {
+        diags->push_back({file, "", -1, -1, "", where + ": expected <stage><F|I|W|B><microbatch>, e.g. 0F3"});
+        ok = false;
+        continue;
+      }
+      cells.push_back({std::stoi(cell.substr(0, i)), std::stoi(cell.substr(j)), *type});
+    }
+    rows.push_back(std::move(cells));
+    ++row;
+  }
+  while (!rows.empty() && rows.back().empty()) rows.pop_back();
+  if (!ok) return std::nullopt;
+  if (rows.empty()) {
+    diags->push_back({file, "", -1, -1, "", "no rows: expected one row of actions per rank"});
+    return std::nullopt;
+  }
+  Schedule s;
+  s.p = static_cast<int>(rows.size());
+  s.method = "pytorch-csv";
+  int max_mb = -1;
+  std::set<int> seen_vs;
+  for (int r = 0; r < s.p; ++r) {
+    std::set<int> mine;
+    for (const Cell& c : rows[r]) {
+      mine.insert(c.vs);
+      max_mb = std::max(max_mb, c.mb);
+    }
+    for (int vs : mine)
+      if (!seen_vs.insert(vs).second) {
+        diags->push_back({file, "", -1, -1, "", "row " + std::to_string(r) + ": stage " + std::to_string(vs) +
+                                                  " also appears on another rank; each stage must belong to one rank"});
+        return std::nullopt;
+      }
+    s.placement.push_back(std::vector<int>(mine.begin(), mine.end()));
+  }
+  s.chunks = static_cast<int>(s.placement[0].size());
+  for (int r = 0; r < s.p; ++r)
+    if (static_cast<int>(s.placement[r].size()) != s.chunks || s.chunks == 0) {
+      diags->push_back({file, "", -1, -1, "", "row " + std::to_string(r) + " runs " +
+                                                std::to_string(s.placement[r].size()) + " stage(s), row 0 runs " +
+                                                std::to_string(s.chunks) + ": every rank needs the same number"});
+      return std::nullopt;
+    }
+  s.m = max_mb + 1;
+  s.stages.resize(s.p);
+  for (int r = 0; r < s.p; ++r)
+    for (const Cell& c : rows[r]) {
+      int chunk = static_cast<int>(std::find(s.placement[r].begin(), s.placement[r].end(), c.vs) - s.placement[r].begin());
+      s.stages[r].push_back({c.type, c.mb, chunk});
+    }
+  return s;
+}
+
+}  // namespace zbpp

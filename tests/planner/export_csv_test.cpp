@@ -1,0 +1,63 @@
+// Tests for planner/export_csv.cpp: golden files written by hand from PyTorch's documented action
+// form (<stage><F|I|W|B><microbatch>, one row per rank), the round trip, and located errors.
+// Regenerate nothing: the golden files are the specification.
+#include "planner/export_csv.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <catch2/catch.hpp>
+
+#include "planner/gen_baseline.h"
+#include "test_util.h"
+
+using namespace zbpp;
+
+namespace {
+std::string golden(const std::string& name) {
+  std::ifstream in(std::string(ZBPP_GOLDEN_DIR) + "/" + name);
+  REQUIRE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+}  // namespace
+
+TEST_CASE("pytorch csv: export matches the golden files (our B is PyTorch's I, our BW its B)") {
+  Problem pr = test::make_problem(2, 3, 1, 1, 1);
+  CHECK(export_pytorch_csv(generate_zb_h1(pr)) == golden("pytorch_zb-h1_p2_m3.csv"));
+  CHECK(export_pytorch_csv(generate_1f1b(pr)) == golden("pytorch_1f1b_p2_m3.csv"));
+}
+
+TEST_CASE("pytorch csv: import of the golden file gives back our schedule, and round trips") {
+  Problem pr = test::make_problem(2, 3, 1, 1, 1);
+  std::vector<Diag> diags;
+  auto s = import_pytorch_csv(golden("pytorch_zb-h1_p2_m3.csv"), "g.csv", &diags);
+  REQUIRE(s);
+  CHECK(s->stages == generate_zb_h1(pr).stages);
+  // V-shape: stage indices are virtual stages, so rank 0 holds stages 0 and 3.
+  Problem two = test::make_problem(2, 4, 1, 1, 1, 0, 0.5, 0.25, "", 2);
+  Schedule v = generate_zb_v(two);
+  std::string csv = export_pytorch_csv(v);
+  CHECK(csv.rfind("0F0,", 0) == 0);
+  CHECK(csv.find("3F0") != std::string::npos);
+  auto back = import_pytorch_csv(csv, "v.csv", &diags);
+  REQUIRE(back);
+  CHECK(back->placement == v.placement);
+  CHECK(back->stages == v.stages);
+  CHECK(export_pytorch_csv(*back) == csv);
+}
+
+TEST_CASE("pytorch csv: malformed cells and inconsistent rows are located") {
+  std::vector<Diag> diags;
+  CHECK_FALSE(import_pytorch_csv("0F0,0X1\n1F0\n", "s.csv", &diags));
+  REQUIRE(diags.size() == 1);
+  CHECK(format_diag(diags[0]) == "s.csv: row 0, cell 1 ('0X1'): expected <stage><F|I|W|B><microbatch>, e.g. 0F3");
+  diags.clear();
+  CHECK_FALSE(import_pytorch_csv("0F0,1F0\n1F0\n", "s.csv", &diags));
+  REQUIRE(diags.size() == 1);
+  CHECK(format_diag(diags[0]) == "s.csv: row 1: stage 1 also appears on another rank; each stage must belong to one rank");
+  diags.clear();
+  CHECK_FALSE(import_pytorch_csv("", "s.csv", &diags));
+  CHECK(format_diag(diags.at(0)) == "s.csv: no rows: expected one row of actions per rank");
+}
