@@ -158,3 +158,30 @@ TEST_CASE("zbplan: --help lists the subcommands and exits 0") {
   CHECK(r.code == 0);
   CHECK(r.out.find("--mem-limit") != std::string::npos);
 }
+
+TEST_CASE("zbplan: show writes SVG and self-contained HTML, export/import round-trip through the CLI") {
+  std::string s = tmp("cli_show.json");
+  REQUIRE(zbplan({"plan", "--method", "zb-h1", "-p", "4", "-m", "8", "-o", s}).code == 0);
+  Run svg = zbplan({"show", s, "-o", tmp("cli_show.svg")});
+  CHECK(svg.code == 0);
+  Run html = zbplan({"show", s, "-o", tmp("cli_show.html")});
+  CHECK(html.code == 0);
+  std::ifstream page(tmp("cli_show.html"));
+  std::stringstream text;
+  text << page.rdbuf();
+  CHECK(text.str().find("<svg") != std::string::npos);
+  CHECK(text.str().find("<title>F5 on stage 2: ") != std::string::npos);  // hover details
+  CHECK(text.str().find("src=") == std::string::npos);                    // nothing loaded from elsewhere
+  Run bad = zbplan({"show", s, "-o", tmp("cli_show.png")});
+  CHECK(bad.code == 2);
+  CHECK(bad.err == "zbplan: show: " + tmp("cli_show.png") + ": the output must end in .svg or .html\n");
+  REQUIRE(zbplan({"export", s, "--format", "pytorch-csv", "-o", tmp("cli_show.csv")}).code == 0);
+  Run back = zbplan({"import", tmp("cli_show.csv"), "-o", tmp("cli_back.json")});
+  INFO(back.err);
+  REQUIRE(back.code == 0);
+  Run v = zbplan({"validate", tmp("cli_back.json")});
+  CHECK(v.out == tmp("cli_back.json") + ": ok (pytorch-csv, lowered, p=4, m=8, chunks=1, 196 ops)\n");  // 96 compute, 4 x 24 send/recv, 4 steps
+  Run unknown = zbplan({"export", s, "--format", "csv2", "-o", tmp("x.csv")});
+  CHECK(unknown.code == 2);
+  CHECK(unknown.err == "zbplan: export: unknown format 'csv2' (known: pytorch-csv)\n");
+}
