@@ -39,6 +39,8 @@ class Compute {
   /// Bytes of activations held now: microbatches whose F ran and whose W has not (what the
   /// planner calls M_B after F and M_W after B).
   virtual size_t activation_bytes() const = 0;
+  /// Fault injection (tests, demos): makes one of this rank's gradients NaN before the optimizer step.
+  virtual void inject_nonfinite() = 0;
   /// This rank's parameters in global tensor order, for comparisons in tests.
   virtual std::vector<std::vector<float>> parameters() const = 0;
 };

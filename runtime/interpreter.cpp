@@ -126,6 +126,10 @@ bool Interpreter::run_op(int index, std::string* err) {
     case OpType::OPT_STEP: {
       // One all-reduce carries everything the step needs. Each element has one contributing
       // rank (zeros elsewhere), so the sum is exact whatever order the transport adds in.
+      if (inject_nonfinite_) {
+        compute_->inject_nonfinite();
+        inject_nonfinite_ = false;
+      }
       GradStats g = compute_->grad_stats();
       const int p = schedule_.p, tensors = static_cast<int>(g.squared_norms.size());
       std::vector<double> v(g.squared_norms);

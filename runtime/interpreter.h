@@ -39,6 +39,8 @@ class Interpreter {
   bool run_step(const std::vector<std::vector<int>>& data, StepReport* report, std::string* err);
   /// Fault injection for tests: the op at `index` fails instead of running.
   void fail_at(int index) { fail_at_ = index; }
+  /// Fault injection: this rank's gradients get a NaN before the next step's optimizer step.
+  void inject_nonfinite_next_step() { inject_nonfinite_ = true; }
 
  private:
   bool run_op(int index, std::string* err);
@@ -55,6 +57,7 @@ class Interpreter {
   std::vector<std::vector<std::vector<float>>> inbox_, outbox_;
   StepReport* report_ = nullptr;
   int fail_at_ = -1;
+  bool inject_nonfinite_ = false;
 };
 
 }  // namespace zbpp

@@ -19,6 +19,12 @@ struct AdamWConfig {
 void adamw_step(std::vector<float>* params, std::vector<float>* m, std::vector<float>* v, const std::vector<float>& grads,
                 float grad_scale, int t, const AdamWConfig& config);
 
+/// In-place inverse of adamw_step at time step t (paper Algorithm 1, ROLLBACK): restores params,
+/// m and v from the state after the step, given the same gradients and scale, without a copy. Not
+/// exact in floating point: the difference is a few ulps (optimizer_test.cpp measures it).
+void adamw_rollback(std::vector<float>* params, std::vector<float>* m, std::vector<float>* v,
+                    const std::vector<float>& grads, float grad_scale, int t, const AdamWConfig& config);
+
 /// The factor gradients are scaled by so the global norm is at most clip_norm; the global norm is
 /// the square root of the per-tensor squared norms summed in global tensor order.
 double global_norm(const std::vector<double>& squared_norms);

@@ -43,6 +43,8 @@ struct Options {
   AdamWConfig adamw;
   std::string fail_at;  ///< "RANK:OP": that rank fails at that op index (tests of error handling)
   std::string layer_split;  ///< "a,b,...": blocks per virtual stage
+  std::string inject;       ///< "STEP:RANK": a NaN gradient on RANK at STEP
+  int inject_step = -1, inject_rank = -1;
   int fail_rank = -1, fail_op = -1;
 };
 
@@ -248,6 +250,7 @@ int run_rank(const Options& o, const ScheduleFile& file, const GptConfig& model,
   for (int step = 0; step < o.steps; ++step) {
     StepReport report;
     std::string why;
+    if (step == o.inject_step && rank == o.inject_rank) interp.inject_nonfinite_next_step();
     if (!interp.run_step(data.step_batches(model, step, s.m), &report, &why)) {
       {
         std::lock_guard<std::mutex> lock(*print_mu);
@@ -343,6 +346,8 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
   app.add_flag("--quiet", o.quiet, "print only the summary");
   app.add_option("--layer-split", o.layer_split,
                  "blocks per virtual stage, e.g. 1,2,2,1 (default: even, the first and last take fewer)");
+  app.add_option("--inject-nonfinite", o.inject,
+                 "STEP:RANK: a NaN in that rank's gradients at that step (the step is skipped on every rank)");
   app.add_option("--fail-at", o.fail_at, "RANK:OP: make that rank fail at that op (to test error handling)");
   try {
     app.parse(argc, argv);
@@ -357,6 +362,10 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
 
   if (!o.fail_at.empty() && std::sscanf(o.fail_at.c_str(), "%d:%d", &o.fail_rank, &o.fail_op) != 2) {
     err << "zbrun: --fail-at: expected RANK:OP, got '" << o.fail_at << "'\n";
+    return 2;
+  }
+  if (!o.inject.empty() && std::sscanf(o.inject.c_str(), "%d:%d", &o.inject_step, &o.inject_rank) != 2) {
+    err << "zbrun: --inject-nonfinite: expected STEP:RANK, got '" << o.inject << "'\n";
     return 2;
   }
   bool mpi = use_mpi && !o.local;

@@ -223,6 +223,14 @@ class CpuCompute final : public Compute {
       for (Tensor* t : ch->tensors) adamw_step(&t->value, &t->m, &t->v, t->grad, grad_scale, step_, adamw_);
   }
 
+  void inject_nonfinite() override {
+    for (auto& ch : chunks_)
+      if (!ch->tensors.empty() && !ch->tensors[0]->grad.empty()) {
+        ch->tensors[0]->grad[0] = std::nanf("");
+        return;
+      }
+  }
+
   size_t activation_bytes() const override {
     size_t floats = 0;
     for (const auto& ch : chunks_)

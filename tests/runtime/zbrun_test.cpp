@@ -4,6 +4,7 @@
 #include "runtime/zbrun_cli.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -199,4 +200,34 @@ TEST_CASE("zbrun: --layer-split moves blocks between stages without changing the
   r = call(zbrun_local, {"zbrun", s, "--local", "--layer-split", "1,2"});
   CHECK(r.code == 1);
   CHECK(r.err == "zbrun: --layer-split sums to 3 blocks, but the model has 4\n");
+}
+
+TEST_CASE("zbrun: a NaN gradient on one rank skips that step on every rank, and training goes on") {
+  std::string s = plan("nan", "zb-h1", 4, 4);
+  std::string metrics = tmp("nan.metrics.jsonl");
+  Run r = call(zbrun_local, {"zbrun", s, "--local", "--steps", "6", "--lr", "0.01", "--inject-nonfinite", "2:1",
+                             "--metrics", metrics});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("step 2: loss ") != std::string::npos);
+  CHECK(r.out.find("(skipped: non-finite gradient)") != std::string::npos);
+  std::ifstream in(metrics);
+  std::string line;
+  int skipped = 0, steps = 0;
+  double last = 0;
+  while (std::getline(in, line)) {
+    if (line.find("\"step\"") == std::string::npos) continue;
+    ++steps;
+    if (line.find("\"skipped\": true") != std::string::npos) {
+      ++skipped;
+      CHECK(line.find("\"step\": 2,") != std::string::npos);
+    }
+    last = std::stod(line.substr(line.find("\"loss\": ") + 8));
+  }
+  CHECK(steps == 6);
+  CHECK(skipped == 1);
+  CHECK(std::isfinite(last));
+  CHECK(last < 5.5);  // still learning after the skipped step
+  Run bad = call(zbrun_local, {"zbrun", s, "--local", "--inject-nonfinite", "two"});
+  CHECK(bad.code == 2);
 }
