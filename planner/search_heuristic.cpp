@@ -86,6 +86,7 @@ class Heuristic {
     Ticks end = tl_.append(j, op);
     if (end < 0) {  // the round structure guarantees inputs; reaching here is a bug, not a user error
       broken_ = "internal error: " + op_short(op) + " on stage " + std::to_string(j) + " placed before its input";
+      ++counter;  // still advance, so every loop that places ops ends; the candidate is discarded
       return;
     }
     if (f_[j] > 0) {
