@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <utility>
 #include <vector>
 
 namespace zbpp {
@@ -41,8 +42,8 @@ class Compute {
   virtual size_t activation_bytes() const = 0;
   /// Fault injection (tests, demos): makes one of this rank's gradients NaN before the optimizer step.
   virtual void inject_nonfinite() = 0;
-  /// This rank's parameters in global tensor order, for comparisons in tests.
-  virtual std::vector<std::vector<float>> parameters() const = 0;
+  /// This rank's parameter tensors with their global ids (model.h), for comparing runs.
+  virtual std::vector<std::pair<int, std::vector<float>>> parameters() const = 0;
 };
 
 }  // namespace zbpp

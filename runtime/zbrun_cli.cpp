@@ -62,17 +62,16 @@ std::string f4(double v) {
 
 // A 48-bit digest per parameter tensor (in global order, exact in a double) so ranks can compare
 // weights through the same all-reduce that carries everything else.
-std::vector<double> weight_digests(const Compute& compute, int tensors, const std::vector<int>& ids) {
+std::vector<double> weight_digests(const Compute& compute, int tensors) {
   std::vector<double> out(tensors, 0.0);
-  auto params = compute.parameters();
-  for (size_t k = 0; k < params.size(); ++k) {
+  for (const auto& [id, values] : compute.parameters()) {
     std::uint64_t h = 1469598103934665603ULL;
-    for (float f : params[k]) {
+    for (float f : values) {
       std::uint32_t bits;
       std::memcpy(&bits, &f, sizeof bits);
       h = (h ^ bits) * 1099511628211ULL;
     }
-    out[ids[k]] = static_cast<double>(h >> 16);
+    out[id] = static_cast<double>(h >> 16);
   }
   return out;
 }
@@ -286,20 +285,7 @@ int run_rank(const Options& o, const ScheduleFile& file, const GptConfig& model,
   peaks[rank] = static_cast<double>(peak_bytes);
   if (!gather(transport, &peaks, o, "gathering peak memory", err, print_mu)) return 1;
   // Final weights, digested per tensor and gathered, so runs can be compared exactly.
-  auto params = compute->parameters();
-  std::vector<int> ids;
-  {
-    // The backend lists tensors in global order per chunk; recover their ids from the split.
-    LayerSplit split = layer_split(model, s.p * s.chunks);
-    for (int vs : vss) {
-      if (vs == 0) ids.insert(ids.end(), {0, 1});
-      for (int l = split.first[vs]; l < split.first[vs] + split.count[vs]; ++l)
-        for (int k = 0; k < 12; ++k) ids.push_back(global_tensor_id_block(l, k));
-      if (vs == s.p * s.chunks - 1)
-        for (int k = 0; k < 3; ++k) ids.push_back(2 + 12 * model.layers + k);
-    }
-  }
-  std::vector<double> digests = weight_digests(*compute, global_tensor_count(model), ids);
+  std::vector<double> digests = weight_digests(*compute, global_tensor_count(model));
   if (!gather(transport, &digests, o, "final weight digest", err, print_mu)) return 1;
   if (rank == 0) {
     std::uint64_t h = 1469598103934665603ULL;

@@ -247,10 +247,10 @@ class CpuCompute final : public Compute {
     return floats * sizeof(float);
   }
 
-  std::vector<std::vector<float>> parameters() const override {
-    std::vector<std::vector<float>> out;
+  std::vector<std::pair<int, std::vector<float>>> parameters() const override {
+    std::vector<std::pair<int, std::vector<float>>> out;
     for (const auto& ch : chunks_)
-      for (const Tensor* t : ch->tensors) out.push_back(t->value);
+      for (const Tensor* t : ch->tensors) out.emplace_back(t->id, t->value);
     return out;
   }
 
