@@ -75,14 +75,15 @@ Problem split_into_chunks(const Problem& pr, int chunks) {
   Problem out = pr;
   out.chunks = chunks;
   out.placement.clear();
-  auto divide = [chunks](std::vector<std::int64_t>& values) {
-    for (auto& v : values) v = (v + chunks / 2) / chunks;
+  // Times to the nearest tick; memory rounded down, so the chunks never need more than the stage.
+  auto divide = [chunks](std::vector<std::int64_t>& values, bool nearest) {
+    for (auto& v : values) v = (v + (nearest ? chunks / 2 : 0)) / chunks;
   };
-  divide(out.t_f);
-  divide(out.t_b);
-  divide(out.t_w);
-  divide(out.mem_b);
-  divide(out.mem_w);
+  divide(out.t_f, true);
+  divide(out.t_b, true);
+  divide(out.t_w, true);
+  divide(out.mem_b, false);
+  divide(out.mem_w, false);
   return out;
 }
 

@@ -2,6 +2,7 @@
 #include "planner/problem.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <set>
 
@@ -49,7 +50,14 @@ std::optional<Mem> parse_mem_limit(const std::string& text, int p, Mem stage_mem
     *err = "memory limit '" + text + "' must be positive";
     return std::nullopt;
   }
-  if (multiple) return static_cast<Mem>(std::llround(value * static_cast<double>(p) * static_cast<double>(stage_mem_b)));
+  if (multiple) {
+    double limit = value * static_cast<double>(p) * static_cast<double>(stage_mem_b);
+    if (!std::isfinite(limit) || limit > 1e18) {
+      *err = "memory limit '" + text + "' is out of range";
+      return std::nullopt;
+    }
+    return static_cast<Mem>(std::llround(limit));
+  }
   auto q = to_quanta(value);
   if (!q) {
     *err = "memory limit '" + text + "' is out of range";
@@ -75,8 +83,11 @@ bool per_stage(const std::vector<double>& values, int p, const std::string& name
     bool bad = !q || *q < 0 || (!allow_zero && *q == 0);
     if (bad) {
       std::string where = values.size() == 1 ? name : name + " of stage " + std::to_string(s);
+      std::string got = std::isfinite(v) ? nlohmann::json(v).dump() : std::to_string(v);
       diags->push_back({file, "", -1, -1, "", where + " must be " + (allow_zero ? "non-negative" : "positive") +
-                                                  " and finite, got " + nlohmann::json(v).dump()});
+                                                  " and finite, got " + got +
+                                                  (q && *q == 0 && v > 0 ? " (0 at the 1e-6 resolution)" : "") +
+                                                  (!q && std::isfinite(v) ? " (at most 1e12)" : "")});
       return false;
     }
     out->push_back(*q);
@@ -94,6 +105,9 @@ std::optional<Problem> build_problem(const ProblemInput& in, const std::string& 
   if (in.chunks < 1) fail("chunks must be at least 1, got " + std::to_string(in.chunks));
   if (in.p > 4096 || in.m > 1'000'000 || in.chunks > 64)
     fail("problem too large (p <= 4096, m <= 1000000, chunks <= 64)");
+  else if (static_cast<long long>(in.p) * in.chunks * in.m > 4'000'000)
+    fail("problem too large: p x chunks x m = " + std::to_string(static_cast<long long>(in.p) * in.chunks * in.m) +
+         " exceeds 4000000 (a schedule of that many microbatch-stage pairs would not fit in memory)");
   if (diags->size() != before) return std::nullopt;
 
   Problem pr;
@@ -113,6 +127,17 @@ std::optional<Problem> build_problem(const ProblemInput& in, const std::string& 
     pr.t_comm = *comm;
   }
   if (!ok) return std::nullopt;
+  // Every time the simulator forms is a sum of op times and hops: keep the largest possible
+  // iteration (all work done one op after another) far inside 64-bit ticks.
+  long double total = 0;
+  for (int s = 0; s < pr.p; ++s)
+    total += static_cast<long double>(pr.m) * pr.chunks * (pr.t_f[s] + pr.t_b[s] + pr.t_w[s]);
+  total += 2.0L * pr.m * pr.chunks * pr.p * pr.t_comm;
+  if (total > 1e18L) {
+    fail("times too large: one iteration could last " + std::to_string(static_cast<double>(total / kQuantaPerUnit)) +
+         " time units, more than the 1e12 the simulator counts exactly");
+    return std::nullopt;
+  }
 
   if (!in.placement.empty()) {
     int v = pr.virtual_stages();

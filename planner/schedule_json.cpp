@@ -1,6 +1,7 @@
 // Schedule file reading and writing (see schedule_json.h).
 #include "planner/schedule_json.h"
 
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -32,6 +33,11 @@ void locate(const std::string& text, size_t offset, int* line, int* col, std::st
 }  // namespace
 
 bool read_text_file(const std::string& path, std::string* text, std::vector<Diag>* diags) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
+    diags->push_back({path, "", -1, -1, "", "not a regular file"});
+    return false;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     diags->push_back({path, "", -1, -1, "", "cannot open file"});
@@ -169,7 +175,8 @@ std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const st
       }
       for (size_t c = 0; c < placement[st].size(); ++c) {
         const auto& v = placement[st][c];
-        if (!v.is_number_integer()) r.error(ptr + "/" + std::to_string(c), "expected an integer, got " + v.dump());
+        if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() > 1'000'000)
+          r.error(ptr + "/" + std::to_string(c), "expected a virtual stage (an integer 0..1000000), got " + v.dump());
         else row.push_back(v.get<int>());
       }
       s.placement.push_back(row);
@@ -201,7 +208,12 @@ std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const st
   if (!problem) return std::nullopt;
   out.problem = *problem;
   // A schedule fixes the placement; the problem inherits it so simulate and validate agree.
-  if (out.problem.placement.empty()) out.problem.placement = s.placement;
+  if (out.problem.placement.empty()) {
+    out.problem.placement = s.placement;
+  } else if (out.problem.placement != s.placement) {
+    r.error("/problem/placement", "differs from the schedule's /placement");
+    return std::nullopt;
+  }
   return out;
 }
 

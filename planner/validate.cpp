@@ -240,6 +240,9 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
   for (int st = 0; st < s.p; ++st) {
     const auto& ops = s.stages[st];
     std::map<std::tuple<int, int, int>, int> received, unsent;  // (kind, chunk, mb) -> op index
+    std::map<int, std::pair<int, int>> slot_holder;               // slot -> (chunk, mb) whose activations it holds
+    std::map<std::pair<int, int>, int> slot_of;                    // (chunk, mb) -> its slot
+    const int max_slots = s.m * s.chunks;
     int steps = 0;
     for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
       const Op& op = ops[i];
@@ -289,7 +292,32 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
         sends[kind][st][op.peer].push_back(i);
         continue;
       }
-      // A compute op: remote input received before it, remote output remembered until sent.
+      // A compute op: its activation slot (F takes a free one, its B/W use the same, W frees it),
+      // its remote input received before it, its remote output remembered until sent.
+      if (op.slot < 0 || op.slot >= max_slots) {
+        out.push_back(at(st, i, op, "needs an activation slot in 0.." + std::to_string(max_slots - 1) +
+                                        (op.slot < 0 ? " (none given)" : ", got " + std::to_string(op.slot))));
+        continue;
+      }
+      if (op.type == OpType::F) {
+        auto held = slot_holder.find(op.slot);
+        if (held != slot_holder.end()) {
+          out.push_back(at(st, i, op, "slot " + std::to_string(op.slot) + " still holds " +
+                                          op_short(Op{OpType::F, held->second.second, held->second.first}) +
+                                          " (a slot is free again after its microbatch's W)"));
+          continue;
+        }
+        slot_holder[op.slot] = {op.chunk, op.mb};
+        slot_of[{op.chunk, op.mb}] = op.slot;
+      } else {
+        int stored = slot_of.count({op.chunk, op.mb}) ? slot_of[{op.chunk, op.mb}] : -1;
+        if (op.slot != stored) {
+          out.push_back(at(st, i, op, "uses slot " + std::to_string(op.slot) + ", but its F stored into slot " +
+                                          std::to_string(stored)));
+          continue;
+        }
+        if (op.type == OpType::W || op.type == OpType::BW) slot_holder.erase(op.slot);
+      }
       auto dep = dependency_of(op, st, map);
       if (dep && dep->remote && op.type != OpType::W) {
         int kind = dep->what == Product::Forward ? 0 : 1;

@@ -96,6 +96,8 @@ TEST_CASE("lower: sends and receives in different orders are rejected with both 
   s.stages[0] = *parse_ops("F1 SEND_F1 F0 SEND_F0 RECV_B0 B0 W0 RECV_B1 B1 W1 OPT_STEP", nullptr);
   s.stages[0][1].peer = s.stages[0][3].peer = 1;
   s.stages[0][4].peer = s.stages[0][7].peer = 1;
+  for (int i : {0, 8, 9}) s.stages[0][i].slot = 1;  // F1, B1, W1
+  for (int i : {2, 5, 6}) s.stages[0][i].slot = 0;  // F0, B0, W0
   CHECK(errors(s, pr).at(0) ==
         "stage 0, op 1 (SEND_F1): is message 0 from stage 0 to stage 1, but message 0 received there is stage 1 op 0 "
         "(RECV_F0 from 0): sends and receives must be in the same order");
@@ -115,4 +117,22 @@ TEST_CASE("lower: a receive moved before the send it waits for is a replay deadl
   CHECK(found[0] ==
         "stage 0, op 0 (RECV_B0): deadlock in replay: waits for stage 1 op 3 (SEND_B0 to 0); stage 1 is stuck at op 0 "
         "(RECV_F0 from 0), which waits for stage 0 op 2 (SEND_F0 to 1); stage 0 is stuck at op 0 (RECV_B0 from 1)");
+}
+
+TEST_CASE("lower: activation slots are checked: present, shared by F/B/W, never two microbatches at once") {
+  Problem pr = make_problem(2, 3, 1, 1, 1);
+  Schedule s = lower_comms(generate_zb_h1(pr));
+  // stage 1: RECV_F0 F0 B0 SEND_B0 RECV_F1 F1 B1 SEND_B1 W0 RECV_F2 F2 B2 SEND_B2 W1 W2 OPT_STEP
+  Schedule missing = s;
+  missing.stages[1][1].slot = -1;
+  CHECK(errors(missing, pr).at(0) == "stage 1, op 1 (F0): needs an activation slot in 0..2 (none given)");
+  Schedule huge = s;
+  huge.stages[1][1].slot = 1000000000;
+  CHECK(errors(huge, pr).at(0) == "stage 1, op 1 (F0): needs an activation slot in 0..2, got 1000000000");
+  Schedule wrong = s;
+  wrong.stages[1][2].slot = 1;  // B0 not in F0's slot
+  CHECK(errors(wrong, pr).at(0) == "stage 1, op 2 (B0): uses slot 1, but its F stored into slot 0");
+  Schedule shared = s;
+  shared.stages[1][5].slot = 0;  // F1 into F0's slot while F0 still waits for W0
+  CHECK(errors(shared, pr).at(0) == "stage 1, op 5 (F1): slot 0 still holds F0 (a slot is free again after its microbatch's W)");
 }
