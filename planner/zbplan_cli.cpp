@@ -91,6 +91,7 @@ struct ProblemFlags {
   std::string tf, tb, tw, mem_b, mem_w, mem_limit;
   double tcomm = -1;
   bool tcomm_given = false;
+  bool require_times = true;  ///< plan needs real times; import may use placeholders
 
   void add_to(CLI::App* app) {
     app->add_option("--problem", problem_file, "problem JSON file (schema/problem.schema.json); flags override it");
@@ -128,8 +129,8 @@ struct ProblemFlags {
     list(mem_w, "--mem-w", &in->mem_w);
     if (tcomm_given) in->t_comm = tcomm;
     if (!mem_limit.empty()) in->mem_limit = mem_limit;
-    if (problem_file.empty() && (p == kUnset || m == kUnset)) {
-      diags->push_back({"", "", -1, -1, "", "give the problem with --problem FILE or with -p and -m (and --tf --tb --tw)"});
+    if (problem_file.empty() && (p == kUnset || m == kUnset || (require_times && (tf.empty() || tb.empty() || tw.empty())))) {
+      diags->push_back({"", "", -1, -1, "", "give the problem with --problem FILE, or with -p, -m, --tf, --tb and --tw"});
       ok = false;
     }
     return ok;
@@ -244,6 +245,7 @@ int cmd_import(const std::string& path, const ProblemFlags& flags, const std::st
   // The CSV fixes the shape; times and memory come from the flags (placeholders 1/1/1 otherwise).
   ProblemInput input;
   ProblemFlags shaped = flags;
+  shaped.require_times = false;
   shaped.p = imported->p;
   shaped.m = imported->m;
   shaped.chunks = imported->chunks;
@@ -280,7 +282,7 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
   bool compute_only = false;
   PlanOptions plan_options;
   plan->add_option("--ilp-seconds", plan_options.ilp_seconds, "time limit of the ILP refinement (method ilp), default 10")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(0.01, 86400.0, "0.01..86400"));
   plan->add_flag("--compute-only", compute_only,
                  "write F/B/W ops only (level \"compute\"); by default the file is lowered for zbrun: send/recv, buffer slots, optimizer step");
 
@@ -296,7 +298,8 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
   auto* show = app.add_subcommand("show", "draw a schedule file as SVG or a self-contained HTML page");
   show->add_option("file", file, "schedule file")->required();
   show->add_option("-o,--output", show_out, "picture to write: .svg or .html")->required();
-  show->add_option("--width", show_width, "drawing width in px (default: wide enough to show every block)");
+  show->add_option("--width", show_width, "drawing width in px (default: wide enough to show every block)")
+      ->check(CLI::Range(100, 200000, "100..200000"));
 
   auto* export_cmd = app.add_subcommand("export", "write a schedule in another tool's format");
   export_cmd->add_option("file", file, "schedule file")->required();

@@ -1,6 +1,7 @@
 // Training data (see data.h).
 #include "runtime/data.h"
 
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -10,6 +11,11 @@ std::optional<DataSource> DataSource::open(const std::string& spec, std::string*
   DataSource d;
   d.name_ = spec;
   if (spec == "synthetic") return d;
+  std::error_code ec;
+  if (std::filesystem::exists(spec, ec) && !std::filesystem::is_regular_file(spec, ec)) {
+    *err = spec + ": not a regular file";
+    return std::nullopt;
+  }
   std::ifstream in(spec, std::ios::binary);
   if (!in) {
     *err = spec + ": cannot open data file (or say --data synthetic)";
@@ -21,6 +27,12 @@ std::optional<DataSource> DataSource::open(const std::string& spec, std::string*
     return std::nullopt;
   }
   return d;
+}
+
+std::string DataSource::check(const GptConfig& c) const {
+  if (bytes_.empty() || bytes_.size() >= static_cast<size_t>(c.seq) + 2) return "";
+  return name_ + ": " + std::to_string(bytes_.size()) + " bytes, but a sequence of the model needs seq + 2 = " +
+         std::to_string(c.seq + 2);
 }
 
 std::vector<std::vector<int>> DataSource::step_batches(const GptConfig& c, int step, int microbatches) const {

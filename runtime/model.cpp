@@ -18,17 +18,38 @@ std::optional<GptConfig> load_gpt_config(const std::string& name_or_file, std::s
   }
   try {
     auto j = nlohmann::json::parse(in);
-    for (auto [key, field] : {std::pair{"vocab", &c.vocab}, std::pair{"seq", &c.seq}, std::pair{"channels", &c.channels},
-                              std::pair{"heads", &c.heads}, std::pair{"layers", &c.layers}, std::pair{"batch", &c.batch}}) {
-      if (!j.contains(key)) continue;
-      if (!j[key].is_number_integer() || j[key].get<int>() < 1) {
-        *err = name_or_file + ": /" + key + ": expected a positive integer, got " + j[key].dump();
+    if (!j.is_object()) {
+      *err = name_or_file + ": expected a model object {vocab, seq, channels, heads, layers, batch}";
+      return std::nullopt;
+    }
+    // Upper bounds keep every tensor allocatable; a bigger model belongs on the GPU backend.
+    const std::pair<const char*, std::pair<int*, long long>> fields[] = {
+        {"vocab", {&c.vocab, 1 << 20}}, {"seq", {&c.seq, 1 << 16}},     {"channels", {&c.channels, 1 << 14}},
+        {"heads", {&c.heads, 1 << 10}}, {"layers", {&c.layers, 1 << 12}}, {"batch", {&c.batch, 1 << 16}}};
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      bool known = false;
+      for (const auto& f : fields) known = known || it.key() == f.first;
+      if (!known) {
+        *err = name_or_file + ": /" + it.key() + ": unknown field (expected vocab, seq, channels, heads, layers, batch)";
         return std::nullopt;
       }
-      *field = j[key].get<int>();
+    }
+    for (const auto& [key, target] : fields) {
+      if (!j.contains(key)) continue;
+      const auto& v = j[key];
+      if (!v.is_number_integer() || v.get<long long>() < 1 || v.get<long long>() > target.second) {
+        *err = name_or_file + ": /" + key + ": expected an integer 1.." + std::to_string(target.second) + ", got " + v.dump();
+        return std::nullopt;
+      }
+      *target.first = static_cast<int>(v.get<long long>());
     }
   } catch (const nlohmann::json::exception& e) {
     *err = name_or_file + ": " + e.what();
+    return std::nullopt;
+  }
+  if (static_cast<long long>(c.vocab) * c.channels > (1LL << 28) ||
+      static_cast<long long>(c.batch) * c.seq * c.seq * c.heads > (1LL << 28)) {
+    *err = name_or_file + ": model too large for the CPU backend (embedding or attention over 2^28 values)";
     return std::nullopt;
   }
   if (c.channels % c.heads != 0) {

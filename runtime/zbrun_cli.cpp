@@ -219,8 +219,26 @@ bool write_trace(const Options& o, const ScheduleFile& file, const StepReport& r
   return true;
 }
 
-// Everything one rank does; rank 0 also prints. Returns the exit code.
+int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConfig& model, const DataSource& data,
+                       double planned, Transport* transport, std::ostream& out, std::ostream& err, std::mutex* print_mu);
+
+// Everything one rank does; rank 0 also prints. Returns the exit code. Anything thrown below
+// (an allocation that fails, say) becomes a message and a stopped run, not an abort.
 int run_rank(const Options& o, const ScheduleFile& file, const GptConfig& model, const DataSource& data, double planned,
+             Transport* transport, std::ostream& out, std::ostream& err, std::mutex* print_mu) {
+  try {
+    return run_rank_unguarded(o, file, model, data, planned, transport, out, err, print_mu);
+  } catch (const std::exception& e) {
+    {
+      std::lock_guard<std::mutex> lock(*print_mu);
+      err << "zbrun: rank " << transport->rank() << ": " << e.what() << "\n";
+    }
+    transport->abort("rank " + std::to_string(transport->rank()) + " failed");
+    return 1;
+  }
+}
+
+int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConfig& model, const DataSource& data, double planned,
              Transport* transport, std::ostream& out, std::ostream& err, std::mutex* print_mu) {
   const Schedule& s = file.schedule;
   const int rank = transport->rank();
@@ -318,16 +336,31 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
   Options o;
   app.add_option("schedule", o.schedule_file, "lowered schedule file from zbplan plan")->required();
   app.add_option("--model", o.model, "\"tiny\" or a model JSON file {vocab, seq, channels, heads, layers, batch}");
-  app.add_option("--steps", o.steps, "training steps")->check(CLI::PositiveNumber);
+  // Checks with plain messages (CLI11's ranges print 300-digit bounds).
+  auto positive = CLI::Validator(
+      [](std::string& v) {
+        char* end = nullptr;
+        double x = std::strtod(v.c_str(), &end);
+        return (*end == '\0' && std::isfinite(x) && x > 0) ? std::string() : "must be a positive finite number, got " + v;
+      },
+      "POSITIVE");
+  auto finite = CLI::Validator(
+      [](std::string& v) {
+        char* end = nullptr;
+        double x = std::strtod(v.c_str(), &end);
+        return (*end == '\0' && std::isfinite(x)) ? std::string() : "must be a finite number, got " + v;
+      },
+      "NUMBER");
+  app.add_option("--steps", o.steps, "training steps")->check(CLI::Range(1, 100000000, "1..100000000"));
   app.add_option("--seed", o.seed, "initialisation seed");
   app.add_option("--data", o.data, "\"synthetic\" or a text file, read as bytes");
   app.add_option("--metrics", o.metrics, "write one JSON object per step (JSON lines)");
   app.add_option("--profile", o.profile,
                  "measure T_F, T_B, T_W, T_comm (ms) and M_B, M_W (MiB) per stage and write them as a problem file for zbplan");
   app.add_option("--trace", o.trace, "write a Chrome/Perfetto trace of the last step: measured ops per rank, planned beside");
-  app.add_option("--timeout", o.timeout_s, "seconds any wait may take before the run fails")->check(CLI::PositiveNumber);
-  app.add_option("--lr", o.adamw.lr, "AdamW learning rate");
-  app.add_option("--clip-norm", o.adamw.clip_norm, "global gradient-norm clip (<= 0: off)");
+  app.add_option("--timeout", o.timeout_s, "seconds any wait may take before the run fails")->check(positive);
+  app.add_option("--lr", o.adamw.lr, "AdamW learning rate")->check(positive);
+  app.add_option("--clip-norm", o.adamw.clip_norm, "global gradient-norm clip (<= 0: off)")->check(finite);
   app.add_flag("--local", o.local, "run all ranks as threads in this process (no mpirun)");
   app.add_flag("--quiet", o.quiet, "print only the summary");
   app.add_option("--layer-split", o.layer_split,
@@ -408,6 +441,18 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
   if (std::string bad = check_layer_split(*model, s.p * s.chunks); !bad.empty()) return fail(bad);
   auto data = DataSource::open(o.data, &why);
   if (!data) return fail(why);
+  if (std::string bad = data->check(*model); !bad.empty()) return fail(bad);
+  if (o.fail_rank >= s.p || o.fail_rank < -1 || (o.fail_rank >= 0 && (o.fail_op < 0 || o.fail_op >= static_cast<int>(s.stages[o.fail_rank].size()))))
+    return fail("--fail-at " + o.fail_at + ": no such rank and op in this schedule (p = " + std::to_string(s.p) + ")");
+  if (!o.inject.empty() && (o.inject_rank < 0 || o.inject_rank >= s.p || o.inject_step < 0 || o.inject_step >= o.steps))
+    return fail("--inject-nonfinite " + o.inject + ": no such step and rank (steps 0.." + std::to_string(o.steps - 1) +
+                ", ranks 0.." + std::to_string(s.p - 1) + ")");
+  // Output files are opened now, so a bad path fails before any training rather than after it.
+  for (const std::string* path : {&o.metrics, &o.trace, &o.profile}) {
+    if (path->empty() || world_rank != 0) continue;
+    std::ofstream probe(*path, std::ios::app);
+    if (!probe) return fail(*path + ": cannot write this file");
+  }
   std::vector<Diag> unused;
   double planned = simulate_timeline(s, file->problem, &unused)->bubble_rate;
   std::mutex print_mu;

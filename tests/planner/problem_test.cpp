@@ -95,6 +95,18 @@ TEST_CASE("problem: impossible or malformed inputs are rejected with the field n
   in.mem_limit = "-3";
   CHECK(rejection(in) == "p.json: memory limit '-3' must be positive");
   in = basic();
+  in.t_f = {1e12};
+  in.t_b = {1e12};
+  CHECK(rejection(in).rfind("p.json: times too large: one iteration could last", 0) == 0);
+  in = basic();
+  in.p = 4096;
+  in.m = 1'000'000;
+  CHECK(rejection(in) == "p.json: problem too large: p x chunks x m = 4096000000 exceeds 4000000 (a schedule of that many "
+                         "microbatch-stage pairs would not fit in memory)");
+  in = basic();
+  in.mem_limit = "1e300p";
+  CHECK(rejection(in) == "p.json: memory limit '1e300p' is out of range");
+  in = basic();
   in.chunks = 2;
   in.placement = {{0, 1}, {2, 3}, {4, 5}, {6, 6}};
   CHECK(rejection(in) == "p.json: placement must use each virtual stage 0..7 exactly once");

@@ -71,6 +71,10 @@ TEST_CASE("schedule file: wrong fields are reported with their JSON pointer") {
   CHECK(with("/problem/t_w", nlohmann::json::array()) ==
         "s.json: /problem/t_w: expected a number or a non-empty list of numbers (one per stage), got []");
   CHECK(with("/version", 7) == "s.json: /version: this zbplan reads version 1, the file has 7");
+  CHECK(with("/problem/placement", nlohmann::json::parse("[[2],[1],[0]]")) ==
+        "s.json: /problem/placement: differs from the schedule's /placement");
+  CHECK(with("/placement/1/0", 4294967297LL) ==
+        "s.json: /placement/1/0: expected a virtual stage (an integer 0..1000000), got 4294967297");
   auto missing = j;
   missing.erase("stages");
   CHECK(load_error(missing.dump()) == "s.json: /: missing required field 'stages'");

@@ -79,10 +79,13 @@ TEST_CASE("zbplan: bad flags and impossible inputs give one-line errors and non-
   r = plan_with({"--method", "zb-h1", "-p", "4", "-m", "8", "--tf", "1,x", "--tb", "1", "--tw", "1"});
   CHECK(r.code == 1);
   CHECK(r.err == "zbplan: --tf: '1,x' is not a number or a comma-separated list of numbers\n");
-  r = plan_with({"--method", "zb-h1", "-p", "4", "-m", "8", "--mem-limit", "0.1p"});
+  r = plan_with({"--method", "zb-h1", "-p", "4", "-m", "8", "--tf", "1", "--tb", "1", "--tw", "1", "--mem-limit", "0.1p"});
   CHECK(r.code == 1);
   CHECK(r.err == "zbplan: memory limit 0.4 is below 1, the activation memory of a single microbatch (M_B); no schedule fits\n");
-  r = plan_with({"--method", "zb-h9", "-p", "4", "-m", "8"});
+  r = plan_with({"--method", "zb-h1", "-p", "4", "-m", "8", "--tf", "1"});
+  CHECK(r.code == 1);
+  CHECK(r.err == "zbplan: give the problem with --problem FILE, or with -p, -m, --tf, --tb and --tw\n");
+  r = plan_with({"--method", "zb-h9", "-p", "4", "-m", "8", "--tf", "1", "--tb", "1", "--tw", "1"});
   CHECK(r.code == 1);
   CHECK(r.err == "zbplan: unknown method 'zb-h9' (known: 1f1b, 1f1b-i, zb-h1, zb-h2, heuristic, ilp, zb-v, auto)\n");
   r = plan_with({"-p", "4", "-m", "8"});
@@ -91,7 +94,7 @@ TEST_CASE("zbplan: bad flags and impossible inputs give one-line errors and non-
   r = zbplan({"plan", "--method", "zb-h1", "-p", "4", "-m", "8", "--bogus", "-o", out});
   CHECK(r.code == 2);
   // A method whose schedule needs more memory than the limit says where it crosses it.
-  r = plan_with({"--method", "zb-h2", "-p", "4", "-m", "8", "--mem-limit", "1p"});
+  r = plan_with({"--method", "zb-h2", "-p", "4", "-m", "8", "--tf", "1", "--tb", "1", "--tw", "1", "--mem-limit", "1p"});
   CHECK(r.code == 1);
   CHECK(r.err ==
         "zbplan: the zb-h2 schedule does not fit this problem:\n"
@@ -102,7 +105,7 @@ TEST_CASE("zbplan: bad flags and impossible inputs give one-line errors and non-
 
 TEST_CASE("zbplan: validate rejects a broken file with the stage and op, and simulate refuses it too") {
   std::string s = tmp("cli_broken.json");
-  Run plan = zbplan({"plan", "--method", "1f1b", "-p", "2", "-m", "2", "--compute-only", "-o", s});
+  Run plan = zbplan({"plan", "--method", "1f1b", "-p", "2", "-m", "2", "--tf", "1", "--tb", "1", "--tw", "1", "--compute-only", "-o", s});
   REQUIRE(plan.code == 0);
   auto j = nlohmann::json::parse(std::ifstream(s));
   j["stages"][1].erase(1);  // drop stage 1's BW0
@@ -116,6 +119,9 @@ TEST_CASE("zbplan: validate rejects a broken file with the stage and op, and sim
   v = zbplan({"validate", s});
   CHECK(v.code == 1);
   CHECK(v.err.find(s + ":1:9: invalid JSON") != std::string::npos);
+  v = zbplan({"validate", ZBPP_TEST_TMP});
+  CHECK(v.code == 1);
+  CHECK(v.err == "zbplan: " + std::string(ZBPP_TEST_TMP) + ": not a regular file\n");
   v = zbplan({"validate", tmp("does_not_exist.json")});
   CHECK(v.code == 1);
   CHECK(v.err == "zbplan: " + tmp("does_not_exist.json") + ": cannot open file\n");
@@ -161,7 +167,7 @@ TEST_CASE("zbplan: --help lists the subcommands and exits 0") {
 
 TEST_CASE("zbplan: show writes SVG and self-contained HTML, export/import round-trip through the CLI") {
   std::string s = tmp("cli_show.json");
-  REQUIRE(zbplan({"plan", "--method", "zb-h1", "-p", "4", "-m", "8", "-o", s}).code == 0);
+  REQUIRE(zbplan({"plan", "--method", "zb-h1", "-p", "4", "-m", "8", "--tf", "1", "--tb", "1", "--tw", "1", "-o", s}).code == 0);
   Run svg = zbplan({"show", s, "-o", tmp("cli_show.svg")});
   CHECK(svg.code == 0);
   Run html = zbplan({"show", s, "-o", tmp("cli_show.html")});

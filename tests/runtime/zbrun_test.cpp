@@ -121,6 +121,37 @@ TEST_CASE("zbrun: bad inputs are refused with a message and exit 1") {
   r = call(zbrun_local, {"zbrun", good, "--local", "--data", tmp("no_such_corpus.txt")});
   CHECK(r.code == 1);
   CHECK(r.err == "zbrun: " + tmp("no_such_corpus.txt") + ": cannot open data file (or say --data synthetic)\n");
+  std::string short_data = tmp("short_corpus.txt");
+  std::ofstream(short_data) << std::string(64, 'x');
+  std::string long_seq = tmp("long_seq.json");
+  std::ofstream(long_seq) << R"({"seq": 63})";
+  r = call(zbrun_local, {"zbrun", good, "--local", "--model", long_seq, "--data", short_data});
+  CHECK(r.code == 1);
+  CHECK(r.err == "zbrun: " + short_data + ": 64 bytes, but a sequence of the model needs seq + 2 = 65\n");
+  r = call(zbrun_local, {"zbrun", good, "--local", "--data", ZBPP_TEST_TMP});
+  CHECK(r.code == 1);
+  CHECK(r.err == "zbrun: " + std::string(ZBPP_TEST_TMP) + ": not a regular file\n");
+  std::string typo = tmp("typo_model.json");
+  std::ofstream(typo) << R"({"layer": 8})";
+  r = call(zbrun_local, {"zbrun", good, "--local", "--model", typo});
+  CHECK(r.code == 1);
+  CHECK(r.err == "zbrun: " + typo + ": /layer: unknown field (expected vocab, seq, channels, heads, layers, batch)\n");
+  std::string huge = tmp("huge_model.json");
+  std::ofstream(huge) << R"({"vocab": 2000000000})";
+  r = call(zbrun_local, {"zbrun", good, "--local", "--model", huge});
+  CHECK(r.code == 1);
+  CHECK(r.err == "zbrun: " + huge + ": /vocab: expected an integer 1..1048576, got 2000000000\n");
+  r = call(zbrun_local, {"zbrun", good, "--local", "--fail-at", "5:0"});
+  CHECK(r.code == 1);
+  CHECK(r.err == "zbrun: --fail-at 5:0: no such rank and op in this schedule (p = 2)\n");
+  r = call(zbrun_local, {"zbrun", good, "--local", "--steps", "3", "--inject-nonfinite", "3:0"});
+  CHECK(r.code == 1);
+  CHECK(r.err == "zbrun: --inject-nonfinite 3:0: no such step and rank (steps 0..2, ranks 0..1)\n");
+  r = call(zbrun_local, {"zbrun", good, "--local", "--lr", "nan"});
+  CHECK(r.code == 2);
+  r = call(zbrun_local, {"zbrun", good, "--local", "--trace", "/nonexistent/dir/t.json"});
+  CHECK(r.code == 1);
+  CHECK(r.err == "zbrun: /nonexistent/dir/t.json: cannot write this file\n");
 }
 
 TEST_CASE("zbrun: a failing rank stops every rank quickly, each naming its op") {
