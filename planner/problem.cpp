@@ -2,6 +2,7 @@
 #include "planner/problem.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <set>
@@ -33,6 +34,14 @@ std::vector<std::vector<int>> v_shape_placement(int p) {
   return out;
 }
 
+bool is_decimal(const std::string& text) {
+  if (text.empty()) return false;
+  for (char c : text)
+    if (!std::isdigit(static_cast<unsigned char>(c)) && c != '.' && c != 'e' && c != 'E' && c != '+' && c != '-')
+      return false;
+  return true;
+}
+
 std::optional<Mem> parse_mem_limit(const std::string& text, int p, Mem stage_mem_b, std::string* err) {
   if (text.empty()) {
     *err = "empty memory limit";
@@ -42,7 +51,7 @@ std::optional<Mem> parse_mem_limit(const std::string& text, int p, Mem stage_mem
   std::string number = multiple ? text.substr(0, text.size() - 1) : text;
   char* end = nullptr;
   double value = number.empty() ? 0.0 : std::strtod(number.c_str(), &end);
-  if (number.empty() || end != number.c_str() + number.size()) {
+  if (number.empty() || end != number.c_str() + number.size() || !is_decimal(number)) {
     *err = "memory limit '" + text + "' is neither a number nor a multiple like '2p'";
     return std::nullopt;
   }

@@ -60,6 +60,9 @@ nlohmann::json problem_to_json(const Problem& problem);
 std::vector<std::vector<int>> interleaved_placement(int p, int chunks);
 std::vector<std::vector<int>> v_shape_placement(int p);
 
+/// Whether text is a plain decimal number ("12", "-0.5", "1e-3"): no hex, inf, nan or spaces.
+bool is_decimal(const std::string& text);
+
 /// Parses a memory limit: "2p", "1.5p" (times p * stage_mem_b) or an absolute number.
 /// Returns nothing and sets *err on a malformed text.
 std::optional<Mem> parse_mem_limit(const std::string& text, int p, Mem stage_mem_b, std::string* err);

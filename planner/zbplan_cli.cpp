@@ -2,6 +2,7 @@
 // prints figures or located errors. No planning logic here.
 #include "planner/zbplan_cli.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -27,7 +28,7 @@ namespace {
 constexpr int kExitInvalid = 1;
 constexpr int kExitUsage = 2;
 
-// "18.5" or "1,2,3" -> numbers; false on anything else.
+// "18.5" or "1,2,3" -> numbers; false on anything else (hex, inf, nan, spaces included).
 bool parse_number_list(const std::string& text, std::vector<double>* out) {
   out->clear();
   std::stringstream in(text);
@@ -35,7 +36,7 @@ bool parse_number_list(const std::string& text, std::vector<double>* out) {
   while (std::getline(in, item, ',')) {
     char* end = nullptr;
     double v = std::strtod(item.c_str(), &end);
-    if (item.empty() || end != item.c_str() + item.size()) return false;
+    if (item.empty() || end != item.c_str() + item.size() || !is_decimal(item)) return false;
     out->push_back(v);
   }
   return !out->empty();
@@ -78,8 +79,11 @@ bool write_file(const std::string& path, const std::string& text, std::ostream& 
   return true;
 }
 
+// Prints the diagnostics, at most 50: a badly broken file should not bury the first error.
 int fail(std::ostream& err, const std::vector<Diag>& diags) {
-  for (const Diag& d : diags) err << "zbplan: " << format_diag(d) << "\n";
+  const size_t shown = std::min<size_t>(diags.size(), 50);
+  for (size_t i = 0; i < shown; ++i) err << "zbplan: " << format_diag(diags[i]) << "\n";
+  if (diags.size() > shown) err << "zbplan: ... and " << diags.size() - shown << " more\n";
   return kExitInvalid;
 }
 

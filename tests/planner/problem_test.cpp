@@ -92,6 +92,8 @@ TEST_CASE("problem: impossible or malformed inputs are rejected with the field n
         "p.json: memory limit 0.8 is below 1, the activation memory of a single microbatch (M_B); no schedule fits");
   in.mem_limit = "2x";
   CHECK(rejection(in) == "p.json: memory limit '2x' is neither a number nor a multiple like '2p'");
+  in.mem_limit = "0x10";
+  CHECK(rejection(in) == "p.json: memory limit '0x10' is neither a number nor a multiple like '2p'");
   in.mem_limit = "-3";
   CHECK(rejection(in) == "p.json: memory limit '-3' must be positive");
   in = basic();
