@@ -62,7 +62,13 @@ std::vector<Diag> validate_structure(const Schedule& s, const Problem& pr) {
       default: return kBW;
     }
   };
+  // A badly broken file could yield millions of findings; the first thousand say enough.
+  constexpr size_t kMaxFindings = 1000;
   for (int st = 0; st < s.p; ++st) {
+    if (out.size() >= kMaxFindings) {
+      out.push_back({"", "", -1, -1, "", "too many errors; stopped after " + std::to_string(kMaxFindings)});
+      return out;
+    }
     const auto& ops = s.stages[st];
     std::vector<std::array<int, kKinds>> pos(static_cast<size_t>(s.chunks) * s.m, {-1, -1, -1, -1});
     bool fields_ok = true;
@@ -93,7 +99,7 @@ std::vector<Diag> validate_structure(const Schedule& s, const Problem& pr) {
     }
     if (!fields_ok) continue;
     for (int c = 0; c < s.chunks; ++c) {
-      for (int mb = 0; mb < s.m; ++mb) {
+      for (int mb = 0; mb < s.m && out.size() < kMaxFindings; ++mb) {
         const auto& p = pos[static_cast<size_t>(c) * s.m + mb];
         auto name = [&](OpType t) { return op_short(Op{t, mb, c}); };
         if (p[kF] < 0) out.push_back(at_stage(st, name(OpType::F) + " is missing"));
