@@ -75,3 +75,11 @@ TEST_CASE("validate: out-of-range fields and shape mismatches") {
   REQUIRE_FALSE(diags.empty());
   CHECK(format_diag(diags[0]) == "s.json: schedule has p = 2 but its problem has p = 3");
 }
+
+TEST_CASE("validate: a hopeless file stops after 1000 findings") {
+  Problem pr = make_problem(2, 5000, 1, 1, 1);
+  Schedule s = inline_schedule({"F0 B0 W0", "F0 B0 W0"}, 5000);
+  auto diags = validate(s, pr, "s.json");
+  REQUIRE(diags.size() == 1001);
+  CHECK(format_diag(diags.back()) == "s.json: too many errors; stopped after 1000");
+}
