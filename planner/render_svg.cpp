@@ -52,11 +52,19 @@ std::string render_svg(const Schedule& s, const Problem& pr, const Timeline& t, 
       last = any ? std::max(last, o.end) : o.end;
       any = true;
     }
-  const double total = static_cast<double>(std::max<Ticks>(1, last - first));
   // Wide enough that the average block is at least 6 px, so every block stays visible.
   const int plot_w = options.width > 0 ? options.width : static_cast<int>(std::clamp<size_t>(most_ops * 6, 900, 30000));
+  const MeasuredRun* measured = options.measured;
+  double measured_end = 0;
+  if (measured)
+    for (const auto& ops : measured->ops)
+      for (const auto& o : ops) measured_end = std::max(measured_end, o.second);
+  if (measured && measured_end * kQuantaPerUnit > static_cast<double>(last)) last = static_cast<Ticks>(measured_end * kQuantaPerUnit);
+  const double total = static_cast<double>(std::max<Ticks>(1, last - first));
   const int row_h = s.p <= 16 ? 22 : 14, gap = 4, left = 70, right = 150, top = 76;
-  const int height = top + s.p * (row_h + gap) + 30;
+  const int measured_h = measured ? row_h / 2 : 0;
+  const int pitch = row_h + measured_h + gap;
+  const int height = top + s.p * pitch + 30;
   const int width = left + plot_w + right;
   auto x_of = [&](Ticks v) { return left + (static_cast<double>(v - first) / total) * plot_w; };
 
@@ -72,7 +80,8 @@ std::string render_svg(const Schedule& s, const Problem& pr, const Timeline& t, 
   std::snprintf(figures, sizeof figures, "makespan %s   span %s   bubble rate %.4f", format_quanta(t.makespan).c_str(),
                 format_quanta(t.span).c_str(), t.bubble_rate);
   svg << "<text x=\"" << left << "\" y=\"20\" font-size=\"14\" font-weight=\"bold\">" << escape(title) << "</text>\n";
-  svg << "<text x=\"" << left << "\" y=\"40\" font-size=\"12\">" << figures << "</text>\n";
+  svg << "<text x=\"" << left << "\" y=\"40\" font-size=\"12\">" << figures
+      << (measured ? "   (thin rows: the measured run)" : "") << "</text>\n";
   int key_x = left;
   for (OpType k : {OpType::F, OpType::B, OpType::W, OpType::BW}) {
     svg << "<rect x=\"" << key_x << "\" y=\"50\" width=\"14\" height=\"12\" fill=\"" << fill_of(k) << "\"/>"
@@ -81,12 +90,15 @@ std::string render_svg(const Schedule& s, const Problem& pr, const Timeline& t, 
         << "</text>\n";
     key_x += 120;
   }
-  if (s.level == kLevelLowered)
+  if (s.level == kLevelLowered) {
     svg << "<text x=\"" << key_x << "\" y=\"60\" font-size=\"11\">red tick send, grey tick recv, black bar optimizer step</text>\n";
+    key_x += 330;
+  }
+
   svg << "<text x=\"" << left + plot_w + 8 << "\" y=\"" << top - 6 << "\" font-size=\"11\">peak memory</text>\n";
 
   for (int st = 0; st < s.p; ++st) {
-    int y = top + st * (row_h + gap);
+    int y = top + st * pitch;
     svg << "<text x=\"" << left - 8 << "\" y=\"" << y + row_h - 6 << "\" font-size=\"11\" text-anchor=\"end\">stage " << st
         << "</text>\n";
     // The row band: what shows through between blocks is idle time.
@@ -131,6 +143,22 @@ std::string render_svg(const Schedule& s, const Problem& pr, const Timeline& t, 
             << (op.peer >= 0 ? (op.type == OpType::SEND_F || op.type == OpType::SEND_B ? " to " : " from ") +
                                    std::to_string(op.peer)
                              : "")
+            << "</title></rect>\n";
+      }
+    }
+    if (measured && st < static_cast<int>(measured->ops.size())) {
+      // The measured run: same colours, a thinner band right under the plan.
+      int my = y + row_h + 1;
+      svg << "<rect class=\"idle\" x=\"" << left << "\" y=\"" << my << "\" width=\"" << plot_w << "\" height=\""
+          << measured_h - 1 << "\" fill=\"#f6f6f6\"/>\n";
+      const auto& mops = measured->ops[st];
+      for (size_t i = 0; i < mops.size() && i < ops.size(); ++i) {
+        double x0 = left + (mops[i].first * kQuantaPerUnit - static_cast<double>(first)) / total * plot_w;
+        double x1 = left + (mops[i].second * kQuantaPerUnit - static_cast<double>(first)) / total * plot_w;
+        svg << "<rect class=\"measured op-" << op_type_name(ops[i].type) << "\" x=\"" << fmt(x0) << "\" y=\"" << my
+            << "\" width=\"" << fmt(std::max(0.5, x1 - x0)) << "\" height=\"" << measured_h - 1 << "\" fill=\""
+            << fill_of(ops[i].type) << "\" stroke=\"#ffffff\" stroke-width=\"0.5\"><title>" << op_short(ops[i])
+            << " on stage " << st << ", measured: " << fmt(mops[i].first) << " to " << fmt(mops[i].second)
             << "</title></rect>\n";
       }
     }

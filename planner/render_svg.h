@@ -5,6 +5,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "planner/ir.h"
 #include "planner/problem.h"
@@ -12,9 +14,16 @@
 
 namespace zbpp {
 
+/// A measured run to draw under the plan, like the paper's Figure 6: per stage, the measured
+/// start and end (in the problem's time unit) of each compute op, in the stage's compute order.
+struct MeasuredRun {
+  std::vector<std::vector<std::pair<double, double>>> ops;
+};
+
 struct RenderOptions {
   int width = 0;        ///< drawing width in px; 0: wide enough for every block to be visible
   std::string title;    ///< first legend line; default: the method and shape
+  const MeasuredRun* measured = nullptr;  ///< optional: drawn as a thinner row under each stage
 };
 
 /// A standalone SVG document. `timeline` must come from simulate_timeline(schedule, problem).

@@ -207,12 +207,53 @@ int cmd_validate(const std::string& path, std::ostream& out, std::ostream& err) 
 }
 
 
-int cmd_show(const std::string& path, const std::string& output, int width, std::ostream& out, std::ostream& err) {
+// The measured spans in a zbrun --trace file (process 1: "measured"), per stage in compute order,
+// converted from microseconds to milliseconds (the problem's time unit after --profile).
+std::optional<MeasuredRun> load_measured(const std::string& path, int p, std::vector<Diag>* diags) {
+  std::string text;
+  if (!read_text_file(path, &text, diags)) return std::nullopt;
+  auto j = parse_json_text(text, path, diags);
+  if (!j) return std::nullopt;
+  if (!j->is_object() || !j->contains("traceEvents") || !(*j)["traceEvents"].is_array()) {
+    diags->push_back({path, "", -1, -1, "", "not a trace: expected {\"traceEvents\": [...]} as zbrun --trace writes"});
+    return std::nullopt;
+  }
+  MeasuredRun run;
+  run.ops.resize(p);
+  std::vector<std::vector<std::pair<int, std::pair<double, double>>>> indexed(p);
+  for (const auto& e : (*j)["traceEvents"]) {
+    if (!e.is_object() || e.value("ph", "") != "X" || e.value("pid", -1) != 1) continue;
+    int tid = e.value("tid", -1);
+    if (tid < 0 || tid >= p || !e.contains("ts") || !e.contains("dur") || !e["ts"].is_number() || !e["dur"].is_number()) {
+      diags->push_back({path, "", -1, -1, "", "measured event for stage " + std::to_string(tid) + " does not fit this schedule (p = " +
+                                                  std::to_string(p) + ")"});
+      return std::nullopt;
+    }
+    int index = e.contains("args") && e["args"].is_object() ? e["args"].value("op_index", 0) : 0;
+    double start = e["ts"].get<double>() / 1000.0, dur = e["dur"].get<double>() / 1000.0;
+    indexed[tid].push_back({index, {start, start + dur}});
+  }
+  for (int st = 0; st < p; ++st) {
+    std::sort(indexed[st].begin(), indexed[st].end());
+    for (const auto& [index, span] : indexed[st]) run.ops[st].push_back(span);
+  }
+  return run;
+}
+
+int cmd_show(const std::string& path, const std::string& output, int width, const std::string& measured_path,
+             std::ostream& out, std::ostream& err) {
   auto loaded = load_checked(path, err);
   if (!loaded) return kExitInvalid;
   const auto& [file, timeline] = *loaded;
   RenderOptions options;
   options.width = width;
+  std::optional<MeasuredRun> measured;
+  if (!measured_path.empty()) {
+    std::vector<Diag> diags;
+    measured = load_measured(measured_path, file.schedule.p, &diags);
+    if (!measured) return fail(err, diags);
+    options.measured = &*measured;
+  }
   bool html = output.size() >= 5 && output.substr(output.size() - 5) == ".html";
   bool svg = output.size() >= 4 && output.substr(output.size() - 4) == ".svg";
   if (!html && !svg) {
@@ -297,13 +338,14 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
   auto* validate_cmd = app.add_subcommand("validate", "check a schedule file; exit 1 with located errors if it is invalid");
   validate_cmd->add_option("file", file, "schedule file")->required();
 
-  std::string show_out, export_format = "pytorch-csv", export_out;
+  std::string show_out, show_measured, export_format = "pytorch-csv", export_out;
   int show_width = 0;
   auto* show = app.add_subcommand("show", "draw a schedule file as SVG or a self-contained HTML page");
   show->add_option("file", file, "schedule file")->required();
   show->add_option("-o,--output", show_out, "picture to write: .svg or .html")->required();
   show->add_option("--width", show_width, "drawing width in px (default: wide enough to show every block)")
       ->check(CLI::Range(100, 200000, "100..200000"));
+  show->add_option("--measured", show_measured, "a zbrun --trace file: draw the measured run under the plan");
 
   auto* export_cmd = app.add_subcommand("export", "write a schedule in another tool's format");
   export_cmd->add_option("file", file, "schedule file")->required();
@@ -351,7 +393,7 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
 
   if (plan->parsed()) return cmd_plan(method, flags, output, compute_only, plan_options, out, err);
   if (simulate->parsed()) return cmd_simulate(file, trace, out, err);
-  if (show->parsed()) return cmd_show(file, show_out, show_width, out, err);
+  if (show->parsed()) return cmd_show(file, show_out, show_width, show_measured, out, err);
   if (export_cmd->parsed()) return cmd_export(file, export_format, export_out, out, err);
   if (import_cmd->parsed()) {
     import_flags.tcomm_given = import_cmd->count("--tcomm") > 0;

@@ -183,6 +183,20 @@ TEST_CASE("zbrun: --trace writes the planned and the measured timeline, one slic
   // 2 stages x 4 microbatches x (F, B, W) = 24 compute ops, planned (pid 0) and measured (pid 1).
   CHECK(count("\"ph\":\"X\",\"pid\":0") == 24);
   CHECK(count("\"ph\":\"X\",\"pid\":1") == 24);
+  // zbplan show draws the measured run under the plan: one thin block per compute op.
+  std::string svg = tmp("trace_measured.svg");
+  Run shown = call(run_zbplan, {"zbplan", "show", s, "--measured", trace, "-o", svg});
+  INFO(shown.err);
+  REQUIRE(shown.code == 0);
+  std::ifstream pic(svg);
+  std::stringstream picture;
+  picture << pic.rdbuf();
+  t = picture.str();
+  CHECK(count("class=\"measured op-") == 24);
+  CHECK(count("class=\"op op-") == 24);
+  Run wrong = call(run_zbplan, {"zbplan", "show", s, "--measured", s, "-o", svg});
+  CHECK(wrong.code == 1);
+  CHECK(wrong.err == "zbplan: " + s + ": not a trace: expected {\"traceEvents\": [...]} as zbrun --trace writes\n");
 }
 
 TEST_CASE("zbrun: profile -> plan -> run; the plan's peak memory is the measured one") {
