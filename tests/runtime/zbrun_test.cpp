@@ -36,6 +36,20 @@ int zbrun_local(int argc, const char* const* argv, std::ostream& out, std::ostre
 
 std::string tmp(const std::string& name) { return std::string(ZBPP_TEST_TMP) + "/" + name; }
 
+std::string read_all(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// How often `needle` occurs in `text`.
+size_t occurrences(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
 // Plans `method` for the tiny model's test problem and returns the schedule path. `tag` keeps
 // test cases (which ctest may run at the same time) from sharing files.
 std::string plan(const std::string& tag, const std::string& method, int p, int m, std::vector<std::string> extra = {}) {
@@ -171,29 +185,18 @@ TEST_CASE("zbrun: --trace writes the planned and the measured timeline, one slic
   Run r = call(zbrun_local, {"zbrun", s, "--local", "--steps", "2", "--quiet", "--trace", trace});
   INFO(r.err);
   REQUIRE(r.code == 0);
-  std::ifstream in(trace);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string t = text.str();
-  auto count = [&](const std::string& needle) {
-    size_t n = 0;
-    for (size_t at = t.find(needle); at != std::string::npos; at = t.find(needle, at + 1)) ++n;
-    return n;
-  };
+  std::string t = read_all(trace);
   // 2 stages x 4 microbatches x (F, B, W) = 24 compute ops, planned (pid 0) and measured (pid 1).
-  CHECK(count("\"ph\":\"X\",\"pid\":0") == 24);
-  CHECK(count("\"ph\":\"X\",\"pid\":1") == 24);
+  CHECK(occurrences(t, "\"ph\":\"X\",\"pid\":0") == 24);
+  CHECK(occurrences(t, "\"ph\":\"X\",\"pid\":1") == 24);
   // zbplan show draws the measured run under the plan: one thin block per compute op.
   std::string svg = tmp("trace_measured.svg");
   Run shown = call(run_zbplan, {"zbplan", "show", s, "--measured", trace, "-o", svg});
   INFO(shown.err);
   REQUIRE(shown.code == 0);
-  std::ifstream pic(svg);
-  std::stringstream picture;
-  picture << pic.rdbuf();
-  t = picture.str();
-  CHECK(count("class=\"measured op-") == 24);
-  CHECK(count("class=\"op op-") == 24);
+  std::string picture = read_all(svg);
+  CHECK(occurrences(picture, "class=\"measured op-") == 24);
+  CHECK(occurrences(picture, "class=\"op op-") == 24);
   Run wrong = call(run_zbplan, {"zbplan", "show", s, "--measured", s, "-o", svg});
   CHECK(wrong.code == 1);
   CHECK(wrong.err == "zbplan: " + s + ": not a trace: expected {\"traceEvents\": [...]} as zbrun --trace writes\n");
