@@ -5,6 +5,7 @@
 // different stages arrives T_comm after its producer ends.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 
 #include "planner/ir.h"
@@ -15,6 +16,12 @@ namespace zbpp {
 /// What a compute op makes available to others: its output activation, or its input gradient.
 enum class Product { Forward = 0, InputGrad = 1 };
 inline constexpr int kProducts = 2;
+
+/// Index of a product in a flat table of kProducts * virtual_stages * m entries (the simulator's
+/// and the timeline builder's "produced at" tables).
+inline size_t product_key(Product what, int vs, int mb, int virtual_stages, int m) {
+  return (static_cast<size_t>(what) * virtual_stages + vs) * m + mb;
+}
 
 /// The product an op waits for, where it comes from, and whether it crosses stages.
 struct Dependency {

@@ -41,9 +41,7 @@ struct Sim {
     }
   }
 
-  size_t key(Product what, int vs, int mb) const {
-    return (static_cast<size_t>(what) * map.virtual_stages() + vs) * m + mb;
-  }
+  size_t key(Product what, int vs, int mb) const { return product_key(what, vs, mb, map.virtual_stages(), m); }
 
   // Runs stage st as far as it can; returns stages woken by what it produced.
   void advance(int st, std::vector<int>* woken) {

@@ -58,9 +58,7 @@ class TimelineBuilder {
   void reset();
 
  private:
-  size_t key(Product what, int vs, int mb) const {
-    return (static_cast<size_t>(what) * map_.virtual_stages() + vs) * m_ + mb;
-  }
+  size_t key(Product what, int vs, int mb) const { return product_key(what, vs, mb, map_.virtual_stages(), m_); }
   const Problem& problem_;
   VirtualStageMap map_;
   int m_;

@@ -183,8 +183,8 @@ bool write_profile(const Options& o, const ScheduleFile& file, const GptConfig& 
 
 // Gathers every rank's measured op spans of the last step (each rank fills its own part of one
 // all-reduced vector) and has rank 0 write them, with the planned timeline, as one trace.
-bool write_trace(const Options& o, const ScheduleFile& file, const StepReport& report, Transport* transport,
-                 std::ostream& out, std::ostream& err, std::mutex* print_mu) {
+bool write_trace(const Options& o, const ScheduleFile& file, const Timeline& planned, const StepReport& report,
+                 Transport* transport, std::ostream& out, std::ostream& err, std::mutex* print_mu) {
   const Schedule& s = file.schedule;
   Schedule compute = compute_projection(s);
   std::vector<size_t> offset(s.p + 1, 0);
@@ -197,8 +197,6 @@ bool write_trace(const Options& o, const ScheduleFile& file, const StepReport& r
   }
   if (!gather(transport, &spans, o, "gathering the trace", err, print_mu)) return false;
   if (rank != 0) return true;
-  std::vector<Diag> unused;
-  Timeline planned = *simulate_timeline(s, file.problem, &unused);
   nlohmann::json events = timeline_trace_events(compute, planned, 0, "planned (" + s.method + ", problem time units as ms)");
   // The trace writer takes ticks as nanoseconds (1 tick = 1e-6 of a millisecond): seconds * 1e9.
   Timeline measured = planned;
@@ -220,12 +218,12 @@ bool write_trace(const Options& o, const ScheduleFile& file, const StepReport& r
 }
 
 int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConfig& model, const DataSource& data,
-                       double planned, Transport* transport, std::ostream& out, std::ostream& err, std::mutex* print_mu);
+                       const Timeline& planned, Transport* transport, std::ostream& out, std::ostream& err, std::mutex* print_mu);
 
 // Everything one rank does; rank 0 also prints. Returns the exit code. Anything thrown below
 // (an allocation that fails, say) becomes a message and a stopped run, not an abort.
-int run_rank(const Options& o, const ScheduleFile& file, const GptConfig& model, const DataSource& data, double planned,
-             Transport* transport, std::ostream& out, std::ostream& err, std::mutex* print_mu) {
+int run_rank(const Options& o, const ScheduleFile& file, const GptConfig& model, const DataSource& data,
+             const Timeline& planned, Transport* transport, std::ostream& out, std::ostream& err, std::mutex* print_mu) {
   try {
     return run_rank_unguarded(o, file, model, data, planned, transport, out, err, print_mu);
   } catch (const std::exception& e) {
@@ -238,8 +236,8 @@ int run_rank(const Options& o, const ScheduleFile& file, const GptConfig& model,
   }
 }
 
-int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConfig& model, const DataSource& data, double planned,
-             Transport* transport, std::ostream& out, std::ostream& err, std::mutex* print_mu) {
+int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConfig& model, const DataSource& data,
+                       const Timeline& planned, Transport* transport, std::ostream& out, std::ostream& err, std::mutex* print_mu) {
   const Schedule& s = file.schedule;
   const int rank = transport->rank();
   std::vector<int> vss;
@@ -288,15 +286,15 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
     std::lock_guard<std::mutex> lock(*print_mu);
     if (!o.quiet)
       out << "step " << step << ": loss " << g9(report.loss) << (report.skipped ? " (skipped: non-finite gradient)" : "")
-          << ", " << f4(report.seconds) << " s, bubble " << f4(report.measured_bubble) << " measured / " << f4(planned)
+          << ", " << f4(report.seconds) << " s, bubble " << f4(report.measured_bubble) << " measured / " << f4(planned.bubble_rate)
           << " planned\n";
     if (metrics)
       metrics << "{\"step\": " << step << ", \"loss\": " << g9(report.loss) << ", \"iteration_seconds\": "
               << g9(report.seconds) << ", \"measured_bubble_rate\": " << g9(report.measured_bubble)
-              << ", \"planned_bubble_rate\": " << g9(planned) << ", \"grad_norm\": " << g9(report.grad_norm)
+              << ", \"planned_bubble_rate\": " << g9(planned.bubble_rate) << ", \"grad_norm\": " << g9(report.grad_norm)
               << ", \"skipped\": " << (report.skipped ? "true" : "false") << "}\n";
   }
-  if (!o.trace.empty() && !write_trace(o, file, last_report, transport, out, err, print_mu)) return 1;
+  if (!o.trace.empty() && !write_trace(o, file, planned, last_report, transport, out, err, print_mu)) return 1;
   if (!o.profile.empty() && !write_profile(o, file, model, profile, transport, out, err, print_mu)) return 1;
   // Peak activation memory per rank, measured, beside the plan's (in the problem's memory unit).
   std::vector<double> peaks(s.p, 0.0);
@@ -315,13 +313,11 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
         << ", chunks=" << s.chunks << "), model " << model.name << " (" << model.layers << " layers)\n";
     if (measured_steps > 0)
       out << "  iteration time " << f4(seconds_sum / measured_steps) << " s (mean of steps 1.." << o.steps - 1
-          << "), bubble rate " << f4(measured_sum / measured_steps) << " measured / " << f4(planned) << " planned\n";
-    std::vector<Diag> unused;
-    Timeline plan = *simulate_timeline(s, file.problem, &unused);
+          << "), bubble rate " << f4(measured_sum / measured_steps) << " measured / " << f4(planned.bubble_rate) << " planned\n";
     out << "  peak activation memory per rank: measured [";
     for (int r = 0; r < s.p; ++r) out << (r ? ", " : "") << f4(peaks[r] / (1 << 20)) << " MiB";
     out << "], planned [";
-    for (int r = 0; r < s.p; ++r) out << (r ? ", " : "") << format_quanta(plan.peak_memory[r]);
+    for (int r = 0; r < s.p; ++r) out << (r ? ", " : "") << format_quanta(planned.peak_memory[r]);
     out << "] (in the problem's memory unit)\n";
     out << "  weights digest " << digest << "\n";
     if (metrics) metrics << "{\"final\": true, \"weights_digest\": \"" << digest << "\"}\n";
@@ -454,7 +450,7 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
     if (!probe) return fail(*path + ": cannot write this file");
   }
   std::vector<Diag> unused;
-  double planned = simulate_timeline(s, file->problem, &unused)->bubble_rate;
+  const Timeline planned = *simulate_timeline(s, file->problem, &unused);  // validated above
   std::mutex print_mu;
 
   if (mpi) {
