@@ -37,6 +37,10 @@ class Compute {
   /// AdamW on this rank's parameters; `global_norm` is the whole model's gradient norm, which the
   /// backend clips to its configured limit.
   virtual void optimizer_step(double global_norm) = 0;
+  /// Undoes the last optimizer_step in place (paper Algorithm 1, no saved copy), given the same
+  /// global norm; the gradients must still be those that step used. Post-validation calls it when
+  /// a speculative step turns out wrong.
+  virtual void optimizer_rollback(double global_norm) = 0;
   /// Bytes of activations held now: microbatches whose F ran and whose W has not (what the
   /// planner calls M_B after F and M_W after B).
   virtual size_t activation_bytes() const = 0;

@@ -223,6 +223,13 @@ class CpuCompute final : public Compute {
       for (Tensor* t : ch->tensors) adamw_step(&t->value, &t->m, &t->v, t->grad, grad_scale, step_, adamw_);
   }
 
+  void optimizer_rollback(double global_norm) override {
+    float grad_scale = clip_scale(global_norm, adamw_);
+    for (auto& ch : chunks_)
+      for (Tensor* t : ch->tensors) adamw_rollback(&t->value, &t->m, &t->v, t->grad, grad_scale, step_, adamw_);
+    --step_;
+  }
+
   void inject_nonfinite() override {
     for (auto& ch : chunks_)
       if (!ch->tensors.empty() && !ch->tensors[0]->grad.empty()) {
