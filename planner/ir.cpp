@@ -8,7 +8,7 @@
 namespace zbpp {
 
 namespace {
-constexpr std::array<std::pair<OpType, const char*>, 9> kNames = {{
+constexpr std::array<std::pair<OpType, const char*>, 14> kNames = {{
     {OpType::F, "F"},
     {OpType::B, "B"},
     {OpType::W, "W"},
@@ -18,6 +18,11 @@ constexpr std::array<std::pair<OpType, const char*>, 9> kNames = {{
     {OpType::SEND_B, "SEND_B"},
     {OpType::RECV_B, "RECV_B"},
     {OpType::OPT_STEP, "OPT_STEP"},
+    {OpType::SEND_STATE, "SEND_STATE"},
+    {OpType::RECV_STATE, "RECV_STATE"},
+    {OpType::SEND_VALID, "SEND_VALID"},
+    {OpType::RECV_VALID, "RECV_VALID"},
+    {OpType::VALIDATE, "VALIDATE"},
 }};
 }  // namespace
 
@@ -25,6 +30,12 @@ std::string op_type_name(OpType t) {
   for (const auto& [type, name] : kNames)
     if (type == t) return name;
   return "?";
+}
+
+std::string op_type_list() {
+  std::string out;
+  for (size_t i = 0; i < kNames.size(); ++i) out += (i == 0 ? "" : i + 1 == kNames.size() ? " or " : ", ") + std::string(kNames[i].second);
+  return out;
 }
 
 std::optional<OpType> parse_op_type(std::string_view name) {
@@ -35,7 +46,7 @@ std::optional<OpType> parse_op_type(std::string_view name) {
 
 std::string op_short(const Op& op) {
   std::string out = op_type_name(op.type);
-  if (op.type == OpType::OPT_STEP) return out;
+  if (is_optimizer_op(op.type)) return out;
   out += std::to_string(op.mb);
   if (op.chunk != 0) out += ":" + std::to_string(op.chunk);
   return out;
@@ -46,12 +57,12 @@ std::optional<Op> parse_op(std::string_view text, std::string* err) {
   while (i < text.size() && (std::isupper(static_cast<unsigned char>(text[i])) || text[i] == '_')) ++i;
   auto type = parse_op_type(text.substr(0, i));
   if (!type) {
-    *err = "unknown op '" + std::string(text) + "' (expected F, B, W, BW, SEND_F, RECV_F, SEND_B, RECV_B or OPT_STEP)";
+    *err = "unknown op '" + std::string(text) + "' (expected " + op_type_list() + ")";
     return std::nullopt;
   }
   Op op;
   op.type = *type;
-  if (*type == OpType::OPT_STEP && i == text.size()) return op;
+  if (is_optimizer_op(*type) && i == text.size()) return op;
   auto read_int = [&](int* out) {
     size_t start = i;
     long long v = 0;

@@ -12,7 +12,14 @@
 namespace zbpp {
 
 /// Op kinds, spelled as in the schedule file. F/B/W/BW are compute; the rest are added by lowering.
-enum class OpType { F, B, W, BW, SEND_F, RECV_F, SEND_B, RECV_B, OPT_STEP };
+/// The optimizer's ops: OPT_STEP ends every stage. With post-validation (paper §4) the partial
+/// gradient state travels forward before it (RECV_STATE, SEND_STATE) and the full state travels
+/// back in the next iteration (RECV_VALID, SEND_VALID) to VALIDATE, which checks the previous
+/// step and rolls it back and redoes it when the partial state misled it.
+enum class OpType {
+  F, B, W, BW, SEND_F, RECV_F, SEND_B, RECV_B, OPT_STEP,
+  SEND_STATE, RECV_STATE, SEND_VALID, RECV_VALID, VALIDATE
+};
 
 struct Op {
   OpType type = OpType::F;
@@ -26,7 +33,13 @@ struct Op {
 };
 
 inline bool is_compute(OpType t) { return t == OpType::F || t == OpType::B || t == OpType::W || t == OpType::BW; }
+/// Ops of the optimizer, which belong to no microbatch.
+inline bool is_optimizer_op(OpType t) { return t >= OpType::OPT_STEP; }
+inline bool is_send(OpType t) { return t == OpType::SEND_F || t == OpType::SEND_B || t == OpType::SEND_STATE || t == OpType::SEND_VALID; }
+inline bool is_recv(OpType t) { return t == OpType::RECV_F || t == OpType::RECV_B || t == OpType::RECV_STATE || t == OpType::RECV_VALID; }
 std::string op_type_name(OpType t);
+/// "F, B, W, BW, ... or VALIDATE", for messages.
+std::string op_type_list();
 std::optional<OpType> parse_op_type(std::string_view name);
 
 /// "F5", "W5:1".
@@ -49,6 +62,10 @@ struct VirtualStageMap {
 /// Whether a schedule holds compute ops only, or also the runtime's instructions.
 inline const char* const kLevelCompute = "compute";
 inline const char* const kLevelLowered = "lowered";
+/// How a lowered schedule's optimizer steps: one all-reduce before every stage steps, or
+/// speculative steps under the partial state with post-validation (paper §4).
+inline const char* const kOptimizerSync = "sync";
+inline const char* const kOptimizerPostValidation = "post-validation";
 
 struct Schedule {
   int p = 0;
@@ -57,6 +74,7 @@ struct Schedule {
   std::vector<std::vector<int>> placement;  ///< [stage][chunk] -> virtual stage
   std::string level = kLevelCompute;
   std::string method;                       ///< which generator or pass produced it
+  std::string optimizer = kOptimizerSync;   ///< lowered schedules: kOptimizerSync or kOptimizerPostValidation
   std::vector<std::vector<Op>> stages;      ///< [stage] -> ops in execution order
 };
 

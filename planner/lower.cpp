@@ -8,9 +8,35 @@
 
 namespace zbpp {
 
-Schedule lower_comms(const Schedule& compute) {
+namespace {
+
+// Adds the optimizer's ops to one lowered stage (see lower.h and validate.cpp's check_optimizer_ops).
+void add_optimizer_ops(std::vector<Op>* ops, int st, int p, const LowerOptions& options) {
+  if (options.optimizer != kOptimizerPostValidation) {
+    ops->push_back({OpType::OPT_STEP, 0, 0, -1, -1});
+    return;
+  }
+  std::vector<Op> validation;
+  if (st + 1 < p) validation.push_back({OpType::RECV_VALID, 0, 0, st + 1, -1});
+  if (st > 0) validation.push_back({OpType::SEND_VALID, 0, 0, st - 1, -1});
+  validation.push_back({OpType::VALIDATE, 0, 0, -1, -1});
+  size_t at = 0;
+  if (options.validate_at == ValidateAt::kFirstBackward) {
+    while (at < ops->size() && (*ops)[at].type != OpType::B && (*ops)[at].type != OpType::BW) ++at;
+    if (at > 0 && (*ops)[at - 1].type == OpType::RECV_B) --at;
+  }
+  ops->insert(ops->begin() + static_cast<std::ptrdiff_t>(at), validation.begin(), validation.end());
+  if (st > 0) ops->push_back({OpType::RECV_STATE, 0, 0, st - 1, -1});
+  if (st + 1 < p) ops->push_back({OpType::SEND_STATE, 0, 0, st + 1, -1});
+  ops->push_back({OpType::OPT_STEP, 0, 0, -1, -1});
+}
+
+}  // namespace
+
+Schedule lower_comms(const Schedule& compute, const LowerOptions& options) {
   Schedule out = compute;
   out.level = kLevelLowered;
+  out.optimizer = options.optimizer;
   VirtualStageMap map(compute.placement);
   int last_vs = map.virtual_stages() - 1;
   for (int st = 0; st < compute.p; ++st) {
@@ -44,7 +70,7 @@ Schedule lower_comms(const Schedule& compute) {
         lowered.push_back({OpType::SEND_B, op.mb, op.chunk, map.stage_of[vs - 1], -1});
       if (op.type == OpType::W || op.type == OpType::BW) free_slots.insert(slot_of[key]);
     }
-    lowered.push_back({OpType::OPT_STEP, 0, 0, -1, -1});
+    add_optimizer_ops(&lowered, st, compute.p, options);
   }
   out.method = compute.method;
   return out;

@@ -155,9 +155,20 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
   return PlanResult{std::move(*s), pr, std::move(notes)};
 }
 
-bool lower_planned(PlanResult* planned, std::vector<Diag>* diags) {
-  Schedule lowered = lower_comms(planned->schedule);
+bool lower_planned(PlanResult* planned, std::vector<Diag>* diags, const LowerOptions& given) {
+  LowerOptions options = given;
+  Schedule lowered = lower_comms(planned->schedule, options);
   auto found = validate(lowered, planned->problem);
+  if (!found.empty() && options.optimizer == kOptimizerPostValidation && options.validate_at != ValidateAt::kStart) {
+    options.validate_at = ValidateAt::kStart;
+    Schedule held = lower_comms(planned->schedule, options);
+    if (validate(held, planned->problem).empty()) {
+      planned->notes.push_back("post-validation: VALIDATE before the first B would deadlock here (" + found[0].message +
+                               "); each stage validates before its first F instead");
+      lowered = std::move(held);
+      found.clear();
+    }
+  }
   if (!found.empty()) {
     diags->push_back({"", "", -1, -1, "", "internal error: the lowered schedule does not validate:"});
     diags->insert(diags->end(), found.begin(), found.end());

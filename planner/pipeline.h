@@ -8,6 +8,7 @@
 
 #include "planner/diag.h"
 #include "planner/ir.h"
+#include "planner/lower.h"
 #include "planner/problem.h"
 
 namespace zbpp {
@@ -36,7 +37,9 @@ struct PlanOptions {
 std::optional<PlanResult> plan_schedule(const Problem& problem, const std::string& method, std::vector<Diag>* diags,
                                         const PlanOptions& options = {});
 
-/// The lowering pass (lower.h) followed by the validator: the instructions zbrun replays.
-bool lower_planned(PlanResult* planned, std::vector<Diag>* diags);
+/// The lowering pass (lower.h) followed by the validator: the instructions zbrun replays. With
+/// post-validation, VALIDATE goes before each stage's first B; where that order would deadlock
+/// (possible with several chunks per stage), at the start instead, with a note saying so.
+bool lower_planned(PlanResult* planned, std::vector<Diag>* diags, const LowerOptions& options = {});
 
 }  // namespace zbpp

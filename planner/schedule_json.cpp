@@ -112,12 +112,12 @@ struct OpReader {
     auto type = parse_op_type(v["type"].get<std::string>());
     if (!type) {
       error(pointer + "/type", "unknown op type " + v["type"].dump() +
-                                   " (expected F, B, W, BW, SEND_F, RECV_F, SEND_B, RECV_B or OPT_STEP)");
+                                   " (expected " + op_type_list() + ")");
       return std::nullopt;
     }
     Op op;
     op.type = *type;
-    bool fine = read_int(v, "mb", pointer, &op.mb, *type != OpType::OPT_STEP);
+    bool fine = read_int(v, "mb", pointer, &op.mb, !is_optimizer_op(*type));
     fine = read_int(v, "chunk", pointer, &op.chunk, false) && fine;
     fine = read_int(v, "peer", pointer, &op.peer, false) && fine;
     fine = read_int(v, "slot", pointer, &op.slot, false) && fine;
@@ -137,7 +137,7 @@ std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const st
   }
   static const std::set<std::string> known = {"$schema", "comment", "format", "version", "level", "method",
                                               "p", "m", "chunks", "placement", "problem", "makespan", "span",
-                                              "bubble_rate", "peak_memory", "stages"};
+                                              "bubble_rate", "peak_memory", "optimizer", "iterations", "stages"};
   for (auto it = j.begin(); it != j.end(); ++it)
     if (!known.count(it.key())) r.error("/" + it.key(), "unknown field '" + it.key() + "'");
   for (const char* required : {"p", "m", "placement", "problem", "stages"})
@@ -161,6 +161,11 @@ std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const st
     else r.error("/level", "expected \"compute\" or \"lowered\", got " + j["level"].dump());
   }
   if (j.contains("method") && j["method"].is_string()) s.method = j["method"].get<std::string>();
+  if (j.contains("optimizer")) {
+    const auto& o = j["optimizer"];
+    if (o == kOptimizerSync || o == kOptimizerPostValidation) s.optimizer = o.get<std::string>();
+    else r.error("/optimizer", "expected \"" + std::string(kOptimizerSync) + "\" or \"" + kOptimizerPostValidation + "\", got " + o.dump());
+  }
 
   const auto& placement = j["placement"];
   if (!placement.is_array()) {
@@ -233,7 +238,8 @@ bool load_problem_file(const std::string& path, ProblemInput* out, std::vector<D
   return problem_input_from_json(*j, path, "", out, diags);
 }
 
-std::string schedule_to_json_text(const Schedule& s, const Problem& pr, const Timeline& t) {
+std::string schedule_to_json_text(const Schedule& s, const Problem& pr, const Timeline& t,
+                                  const IterationTimeline* iterations) {
   nlohmann::json peak = nlohmann::json::array();
   for (Mem m : t.peak_memory) peak.push_back(from_quanta(m));
   nlohmann::json placement = s.placement;
@@ -243,6 +249,7 @@ std::string schedule_to_json_text(const Schedule& s, const Problem& pr, const Ti
   out << "  \"version\": " << kVersion << ",\n";
   out << "  \"level\": " << nlohmann::json(s.level).dump() << ",\n";
   out << "  \"method\": " << nlohmann::json(s.method).dump() << ",\n";
+  if (s.level == kLevelLowered) out << "  \"optimizer\": " << nlohmann::json(s.optimizer).dump() << ",\n";
   out << "  \"p\": " << s.p << ",\n";
   out << "  \"m\": " << s.m << ",\n";
   out << "  \"chunks\": " << s.chunks << ",\n";
@@ -252,6 +259,15 @@ std::string schedule_to_json_text(const Schedule& s, const Problem& pr, const Ti
   out << "  \"span\": " << nlohmann::json(from_quanta(t.span)).dump() << ",\n";
   out << "  \"bubble_rate\": " << nlohmann::json(t.bubble_rate).dump() << ",\n";
   out << "  \"peak_memory\": " << peak.dump() << ",\n";
+  if (iterations) {
+    nlohmann::json it = {{"k", iterations->iterations},
+                         {"period", from_quanta(iterations->period)},
+                         {"period_bubble_rate", iterations->period_bubble_rate},
+                         {"wall", from_quanta(iterations->wall)},
+                         {"state_latency", from_quanta(iterations->state_latency)},
+                         {"allreduce_latency", from_quanta(iterations->allreduce_latency)}};
+    out << "  \"iterations\": " << it.dump() << ",\n";
+  }
   out << "  \"stages\": [\n";
   for (size_t st = 0; st < s.stages.size(); ++st) {
     out << "    [\n";
@@ -259,7 +275,7 @@ std::string schedule_to_json_text(const Schedule& s, const Problem& pr, const Ti
     for (size_t i = 0; i < ops.size(); ++i) {
       const Op& op = ops[i];
       out << "      {\"type\": \"" << op_type_name(op.type) << "\"";
-      if (op.type != OpType::OPT_STEP) out << ", \"mb\": " << op.mb << ", \"chunk\": " << op.chunk;
+      if (!is_optimizer_op(op.type)) out << ", \"mb\": " << op.mb << ", \"chunk\": " << op.chunk;
       if (op.peer >= 0) out << ", \"peer\": " << op.peer;
       if (op.slot >= 0) out << ", \"slot\": " << op.slot;
       out << "}" << (i + 1 < ops.size() ? "," : "") << "\n";

@@ -12,6 +12,7 @@
 #include "planner/ir.h"
 #include "planner/problem.h"
 #include "planner/simulate.h"
+#include "planner/simulate_iterations.h"
 
 namespace zbpp {
 
@@ -33,7 +34,9 @@ std::optional<ScheduleFile> load_schedule_file(const std::string& path, std::vec
 /// Reads a problem file from disk (schema/problem.schema.json) into a ProblemInput.
 bool load_problem_file(const std::string& path, ProblemInput* out, std::vector<Diag>* diags);
 
-/// The file's text: header fields, the problem, the simulated figures and one op per line.
-std::string schedule_to_json_text(const Schedule& schedule, const Problem& problem, const Timeline& timeline);
+/// The file's text: header fields, the problem, the simulated figures (and, for a lowered
+/// schedule, those of several iterations back to back) and one op per line.
+std::string schedule_to_json_text(const Schedule& schedule, const Problem& problem, const Timeline& timeline,
+                                  const IterationTimeline* iterations = nullptr);
 
 }  // namespace zbpp

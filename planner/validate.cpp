@@ -151,16 +151,92 @@ namespace {
 std::string op_at(const Schedule& s, int st, int i) {
   const Op& op = s.stages[st][i];
   std::string text = "op " + std::to_string(i) + " (" + op_short(op);
-  if (op.type == OpType::SEND_F || op.type == OpType::SEND_B) text += " to " + std::to_string(op.peer);
-  if (op.type == OpType::RECV_F || op.type == OpType::RECV_B) text += " from " + std::to_string(op.peer);
+  if (is_send(op.type)) text += " to " + std::to_string(op.peer);
+  if (is_recv(op.type)) text += " from " + std::to_string(op.peer);
   return text + ")";
 }
 
 std::string where(const Schedule& s, int st, int i) { return "stage " + std::to_string(st) + " " + op_at(s, st, i); }
 
-bool is_send(OpType t) { return t == OpType::SEND_F || t == OpType::SEND_B; }
-bool is_recv(OpType t) { return t == OpType::RECV_F || t == OpType::RECV_B; }
-int kind_index(OpType t) { return t == OpType::SEND_F || t == OpType::RECV_F ? 0 : 1; }
+// Message channels: kinds 0 and 1 carry tensors (activations, input gradients); 2 and 3 the
+// optimizer's partial state (forward) and full state (back), which match by order alone.
+constexpr int kKinds = 4;
+int kind_index(OpType t) {
+  switch (t) {
+    case OpType::SEND_F: case OpType::RECV_F: return 0;
+    case OpType::SEND_B: case OpType::RECV_B: return 1;
+    case OpType::SEND_STATE: case OpType::RECV_STATE: return 2;
+    default: return 3;
+  }
+}
+bool is_tensor_send(OpType t) { return t == OpType::SEND_F || t == OpType::SEND_B; }
+bool is_tensor_recv(OpType t) { return t == OpType::RECV_F || t == OpType::RECV_B; }
+
+// The optimizer's ops on stage st. sync: OPT_STEP alone, last. post-validation (paper §4): the
+// stage ends with [RECV_STATE from st-1] [SEND_STATE to st+1] OPT_STEP, and runs [RECV_VALID from
+// st+1] [SEND_VALID to st-1] VALIDATE, in that order, before its first W (VALIDATE may roll back
+// the previous step, which needs that step's gradients, and only then clears them).
+void check_optimizer_ops(const Schedule& s, int st, std::vector<Diag>* out) {
+  const auto& ops = s.stages[st];
+  const int n = static_cast<int>(ops.size());
+  const bool post = s.optimizer == kOptimizerPostValidation;
+  std::map<OpType, std::vector<int>> seen;
+  int first_w = n;
+  for (int i = 0; i < n; ++i) {
+    if (is_optimizer_op(ops[i].type)) seen[ops[i].type].push_back(i);
+    if ((ops[i].type == OpType::W || ops[i].type == OpType::BW) && first_w == n) first_w = i;
+  }
+  auto expect = [&](OpType t, bool wanted, int peer) -> int {  // its index, -1 when absent or wrong
+    const auto& at_ = seen[t];
+    if (!wanted) {
+      for (int i : at_)
+        out->push_back(at(st, i, ops[i], post ? "this stage has no neighbour to exchange optimizer state with there"
+                                                : "belongs to post-validation, but this file's optimizer is \"sync\""));
+      return -1;
+    }
+    if (at_.empty()) {
+      std::string why = t == OpType::OPT_STEP ? " (it must end every stage)"
+                        : peer >= 0           ? " with stage " + std::to_string(peer) + " (post-validation needs it)"
+                                              : " (post-validation needs it on every stage)";
+      out->push_back(at_stage(st, op_type_name(t) + " is missing" + why));
+      return -1;
+    }
+    for (size_t k = 1; k < at_.size(); ++k) out->push_back(at(st, at_[k], ops[at_[k]], "second " + op_type_name(t) + " on this stage"));
+    if (ops[at_[0]].peer != peer) {
+      out->push_back(at(st, at_[0], ops[at_[0]], "exchanges state with stage " + std::to_string(ops[at_[0]].peer) +
+                                                     ", expected stage " + std::to_string(peer)));
+      return -1;
+    }
+    return at_.size() == 1 ? at_[0] : -1;
+  };
+  const bool has_prev = st > 0, has_next = st + 1 < s.p;
+  int step = expect(OpType::OPT_STEP, true, -1);
+  if (step >= 0 && step + 1 != n) out->push_back(at(st, step, ops[step], "OPT_STEP must be the stage's last op"));
+  int recv_state = expect(OpType::RECV_STATE, post && has_prev, st - 1);
+  int send_state = expect(OpType::SEND_STATE, post && has_next, st + 1);
+  int recv_valid = expect(OpType::RECV_VALID, post && has_next, st + 1);
+  int send_valid = expect(OpType::SEND_VALID, post && has_prev, st - 1);
+  int validate = expect(OpType::VALIDATE, post, -1);
+  if (!post) return;
+  // The tail: RECV_STATE, SEND_STATE, OPT_STEP as the last ops.
+  std::vector<int> tail;
+  for (int i : {recv_state, send_state, step})
+    if (i >= 0) tail.push_back(i);
+  for (size_t k = 0; k < tail.size(); ++k)
+    if (tail[k] != n - static_cast<int>(tail.size() - k))
+      out->push_back(at(st, tail[k], ops[tail[k]], "must be among the stage's last ops, in the order RECV_STATE, SEND_STATE, "
+                                                   "OPT_STEP (the state passes on once all of this stage's gradients are made)"));
+  // The validation: RECV_VALID, SEND_VALID, VALIDATE in order, before the first W.
+  int last = -1;
+  for (int i : {recv_valid, send_valid, validate}) {
+    if (i < 0) continue;
+    if (i < last) out->push_back(at(st, i, ops[i], "out of order: RECV_VALID, SEND_VALID and VALIDATE come in that order"));
+    last = std::max(last, i);
+  }
+  if (validate >= 0 && validate > first_w)
+    out->push_back(at(st, validate, ops[validate], "must come before the stage's first W (" + op_at(s, st, first_w) +
+                                                       "): the rollback it may do needs the previous step's gradients"));
+}
 
 // The replay the runtime performs: SEND never blocks, RECV waits for its paired SEND, a compute op
 // waits for its inputs made on this stage. Returns the deadlock chain, if any.
@@ -238,8 +314,8 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
   VirtualStageMap map(s.placement);
   int last_vs = map.virtual_stages() - 1;
   // channel[kind][from][to] = the (stage, op index) of each SEND, then each RECV, in order.
-  std::vector<std::vector<std::vector<std::vector<int>>>> sends(2), recvs(2);
-  for (int k = 0; k < 2; ++k) {
+  std::vector<std::vector<std::vector<std::vector<int>>>> sends(kKinds), recvs(kKinds);
+  for (int k = 0; k < kKinds; ++k) {
     sends[k].assign(s.p, std::vector<std::vector<int>>(s.p));
     recvs[k].assign(s.p, std::vector<std::vector<int>>(s.p));
   }
@@ -249,7 +325,7 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
     std::map<int, std::pair<int, int>> slot_holder;               // slot -> (chunk, mb) whose activations it holds
     std::map<std::pair<int, int>, int> slot_of;                    // (chunk, mb) -> its slot
     const int max_slots = s.m * s.chunks;
-    int steps = 0;
+    check_optimizer_ops(s, st, &out);
     for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
       const Op& op = ops[i];
       bool comm = is_send(op.type) || is_recv(op.type);
@@ -258,16 +334,16 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
                                         std::to_string(s.p - 1) + ")"));
         continue;
       }
+      if (is_optimizer_op(op.type)) {  // checked by check_optimizer_ops; state messages pair by order
+        if (is_send(op.type)) sends[kind_index(op.type)][st][op.peer].push_back(i);
+        if (is_recv(op.type)) recvs[kind_index(op.type)][op.peer][st].push_back(i);
+        continue;
+      }
       if (comm && (op.mb < 0 || op.mb >= s.m || op.chunk < 0 || op.chunk >= s.chunks)) {
         out.push_back(at(st, i, op, "microbatch or chunk out of range"));
         continue;
       }
-      if (op.type == OpType::OPT_STEP) {
-        if (++steps > 1) out.push_back(at(st, i, op, "second OPT_STEP on this stage"));
-        else if (i + 1 != static_cast<int>(ops.size())) out.push_back(at(st, i, op, "OPT_STEP must be the stage's last op"));
-        continue;
-      }
-      if (is_recv(op.type)) {
+      if (is_tensor_recv(op.type)) {
         // Whose output is this? The producer of the consumer's input on this stage.
         Op consumer{op.type == OpType::RECV_F ? OpType::F : OpType::B, op.mb, op.chunk};
         auto dep = dependency_of(consumer, st, map);
@@ -280,7 +356,7 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
         recvs[kind_index(op.type)][op.peer][st].push_back(i);
         continue;
       }
-      if (is_send(op.type)) {
+      if (is_tensor_send(op.type)) {
         int kind = kind_index(op.type);
         auto it = unsent.find({kind, op.chunk, op.mb});
         if (it == unsent.end()) {
@@ -336,7 +412,6 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
       if ((op.type == OpType::B || op.type == OpType::BW) && vs > 0 && map.stage_of[vs - 1] != st)
         unsent[{1, op.chunk, op.mb}] = i;
     }
-    if (steps == 0) out.push_back(at_stage(st, "OPT_STEP is missing (it must end every stage)"));
     for (const auto& [key, i] : received) out.push_back(at(st, i, ops[i], "receives a tensor no op here uses"));
     for (const auto& [key, i] : unsent)
       out.push_back(at(st, i, ops[i], "its output is needed on another stage but never sent"));
@@ -346,7 +421,7 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
   // 2. Sends and receives pair up one to one, in order, per (kind, from, to).
   std::vector<std::vector<std::pair<int, int>>> paired_send(s.p);
   for (int st = 0; st < s.p; ++st) paired_send[st].assign(s.stages[st].size(), {-1, -1});
-  for (int kind = 0; kind < 2; ++kind)
+  for (int kind = 0; kind < kKinds; ++kind)
     for (int a = 0; a < s.p; ++a)
       for (int b = 0; b < s.p; ++b) {
         const auto& out_a = sends[kind][a][b];
@@ -363,7 +438,7 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
           const Op& snd = s.stages[a][out_a[k]];
           const Op& rcv = s.stages[b][in_b[k]];
           int snd_vs = map.vs(a, snd.chunk), rcv_vs = map.vs(b, rcv.chunk);
-          bool same = snd.mb == rcv.mb && rcv_vs == (kind == 0 ? snd_vs + 1 : snd_vs - 1);
+          bool same = kind >= 2 || (snd.mb == rcv.mb && rcv_vs == (kind == 0 ? snd_vs + 1 : snd_vs - 1));
           if (!same) {
             out.push_back(at(a, out_a[k], snd,
                              "is message " + std::to_string(k) + " from stage " + std::to_string(a) + " to stage " +

@@ -18,6 +18,7 @@
 #include "planner/pipeline.h"
 #include "planner/schedule_json.h"
 #include "planner/simulate.h"
+#include "planner/simulate_iterations.h"
 #include "planner/trace.h"
 #include "planner/validate.h"
 
@@ -66,6 +67,56 @@ void print_figures(std::ostream& out, const Schedule& s, const Problem& pr, cons
     out << "  (limit " << format_quanta(*pr.mem_limit)
         << (pr.mem_limit_spec.empty() || pr.mem_limit_spec.back() != 'p' ? "" : " = " + pr.mem_limit_spec) << ")";
   out << "\n";
+}
+
+// How iterations follow each other in a lowered schedule: the optimizer mode (plan, import) and
+// the latencies of its messages (plan, import, simulate).
+struct IterationFlags {
+  std::string optimizer = kOptimizerPostValidation;
+  std::string validate_at = "first-backward";
+  int iterations = 3;
+  double state_latency = -1, allreduce_latency = -1;
+
+  void add_to(CLI::App* app, bool with_optimizer) {
+    if (with_optimizer)
+      app->add_option("--optimizer", optimizer,
+                      "post-validation (default: each stage steps under the partial gradient state passed forward and is "
+                      "validated, rolled back if need be, in the next iteration; paper section 4) or sync (one all-reduce "
+                      "before every stage steps)")
+          ->check(CLI::IsMember({std::string(kOptimizerPostValidation), std::string(kOptimizerSync)}));
+    if (with_optimizer)
+      app->add_option("--validate-at", validate_at,
+                      "post-validation: where each stage validates its previous step: first-backward (default; the "
+                      "warm-up forwards run speculatively and are replayed after a rollback) or start (hold the first "
+                      "forward until validated; for comparison)")
+          ->check(CLI::IsMember({"first-backward", "start"}));
+    app->add_option("--iterations", iterations, "iterations simulated back to back for the period (default 3)")
+        ->check(CLI::Range(2, 100, "2..100"));
+    app->add_option("--state-latency", state_latency, "time of one optimizer-state message between neighbours (default T_comm)")
+        ->check(CLI::Range(0.0, 1e9, "0..1e9"));
+    app->add_option("--allreduce-latency", allreduce_latency,
+                    "time of the synchronous optimizer's all-reduce (default 2*ceil(log2 p)*T_comm)")
+        ->check(CLI::Range(0.0, 1e9, "0..1e9"));
+  }
+
+  LowerOptions lower_options() const {
+    return {optimizer, validate_at == "start" ? ValidateAt::kStart : ValidateAt::kFirstBackward};
+  }
+
+  IterationOptions options() const {
+    IterationOptions o;
+    o.iterations = iterations;
+    if (state_latency >= 0) o.state_latency = *to_quanta(state_latency);
+    if (allreduce_latency >= 0) o.allreduce_latency = *to_quanta(allreduce_latency);
+    return o;
+  }
+};
+
+// The lowered schedule's iterations back to back, printed under the single-iteration figures.
+void print_iterations(std::ostream& out, const Schedule& s, const IterationTimeline& it) {
+  out << "  optimizer    " << s.optimizer << ": " << it.iterations << " iterations back to back take "
+      << format_quanta(it.period) << " each (bubble " << fixed(it.period_bubble_rate, 4) << "); one alone takes "
+      << format_quanta(it.wall) << " first op to last step\n";
 }
 
 bool write_file(const std::string& path, const std::string& text, std::ostream& err) {
@@ -141,8 +192,31 @@ struct ProblemFlags {
   }
 };
 
-int cmd_plan(const std::string& method, const ProblemFlags& flags, const std::string& output, bool compute_only,
-             const PlanOptions& options, std::ostream& out, std::ostream& err) {
+// Simulates a planned (or imported) schedule, one iteration and, when lowered, several back to
+// back; writes the file with both and prints the figures.
+int write_planned(const PlanResult& planned, const IterationFlags& iteration_flags, const std::string& output,
+                  std::ostream& out, std::ostream& err) {
+  std::vector<Diag> diags;
+  const Schedule& schedule = planned.schedule;
+  auto timeline = simulate_timeline(schedule, planned.problem, &diags);
+  if (!timeline) return fail(err, diags);
+  std::optional<IterationTimeline> iterations;
+  if (schedule.level == kLevelLowered) {
+    iterations = simulate_iterations(schedule, planned.problem, iteration_flags.options(), &diags);
+    if (!iterations) return fail(err, diags);
+  }
+  std::string text = schedule_to_json_text(schedule, planned.problem, *timeline, iterations ? &*iterations : nullptr);
+  if (!write_file(output, text, err)) return kExitInvalid;
+  out << "wrote " << output << "\n";
+  for (const auto& note : planned.notes) out << "  " << note << "\n";
+  print_figures(out, schedule, planned.problem, *timeline);
+  if (iterations) print_iterations(out, schedule, *iterations);
+  return 0;
+}
+
+int cmd_plan(const std::string& method, const ProblemFlags& flags, const IterationFlags& iteration_flags,
+             const std::string& output, bool compute_only, const PlanOptions& options, std::ostream& out,
+             std::ostream& err) {
   std::vector<Diag> diags;
   ProblemInput input;
   if (!flags.to_input(&input, &diags)) return fail(err, diags);
@@ -150,15 +224,8 @@ int cmd_plan(const std::string& method, const ProblemFlags& flags, const std::st
   if (!problem) return fail(err, diags);
   auto planned = plan_schedule(*problem, method, &diags, options);
   if (!planned) return fail(err, diags);
-  if (!compute_only && !lower_planned(&*planned, &diags)) return fail(err, diags);
-  const Schedule& schedule = planned->schedule;
-  auto timeline = simulate_timeline(schedule, planned->problem, &diags);
-  if (!timeline) return fail(err, diags);
-  if (!write_file(output, schedule_to_json_text(schedule, planned->problem, *timeline), err)) return kExitInvalid;
-  out << "wrote " << output << "\n";
-  for (const auto& note : planned->notes) out << "  " << note << "\n";
-  print_figures(out, schedule, planned->problem, *timeline);
-  return 0;
+  if (!compute_only && !lower_planned(&*planned, &diags, iteration_flags.lower_options())) return fail(err, diags);
+  return write_planned(*planned, iteration_flags, output, out, err);
 }
 
 // Loads, validates and simulates a schedule file; the shared first half of simulate and validate.
@@ -181,12 +248,19 @@ std::optional<std::pair<ScheduleFile, Timeline>> load_checked(const std::string&
   return std::make_pair(std::move(*file), std::move(*timeline));
 }
 
-int cmd_simulate(const std::string& path, const std::string& trace_path, std::ostream& out, std::ostream& err) {
+int cmd_simulate(const std::string& path, const std::string& trace_path, const IterationFlags& iteration_flags,
+                 std::ostream& out, std::ostream& err) {
   auto loaded = load_checked(path, err);
   if (!loaded) return kExitInvalid;
   const auto& [file, timeline] = *loaded;
   out << path << "\n";
   print_figures(out, file.schedule, file.problem, timeline);
+  if (file.schedule.level == kLevelLowered) {
+    std::vector<Diag> diags;
+    auto iterations = simulate_iterations(file.schedule, file.problem, iteration_flags.options(), &diags);
+    if (!iterations) return fail(err, diags);
+    print_iterations(out, file.schedule, *iterations);
+  }
   if (!trace_path.empty()) {
     Schedule timed = compute_projection(file.schedule);  // the Timeline indexes compute ops
     if (!write_file(trace_path, timeline_trace(timed, timeline).dump() + "\n", err)) return kExitInvalid;
@@ -280,8 +354,8 @@ int cmd_export(const std::string& path, const std::string& format, const std::st
   return 0;
 }
 
-int cmd_import(const std::string& path, const ProblemFlags& flags, const std::string& output, bool compute_only,
-               std::ostream& out, std::ostream& err) {
+int cmd_import(const std::string& path, const ProblemFlags& flags, const IterationFlags& iteration_flags,
+               const std::string& output, bool compute_only, std::ostream& out, std::ostream& err) {
   std::vector<Diag> diags;
   std::string text;
   if (!read_text_file(path, &text, &diags)) return fail(err, diags);
@@ -301,13 +375,8 @@ int cmd_import(const std::string& path, const ProblemFlags& flags, const std::st
   diags = validate(*imported, *problem, path);
   if (!diags.empty()) return fail(err, diags);
   PlanResult planned{*imported, *problem, {}};
-  if (!compute_only && !lower_planned(&planned, &diags)) return fail(err, diags);
-  auto timeline = simulate_timeline(planned.schedule, planned.problem, &diags);
-  if (!timeline) return fail(err, diags);
-  if (!write_file(output, schedule_to_json_text(planned.schedule, planned.problem, *timeline), err)) return kExitInvalid;
-  out << "wrote " << output << "\n";
-  print_figures(out, planned.schedule, planned.problem, *timeline);
-  return 0;
+  if (!compute_only && !lower_planned(&planned, &diags, iteration_flags.lower_options())) return fail(err, diags);
+  return write_planned(planned, iteration_flags, output, out, err);
 }
 
 }  // namespace
@@ -330,10 +399,13 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
       ->check(CLI::Range(0.01, 86400.0, "0.01..86400"));
   plan->add_flag("--compute-only", compute_only,
                  "write F/B/W ops only (level \"compute\"); by default the file is lowered for zbrun: send/recv, buffer slots, optimizer step");
+  IterationFlags plan_iterations, simulate_iterations_flags, import_iterations;
+  plan_iterations.add_to(plan, true);
 
   auto* simulate = app.add_subcommand("simulate", "validate a schedule file and print its predicted timeline figures");
   simulate->add_option("file", file, "schedule file")->required();
   simulate->add_option("--trace", trace, "also write a Chrome/Perfetto trace of the predicted timeline");
+  simulate_iterations_flags.add_to(simulate, false);
 
   auto* validate_cmd = app.add_subcommand("validate", "check a schedule file; exit 1 with located errors if it is invalid");
   validate_cmd->add_option("file", file, "schedule file")->required();
@@ -366,6 +438,7 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
   import_cmd->add_option("--mem-limit", import_flags.mem_limit, "memory limit");
   import_cmd->add_option("-o,--output", import_out, "schedule file to write")->required();
   import_cmd->add_flag("--compute-only", import_compute_only, "do not lower");
+  import_iterations.add_to(import_cmd, true);
 
   try {
     app.parse(argc, argv);
@@ -391,13 +464,13 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
   }
   flags.tcomm_given = plan->count("--tcomm") > 0;
 
-  if (plan->parsed()) return cmd_plan(method, flags, output, compute_only, plan_options, out, err);
-  if (simulate->parsed()) return cmd_simulate(file, trace, out, err);
+  if (plan->parsed()) return cmd_plan(method, flags, plan_iterations, output, compute_only, plan_options, out, err);
+  if (simulate->parsed()) return cmd_simulate(file, trace, simulate_iterations_flags, out, err);
   if (show->parsed()) return cmd_show(file, show_out, show_width, show_measured, out, err);
   if (export_cmd->parsed()) return cmd_export(file, export_format, export_out, out, err);
   if (import_cmd->parsed()) {
     import_flags.tcomm_given = import_cmd->count("--tcomm") > 0;
-    return cmd_import(file, import_flags, import_out, import_compute_only, out, err);
+    return cmd_import(file, import_flags, import_iterations, import_out, import_compute_only, out, err);
   }
   return cmd_validate(file, out, err);
 }

@@ -13,9 +13,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 }
 
-Interpreter::Interpreter(const Schedule& schedule, int rank, Compute* compute, Transport* transport, double timeout_s)
+Interpreter::Interpreter(const Schedule& schedule, int rank, Compute* compute, Transport* transport,
+                         const AdamWConfig& adamw, double timeout_s)
     : schedule_(schedule), map_(schedule.placement), rank_(rank), compute_(compute), transport_(transport),
-      timeout_s_(timeout_s) {
+      adamw_(adamw), timeout_s_(timeout_s), post_validation_(schedule.optimizer == kOptimizerPostValidation),
+      tensors_(static_cast<int>(compute->grad_stats().squared_norms.size())) {
   size_t slots = static_cast<size_t>(map_.virtual_stages()) * schedule.m;
   inbox_.assign(2, std::vector<std::vector<float>>(slots));
   outbox_.assign(2, std::vector<std::vector<float>>(slots));
@@ -24,25 +26,123 @@ Interpreter::Interpreter(const Schedule& schedule, int rank, Compute* compute, T
 std::string Interpreter::where(int index) const {
   const Op& op = schedule_.stages[rank_][index];
   std::string text = "rank " + std::to_string(rank_) + ", op " + std::to_string(index) + " (" + op_short(op);
-  if (op.type == OpType::SEND_F || op.type == OpType::SEND_B) text += " to rank " + std::to_string(op.peer);
-  if (op.type == OpType::RECV_F || op.type == OpType::RECV_B) text += " from rank " + std::to_string(op.peer);
+  if (is_send(op.type)) text += " to rank " + std::to_string(op.peer);
+  if (is_recv(op.type)) text += " from rank " + std::to_string(op.peer);
   return text + ")";
 }
 
-bool Interpreter::run_step(const std::vector<std::vector<int>>& data, StepReport* report, std::string* err) {
-  *report = StepReport{};
-  report_ = report;
+namespace {
+
+// Where each figure sits in the optimizer's state vector (interpreter.h). Every element has one
+// contributing rank, so sums over ranks are exact in any order.
+struct StateLayout {
+  int tensors, p, m;
+  size_t flag(int r) const { return static_cast<size_t>(tensors + r); }
+  size_t loss(int mb) const { return static_cast<size_t>(tensors + p + mb); }
+  size_t span(int r) const { return static_cast<size_t>(tensors + p + m + 2 * r); }
+  size_t busy(int r) const { return span(r) + 1; }
+  size_t decision(int r) const { return static_cast<size_t>(tensors + 3 * p + m + r); }
+  size_t size() const { return static_cast<size_t>(tensors + 4 * p + m); }
+};
+
+// Speculative decisions (post-validation): skipped, stepped under a partial norm (unclipped),
+// stepped under the complete state (exact).
+enum Decision { kSkipped = 0, kStepped = 1, kExact = 2 };
+
+// What the complete state says: the global norm, whether to skip, the per-step figures.
+struct Verdict {
+  double norm = 0;
+  bool skip = false;
+};
+
+Verdict judge(const std::vector<double>& v, const StateLayout& l) {
+  Verdict out;
+  out.norm = global_norm(std::vector<double>(v.begin(), v.begin() + l.tensors));
+  bool nonfinite = false;
+  for (int r = 0; r < l.p; ++r) nonfinite = nonfinite || v[l.flag(r)] != 0;
+  out.skip = nonfinite || !std::isfinite(out.norm);
+  return out;
+}
+
+void summarize(const std::vector<double>& v, const StateLayout& l, StepReport* report) {
+  Verdict verdict = judge(v, l);
+  double loss = 0;
+  for (int mb = 0; mb < l.m; ++mb) loss += v[l.loss(mb)];
+  report->loss = loss / l.m;
+  double span = 0, max_busy = 0;
+  for (int r = 0; r < l.p; ++r) {
+    span = std::max(span, v[l.span(r)]);
+    max_busy = std::max(max_busy, v[l.busy(r)]);
+  }
+  report->measured_bubble = span > 0 ? (span - max_busy) / span : 0;
+  report->grad_norm = verdict.norm;
+  report->skipped = verdict.skip;
+}
+
+}  // namespace
+
+bool Interpreter::run_step(const std::vector<std::vector<int>>& data, std::string* err) {
+  report_ = StepReport{};
+  report_.step = step_;
   compute_->set_step_data(&data);
-  compute_->zero_grad();
-  auto start = Clock::now();
+  if (!post_validation_) compute_->zero_grad();  // with post-validation VALIDATE clears them, after any rollback
+  state_.clear();
+  own_state_added_ = false;
+  compute_ran_ = false;
+  replay_ = false;
+  start_ = Clock::now();
+  if (post_validation_ && pending_ && hold_next_) {
+    // The last validation found a wrong speculative step (clipping, say, which tends to persist):
+    // validate first, so this iteration's forwards run on validated weights. Every rank knows
+    // the same verdict, so all of them take this order (lowering's "start" placement, which
+    // cannot deadlock); speculation resumes once a validation finds nothing wrong.
+    report_.held = true;
+    if (!run_ops(Pass::kValidationOnly, err) || !run_ops(Pass::kSkipValidation, err)) return false;
+  } else if (!run_ops(Pass::kAll, err)) {
+    return false;
+  }
+  if (replay_) {
+    // Some stage's speculative step was wrong, so this attempt's forwards before VALIDATE used
+    // wrong weights. Everything it made is discarded; the validation is done and stays.
+    compute_->zero_grad();
+    int replays = report_.replays + 1;
+    report_ = StepReport{};
+    report_.step = step_;
+    report_.replays = replays;
+    replay_ = false;
+    if (!run_ops(Pass::kSkipValidation, err)) return false;
+  }
+  report_.seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+  if (post_validation_) pending_report_ = report_;
+  else finished_.push_back(report_);
+  ++step_;
+  return true;
+}
+
+bool Interpreter::finish(std::string* err) {
+  if (!post_validation_ || !pending_) return true;
+  compute_ran_ = false;
+  start_ = Clock::now();
+  return run_ops(Pass::kValidationOnly, err);
+}
+
+std::vector<StepReport> Interpreter::take_reports() {
+  std::vector<StepReport> out;
+  out.swap(finished_);
+  return out;
+}
+
+bool Interpreter::run_ops(Pass pass, std::string* err) {
   const auto& ops = schedule_.stages[rank_];
   for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
-    double t0 = std::chrono::duration<double>(Clock::now() - start).count();
+    bool validation = ops[i].type == OpType::RECV_VALID || ops[i].type == OpType::SEND_VALID || ops[i].type == OpType::VALIDATE;
+    if ((pass == Pass::kSkipValidation && validation) || (pass == Pass::kValidationOnly && !validation)) continue;
+    double t0 = std::chrono::duration<double>(Clock::now() - start_).count();
     size_t bytes_before = is_compute(ops[i].type) ? compute_->activation_bytes() : 0;
     bool ok;
     try {
       if (i == fail_at_) throw std::runtime_error("injected failure (--fail-at)");
-      ok = run_op(i, err);
+      ok = is_optimizer_op(ops[i].type) ? run_optimizer_op(ops[i], err) : run_op(i, err);
     } catch (const std::exception& e) {
       *err = e.what();
       ok = false;
@@ -52,23 +152,139 @@ bool Interpreter::run_step(const std::vector<std::vector<int>>& data, StepReport
       return false;
     }
     if (is_compute(ops[i].type)) {
-      double t1 = std::chrono::duration<double>(Clock::now() - start).count();
-      report->spans.push_back({t0, t1, i});
+      compute_ran_ = true;
+      double t1 = std::chrono::duration<double>(Clock::now() - start_).count();
+      report_.spans.push_back({t0, t1, i});
       size_t bytes = compute_->activation_bytes();
-      report->peak_activation_bytes = std::max(report->peak_activation_bytes, bytes);
+      report_.peak_activation_bytes = std::max(report_.peak_activation_bytes, bytes);
       double change = static_cast<double>(bytes) - static_cast<double>(bytes_before);
-      if (ops[i].type == OpType::F) report->mem_after_f += change, ++report->f_ops;
-      if (ops[i].type == OpType::B) report->mem_after_b += change, ++report->b_ops;
+      if (ops[i].type == OpType::F) report_.mem_after_f += change, ++report_.f_ops;
+      if (ops[i].type == OpType::B) report_.mem_after_b += change, ++report_.b_ops;
     }
   }
-  report->seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return true;
+}
+
+// This rank's contributions to the state vector (gradient norms, NaN/inf flag, losses, span and
+// busy time), then, with post-validation, its speculative decision under the state so far.
+void Interpreter::add_own_state() {
+  if (own_state_added_) return;
+  own_state_added_ = true;
+  if (inject_nonfinite_) {
+    compute_->inject_nonfinite();
+    inject_nonfinite_ = false;
+  }
+  GradStats g = compute_->grad_stats();
+  const StateLayout l{tensors_, schedule_.p, schedule_.m};
+  if (state_.empty()) state_.assign(l.size(), 0.0);
+  for (int t = 0; t < tensors_; ++t) state_[t] += g.squared_norms[t];
+  state_[l.flag(rank_)] = g.nonfinite ? 1.0 : 0.0;
+  for (int mb = 0; mb < schedule_.m; ++mb) {
+    double loss = 0;
+    if (compute_->loss(mb, &loss)) state_[l.loss(mb)] = loss;
+  }
+  double first = 1e300, last = 0, busy = 0;
+  for (const OpSpan& span : report_.spans) {
+    first = std::min(first, span.start);
+    last = std::max(last, span.end);
+    busy += span.end - span.start;
+  }
+  state_[l.span(rank_)] = report_.spans.empty() ? 0 : last - first;
+  state_[l.busy(rank_)] = busy;
+  if (!post_validation_) return;
+  // The forward chain reaches the last rank with every contribution: its step is exact. Others
+  // step unclipped when the partial state allows, else skip and wait for validation (paper §4).
+  Verdict partial = judge(state_, l);
+  pending_norm_ = partial.norm;
+  bool complete = rank_ == schedule_.p - 1;
+  pending_decision_ = partial.skip                                              ? kSkipped
+                      : complete                                                ? kExact
+                      : clip_scale(partial.norm, adamw_) != 1.0f ? kSkipped
+                                                                                : kStepped;
+  state_[l.decision(rank_)] = pending_decision_;
+}
+
+// VALIDATE: the previous step under the complete state. Undo and redo this rank's step where the
+// partial state misled it; replay this iteration if any rank's was wrong and forwards already ran.
+void Interpreter::validate_previous() {
+  const StateLayout l{tensors_, schedule_.p, schedule_.m};
+  const std::vector<double>& full = rank_ == schedule_.p - 1 ? pending_state_ : full_state_;
+  Verdict verdict = judge(full, l);
+  float right_scale = clip_scale(verdict.norm, adamw_);
+  auto wrong = [&](int decision) {
+    if (decision == kExact) return false;
+    if (decision == kStepped) return verdict.skip || right_scale != 1.0f;
+    return !verdict.skip;
+  };
+  if (pending_decision_ == kStepped && wrong(kStepped)) {
+    compute_->optimizer_rollback(pending_norm_);
+    pending_report_.rolled_back = true;
+  }
+  if (wrong(pending_decision_) && !verdict.skip) compute_->optimizer_step(verdict.norm);
+  bool any_wrong = false;
+  for (int r = 0; r < schedule_.p; ++r) any_wrong = any_wrong || wrong(static_cast<int>(full[l.decision(r)]));
+  summarize(full, l, &pending_report_);
+  finished_.push_back(pending_report_);
+  pending_ = false;
+  compute_->zero_grad();
+  if (any_wrong && compute_ran_) replay_ = true;
+  hold_next_ = any_wrong;
+}
+
+bool Interpreter::run_optimizer_op(const Op& op, std::string* err) {
+  const StateLayout l{tensors_, schedule_.p, schedule_.m};
+  auto receive = [&](MessageKind kind, std::vector<double>* into) {
+    Message msg;
+    if (!transport_->recv(op.peer, kind, &msg, timeout_s_, err)) return false;
+    *into = unpack_doubles(msg.data);
+    if (into->size() != l.size()) {
+      *err = "optimizer state of " + std::to_string(into->size()) + " values, expected " + std::to_string(l.size());
+      return false;
+    }
+    return true;
+  };
+  auto send = [&](MessageKind kind, const std::vector<double>& values) {
+    return transport_->send(op.peer, kind, Message{-1, -1, pack_doubles(values)}, err);
+  };
+  switch (op.type) {
+    case OpType::RECV_VALID:
+      return !pending_ || receive(kFullState, &full_state_);
+    case OpType::SEND_VALID:
+      return !pending_ || send(kFullState, rank_ == schedule_.p - 1 ? pending_state_ : full_state_);
+    case OpType::VALIDATE:
+      if (pending_) validate_previous();
+      else compute_->zero_grad();
+      return true;
+    case OpType::RECV_STATE:
+      return replay_ || receive(kPartialState, &state_);
+    case OpType::SEND_STATE:
+      if (replay_) return true;
+      add_own_state();
+      return send(kPartialState, state_);
+    case OpType::OPT_STEP:
+      if (replay_) return true;
+      add_own_state();
+      if (post_validation_) {
+        if (pending_decision_ != kSkipped) compute_->optimizer_step(pending_norm_);
+        pending_ = true;
+        pending_state_ = state_;
+        return true;
+      }
+      // sync: one all-reduce carries the whole state; every rank steps under the complete norm.
+      if (!transport_->allreduce_sum(&state_, timeout_s_, err)) return false;
+      summarize(state_, l, &report_);
+      if (!report_.skipped) compute_->optimizer_step(report_.grad_norm);
+      return true;
+    default:
+      *err = "not an optimizer op";
+      return false;
+  }
 }
 
 bool Interpreter::run_op(int index, std::string* err) {
   const Op& op = schedule_.stages[rank_][index];
   const int m = schedule_.m, last_vs = map_.virtual_stages() - 1;
-  const int vs = op.type == OpType::OPT_STEP ? 0 : map_.vs(rank_, op.chunk);
+  const int vs = map_.vs(rank_, op.chunk);
   auto box = [&](std::vector<std::vector<std::vector<float>>>& b, int kind, int v) -> std::vector<float>& {
     return b[kind][static_cast<size_t>(v) * m + op.mb];
   };
@@ -123,45 +339,8 @@ bool Interpreter::run_op(int index, std::string* err) {
     case OpType::W:
       compute_->backward_weight(op.chunk, op.mb, op.slot);
       return true;
-    case OpType::OPT_STEP: {
-      // One all-reduce carries everything the step needs. Each element has one contributing
-      // rank (zeros elsewhere), so the sum is exact whatever order the transport adds in.
-      if (inject_nonfinite_) {
-        compute_->inject_nonfinite();
-        inject_nonfinite_ = false;
-      }
-      GradStats g = compute_->grad_stats();
-      const int p = schedule_.p, tensors = static_cast<int>(g.squared_norms.size());
-      std::vector<double> v(g.squared_norms);
-      v.resize(static_cast<size_t>(tensors) + p + m + 2 * p, 0.0);
-      v[tensors + rank_] = g.nonfinite ? 1.0 : 0.0;
-      for (int mb = 0; mb < m; ++mb) compute_->loss(mb, &v[tensors + p + mb]);
-      double first = 1e300, last = 0, busy = 0;
-      for (const OpSpan& s : report_->spans) {
-        first = std::min(first, s.start);
-        last = std::max(last, s.end);
-        busy += s.end - s.start;
-      }
-      v[tensors + p + m + 2 * rank_] = report_->spans.empty() ? 0 : last - first;
-      v[tensors + p + m + 2 * rank_ + 1] = busy;
-      if (!transport_->allreduce_sum(&v, timeout_s_, err)) return false;
-      std::vector<double> norms(v.begin(), v.begin() + tensors);
-      bool nonfinite = false;
-      for (int r = 0; r < p; ++r) nonfinite = nonfinite || v[tensors + r] != 0;
-      double loss = 0;
-      for (int mb = 0; mb < m; ++mb) loss += v[tensors + p + mb];
-      report_->loss = loss / m;
-      double span = 0, max_busy = 0;
-      for (int r = 0; r < p; ++r) {
-        span = std::max(span, v[tensors + p + m + 2 * r]);
-        max_busy = std::max(max_busy, v[tensors + p + m + 2 * r + 1]);
-      }
-      report_->measured_bubble = span > 0 ? (span - max_busy) / span : 0;
-      report_->grad_norm = global_norm(norms);
-      report_->skipped = nonfinite || !std::isfinite(report_->grad_norm);
-      if (!report_->skipped) compute_->optimizer_step(report_->grad_norm);
-      return true;
-    }
+    default:
+      break;
   }
   *err = "unknown op";
   return false;

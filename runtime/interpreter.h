@@ -1,8 +1,20 @@
 // The interpreter: replays one rank's op list from a lowered schedule, driving a Compute backend
 // and a Transport. It never infers: every receive it performs is in the file. Errors come back as
 // text naming the rank and the op; nothing here exits the process.
+//
+// The optimizer follows the file. sync: OPT_STEP all-reduces the gradient state and steps.
+// post-validation (paper §4): OPT_STEP steps under the partial state that came forward
+// (RECV_STATE/SEND_STATE), skipping when it already shows a NaN/inf or a norm over the clipping
+// limit; in the next iteration VALIDATE gets the full state (RECV_VALID/SEND_VALID), rolls the step
+// back in place and redoes it where the partial state misled it, and only then clears the
+// gradients. The forwards a stage ran before VALIDATE used the speculative weights: when any
+// stage's step was wrong, every rank finishes the iteration without its optimizer ops and runs it
+// again (a replay), so training is the synchronous optimizer's. After a wrong step the next
+// iteration validates before its forwards (no speculation) until a validation finds nothing wrong,
+// so persistent clipping costs a wait for the state, not a replay every iteration.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -18,14 +30,19 @@ struct OpSpan {
   int op_index = 0;
 };
 
-/// What one step measured, the same on every rank after the step's all-reduce.
+/// What one step measured, the same on every rank once the step's gradient state is complete
+/// (after its all-reduce with sync, after its validation with post-validation).
 struct StepReport {
+  int step = 0;
   double loss = 0;               ///< mean over microbatches, added in microbatch order
   double seconds = 0;            ///< this rank's wall time for the step
   double measured_bubble = 0;    ///< (max span - max busy) / max span over ranks, compute ops only
   double grad_norm = 0;
   bool skipped = false;          ///< a NaN/inf gradient: no rank stepped
-  std::vector<OpSpan> spans;     ///< this rank's compute ops
+  bool rolled_back = false;      ///< post-validation: this rank undid its speculative step (and redid it unless skipped)
+  int replays = 0;               ///< post-validation: times this step ran again after a wrong speculative step
+  bool held = false;             ///< post-validation: validated before its forwards (the last validation found a wrong step)
+  std::vector<OpSpan> spans;     ///< this rank's compute ops (of the last run, if replayed)
   size_t peak_activation_bytes = 0;       ///< this rank, after any compute op
   double mem_after_f = 0, mem_after_b = 0;  ///< summed byte changes of F ops and of B ops (not BW)
   int f_ops = 0, b_ops = 0;
@@ -34,16 +51,29 @@ struct StepReport {
 class Interpreter {
  public:
   /// `schedule` must be lowered and validated; `rank` picks its op list.
-  Interpreter(const Schedule& schedule, int rank, Compute* compute, Transport* transport, double timeout_s);
+  /// `adamw` must be the backend's: post-validation decides by its clipping limit.
+  Interpreter(const Schedule& schedule, int rank, Compute* compute, Transport* transport, const AdamWConfig& adamw,
+              double timeout_s);
   /// Runs one iteration on `data` (the step's microbatches). False with *err on failure.
-  bool run_step(const std::vector<std::vector<int>>& data, StepReport* report, std::string* err);
+  bool run_step(const std::vector<std::vector<int>>& data, std::string* err);
+  /// After the last step: with post-validation, validates it (its VALIDATE chain alone), so the
+  /// weights are final. Nothing to do with sync.
+  bool finish(std::string* err);
+  /// Reports of the steps whose figures are complete since the last call, in step order. With
+  /// post-validation step k's report completes during step k+1 (or in finish()).
+  std::vector<StepReport> take_reports();
   /// Fault injection for tests: the op at `index` fails instead of running.
   void fail_at(int index) { fail_at_ = index; }
   /// Fault injection: this rank's gradients get a NaN before the next step's optimizer step.
   void inject_nonfinite_next_step() { inject_nonfinite_ = true; }
 
  private:
+  enum class Pass { kAll, kSkipValidation, kValidationOnly };
+  bool run_ops(Pass pass, std::string* err);
   bool run_op(int index, std::string* err);
+  bool run_optimizer_op(const Op& op, std::string* err);
+  void add_own_state();
+  void validate_previous();
   std::string where(int index) const;
 
   const Schedule& schedule_;
@@ -51,13 +81,33 @@ class Interpreter {
   int rank_;
   Compute* compute_;
   Transport* transport_;
+  AdamWConfig adamw_;
   double timeout_s_;
+  bool post_validation_;
+  int tensors_;  ///< gradient tensors in the whole model (the state vector's first part)
+  std::chrono::steady_clock::time_point start_;
   // Tensors between ops: [kind][vs * m + mb] -> data. inbox: waiting for their consumer op on this
   // rank; outbox: made here, waiting for their SEND.
   std::vector<std::vector<std::vector<float>>> inbox_, outbox_;
-  StepReport* report_ = nullptr;
+  StepReport report_;                // the step running now
+  std::vector<StepReport> finished_;
+  int step_ = 0;
   int fail_at_ = -1;
   bool inject_nonfinite_ = false;
+
+  // Post-validation. The state vector: per-tensor squared norms, then per rank a NaN/inf flag,
+  // per microbatch its loss, per rank span and busy seconds, per rank its speculative decision.
+  std::vector<double> state_;        // this step's state as it travels forward
+  bool own_state_added_ = false;
+  bool pending_ = false;             // a speculative step awaits validation
+  std::vector<double> pending_state_;  // the state it stepped under (complete on the last rank)
+  double pending_norm_ = 0;          // the partial norm it stepped with
+  int pending_decision_ = 0;
+  StepReport pending_report_;
+  std::vector<double> full_state_;   // the previous step's full state, as it travels back
+  bool compute_ran_ = false;         // compute ops ran in this attempt (before VALIDATE, they may be wrong)
+  bool replay_ = false;              // this attempt must run again: skip its optimizer ops
+  bool hold_next_ = false;           // the last validation found a wrong step: validate before the forwards
 };
 
 }  // namespace zbpp

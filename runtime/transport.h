@@ -3,19 +3,33 @@
 // (transport_local.h) and MPI (transport_mpi.h).
 #pragma once
 
+#include <cstring>
 #include <string>
 #include <vector>
 
 namespace zbpp {
 
-/// Message kinds: activations flow forward (F), input gradients backward (B).
-enum MessageKind { kActivation = 0, kGradient = 1 };
+/// Message kinds: activations flow forward (F), input gradients backward (B); with optimizer
+/// post-validation the partial gradient state flows forward and the full state back.
+enum MessageKind { kActivation = 0, kGradient = 1, kPartialState = 2, kFullState = 3 };
 
 struct Message {
   int mb = -1;       ///< microbatch
   int to_vs = -1;    ///< the virtual stage that consumes it (checked by the receiver)
   std::vector<float> data;
 };
+
+/// Optimizer state travels as doubles, bit for bit, in a message's floats (two per double).
+inline std::vector<float> pack_doubles(const std::vector<double>& values) {
+  std::vector<float> out(values.size() * 2);
+  std::memcpy(out.data(), values.data(), values.size() * sizeof(double));
+  return out;
+}
+inline std::vector<double> unpack_doubles(const std::vector<float>& data) {
+  std::vector<double> out(data.size() / 2);
+  std::memcpy(out.data(), data.data(), out.size() * sizeof(double));
+  return out;
+}
 
 class Transport {
  public:

@@ -35,7 +35,7 @@ namespace zbpp {
 namespace {
 
 struct Options {
-  std::string schedule_file, model = "tiny", data = "synthetic", metrics, trace, profile;
+  std::string schedule_file, model = "tiny", data = "synthetic", metrics, trace, profile, dump_weights;
   int steps = 20;
   std::uint64_t seed = 1;
   double timeout_s = 10;
@@ -74,6 +74,22 @@ std::vector<double> weight_digests(const Compute& compute, int tensors) {
     out[id] = static_cast<double>(h >> 16);
   }
   return out;
+}
+
+// --dump-weights DIR: each rank writes its tensors as DIR/tensor<id>.f32 (raw little-endian
+// floats), for comparing runs to the last bit (tests measure ulps between optimizers with it).
+bool dump_weights(const Options& o, const Compute& compute, int rank, std::ostream& err, std::mutex* print_mu) {
+  for (const auto& [id, values] : compute.parameters()) {
+    std::string path = o.dump_weights + "/tensor" + std::to_string(id) + ".f32";
+    std::ofstream f(path, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * sizeof(float)));
+    if (!f) {
+      std::lock_guard<std::mutex> lock(*print_mu);
+      err << "zbrun: rank " << rank << ": " << path << ": cannot write weights\n";
+      return false;
+    }
+  }
+  return true;
 }
 
 // All-reduces `values` (each rank fills its own part); on failure reports `what` failed on this
@@ -243,7 +259,7 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
   std::vector<int> vss;
   for (int c = 0; c < s.chunks; ++c) vss.push_back(s.placement[rank][c]);
   auto compute = make_cpu_compute(model, vss, s.p * s.chunks, s.m, o.seed, o.adamw);
-  Interpreter interp(s, rank, compute.get(), transport, o.timeout_s);
+  Interpreter interp(s, rank, compute.get(), transport, o.adamw, o.timeout_s);
   if (rank == o.fail_rank) interp.fail_at(o.fail_op);
   std::ofstream metrics;
   if (rank == 0 && !o.metrics.empty()) {
@@ -262,38 +278,56 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
   if (!o.profile.empty() && !measure_comm(o, transport, compute->activation_size(), &profile.comm_seconds, err, print_mu))
     return 1;
   size_t peak_bytes = 0;
+  int rolled_back = 0, replays = 0, held = 0;
+  // Prints and sums the steps whose figures are complete (with post-validation, a step later).
+  auto report_finished = [&]() {
+    for (const StepReport& report : interp.take_reports()) {
+      const int step = report.step;
+      last_report = report;
+      peak_bytes = std::max(peak_bytes, report.peak_activation_bytes);
+      rolled_back += report.rolled_back ? 1 : 0;
+      replays += report.replays;
+      held += report.held ? 1 : 0;
+      if (step > 0 || o.steps == 1) profile.add(s.stages[rank], report);
+      if (step > 0) {  // the first step includes allocation; leave it out of the averages
+        measured_sum += report.measured_bubble;
+        seconds_sum += report.seconds;
+        ++measured_steps;
+      }
+      if (rank != 0) continue;
+      std::lock_guard<std::mutex> lock(*print_mu);
+      std::string notes = report.skipped ? " (skipped: non-finite gradient)" : "";
+      if (report.replays > 0) notes += " (replayed: the previous step was rolled back and redone)";
+      if (report.held) notes += " (forwards held until validation)";
+      if (!o.quiet)
+        out << "step " << step << ": loss " << g9(report.loss) << notes << ", " << f4(report.seconds) << " s, bubble "
+            << f4(report.measured_bubble) << " measured / " << f4(planned.bubble_rate) << " planned\n";
+      if (metrics)
+        metrics << "{\"step\": " << step << ", \"loss\": " << g9(report.loss) << ", \"iteration_seconds\": "
+                << g9(report.seconds) << ", \"measured_bubble_rate\": " << g9(report.measured_bubble)
+                << ", \"planned_bubble_rate\": " << g9(planned.bubble_rate) << ", \"grad_norm\": " << g9(report.grad_norm)
+                << ", \"skipped\": " << (report.skipped ? "true" : "false") << ", \"replays\": " << report.replays
+                << ", \"held\": " << (report.held ? "true" : "false") << "}\n";
+    }
+  };
+  auto failed = [&](const std::string& what, const std::string& why) {
+    {
+      std::lock_guard<std::mutex> lock(*print_mu);
+      err << "zbrun: " << what << ", " << why << "\n";
+    }
+    transport->abort("rank " + std::to_string(rank) + " failed");
+    return 1;
+  };
   for (int step = 0; step < o.steps; ++step) {
-    StepReport report;
     std::string why;
     if (step == o.inject_step && rank == o.inject_rank) interp.inject_nonfinite_next_step();
-    if (!interp.run_step(data.step_batches(model, step, s.m), &report, &why)) {
-      {
-        std::lock_guard<std::mutex> lock(*print_mu);
-        err << "zbrun: step " << step << ", " << why << "\n";
-      }
-      transport->abort("rank " + std::to_string(rank) + " failed");
-      return 1;
-    }
-    last_report = report;
-    peak_bytes = std::max(peak_bytes, report.peak_activation_bytes);
-    if (step > 0 || o.steps == 1) profile.add(s.stages[rank], report);
-    if (step > 0) {  // the first step includes allocation; leave it out of the averages
-      measured_sum += report.measured_bubble;
-      seconds_sum += report.seconds;
-      ++measured_steps;
-    }
-    if (rank != 0) continue;
-    std::lock_guard<std::mutex> lock(*print_mu);
-    if (!o.quiet)
-      out << "step " << step << ": loss " << g9(report.loss) << (report.skipped ? " (skipped: non-finite gradient)" : "")
-          << ", " << f4(report.seconds) << " s, bubble " << f4(report.measured_bubble) << " measured / " << f4(planned.bubble_rate)
-          << " planned\n";
-    if (metrics)
-      metrics << "{\"step\": " << step << ", \"loss\": " << g9(report.loss) << ", \"iteration_seconds\": "
-              << g9(report.seconds) << ", \"measured_bubble_rate\": " << g9(report.measured_bubble)
-              << ", \"planned_bubble_rate\": " << g9(planned.bubble_rate) << ", \"grad_norm\": " << g9(report.grad_norm)
-              << ", \"skipped\": " << (report.skipped ? "true" : "false") << "}\n";
+    if (!interp.run_step(data.step_batches(model, step, s.m), &why)) return failed("step " + std::to_string(step), why);
+    report_finished();
   }
+  std::string why;
+  if (!interp.finish(&why)) return failed("validating the last step", why);
+  report_finished();
+  if (!o.dump_weights.empty() && !dump_weights(o, *compute, rank, err, print_mu)) return 1;
   if (!o.trace.empty() && !write_trace(o, file, planned, last_report, transport, out, err, print_mu)) return 1;
   if (!o.profile.empty() && !write_profile(o, file, model, profile, transport, out, err, print_mu)) return 1;
   // Peak activation memory per rank, measured, beside the plan's (in the problem's memory unit).
@@ -314,6 +348,12 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
     if (measured_steps > 0)
       out << "  iteration time " << f4(seconds_sum / measured_steps) << " s (mean of steps 1.." << o.steps - 1
           << "), bubble rate " << f4(measured_sum / measured_steps) << " measured / " << f4(planned.bubble_rate) << " planned\n";
+    out << "  optimizer " << s.optimizer;
+    if (s.optimizer == kOptimizerPostValidation)
+      out << ": " << rolled_back << " speculative step" << (rolled_back == 1 ? "" : "s")
+          << " rolled back and redone on rank 0; " << replays << " iteration" << (replays == 1 ? "" : "s")
+          << " replayed, " << held << " held until validated";
+    out << "\n";
     out << "  peak activation memory per rank: measured [";
     for (int r = 0; r < s.p; ++r) out << (r ? ", " : "") << f4(peaks[r] / (1 << 20)) << " MiB";
     out << "], planned [";
@@ -353,6 +393,7 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
   app.add_option("--metrics", o.metrics, "write one JSON object per step (JSON lines)");
   app.add_option("--profile", o.profile,
                  "measure T_F, T_B, T_W, T_comm (ms) and M_B, M_W (MiB) per stage and write them as a problem file for zbplan");
+  app.add_option("--dump-weights", o.dump_weights, "after training, write every weight tensor to DIR/tensor<id>.f32 (raw floats)");
   app.add_option("--trace", o.trace, "write a Chrome/Perfetto trace of the last step: measured ops per rank, planned beside");
   app.add_option("--timeout", o.timeout_s, "seconds any wait may take before the run fails")->check(positive);
   app.add_option("--lr", o.adamw.lr, "AdamW learning rate")->check(positive);
@@ -448,6 +489,12 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
     if (path->empty() || world_rank != 0) continue;
     std::ofstream probe(*path, std::ios::app);
     if (!probe) return fail(*path + ": cannot write this file");
+  }
+  if (!o.dump_weights.empty() && world_rank == 0) {
+    std::ofstream probe(o.dump_weights + "/.zbrun-probe");
+    if (!probe) return fail(o.dump_weights + ": cannot write into this directory (--dump-weights)");
+    probe.close();
+    std::remove((o.dump_weights + "/.zbrun-probe").c_str());
   }
   std::vector<Diag> unused;
   const Timeline planned = *simulate_timeline(s, file->problem, &unused);  // validated above

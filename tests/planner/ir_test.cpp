@@ -23,7 +23,7 @@ TEST_CASE("ir: parse_ops reads a stage and rejects bad words with a reason") {
   CHECK((*ops)[4].type == OpType::BW);
   CHECK((*ops)[4].mb == 1);
   CHECK_FALSE(parse_ops("F0 X1", &err));
-  CHECK(err == "unknown op 'X1' (expected F, B, W, BW, SEND_F, RECV_F, SEND_B, RECV_B or OPT_STEP)");
+  CHECK(err == "unknown op 'X1' (expected F, B, W, BW, SEND_F, RECV_F, SEND_B, RECV_B, OPT_STEP, SEND_STATE, RECV_STATE, SEND_VALID, RECV_VALID or VALIDATE)");
   CHECK_FALSE(parse_ops("F", &err));
   CHECK(err == "op 'F' needs a microbatch number, e.g. F0");
   CHECK_FALSE(parse_ops("F1:", &err));

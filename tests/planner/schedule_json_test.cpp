@@ -65,7 +65,7 @@ TEST_CASE("schedule file: wrong fields are reported with their JSON pointer") {
   };
   CHECK(with("/stages/1/3/mb", "two") == "s.json: /stages/1/3/mb: expected a non-negative integer, got \"two\"");
   CHECK(with("/stages/2/0/type", "X") ==
-        "s.json: /stages/2/0/type: unknown op type \"X\" (expected F, B, W, BW, SEND_F, RECV_F, SEND_B, RECV_B or OPT_STEP)");
+        "s.json: /stages/2/0/type: unknown op type \"X\" (expected F, B, W, BW, SEND_F, RECV_F, SEND_B, RECV_B, OPT_STEP, SEND_STATE, RECV_STATE, SEND_VALID, RECV_VALID or VALIDATE)");
   CHECK(with("/stages/0/1/microbatch", 1) == "s.json: /stages/0/1/microbatch: unknown op field 'microbatch'");
   CHECK(with("/problem/t_b", -1) == "s.json: t_b must be positive and finite, got -1.0");
   CHECK(with("/problem/t_w", nlohmann::json::array()) ==

