@@ -80,7 +80,7 @@ std::string render_svg(const Schedule& s, const Problem& pr, const Timeline& t, 
   std::snprintf(figures, sizeof figures, "makespan %s   span %s   bubble rate %.4f", format_quanta(t.makespan).c_str(),
                 format_quanta(t.span).c_str(), t.bubble_rate);
   svg << "<text x=\"" << left << "\" y=\"20\" font-size=\"14\" font-weight=\"bold\">" << escape(title) << "</text>\n";
-  svg << "<text x=\"" << left << "\" y=\"40\" font-size=\"12\">" << figures
+  svg << "<text x=\"" << left << "\" y=\"40\" font-size=\"12\">" << (options.figures.empty() ? std::string(figures) : escape(options.figures))
       << (measured ? "   (thin rows: the measured run)" : "") << "</text>\n";
   int key_x = left;
   for (OpType k : {OpType::F, OpType::B, OpType::W, OpType::BW}) {
@@ -91,8 +91,9 @@ std::string render_svg(const Schedule& s, const Problem& pr, const Timeline& t, 
     key_x += 120;
   }
   if (s.level == kLevelLowered) {
-    svg << "<text x=\"" << key_x << "\" y=\"60\" font-size=\"11\">red tick send, grey tick recv, black bar optimizer step</text>\n";
-    key_x += 330;
+    svg << "<text x=\"" << key_x << "\" y=\"60\" font-size=\"11\">red tick send, grey tick recv, black bar optimizer step"
+        << (s.optimizer == kOptimizerPostValidation ? ", purple bar validation" : "") << "</text>\n";
+    key_x += 460;
   }
 
   svg << "<text x=\"" << left + plot_w + 8 << "\" y=\"" << top - 6 << "\" font-size=\"11\">peak memory</text>\n";
@@ -131,18 +132,19 @@ std::string render_svg(const Schedule& s, const Problem& pr, const Timeline& t, 
           continue;
         }
         Ticks at = 0;
-        if (op.type == OpType::RECV_F || op.type == OpType::RECV_B)
+        if (is_recv(op.type))
           at = compute_index < ops.size() ? t.ops[st][compute_index].start : t.ops[st].back().end;
         else
           at = compute_index > 0 ? t.ops[st][compute_index - 1].end : first;
         double x = x_of(at);
-        const char* colour = op.type == OpType::OPT_STEP ? "#000000" : (op.type == OpType::SEND_F || op.type == OpType::SEND_B) ? "#cc0000" : "#777777";
-        int w = op.type == OpType::OPT_STEP ? 3 : 1;
-        svg << "<rect class=\"instr\" x=\"" << fmt(x) << "\" y=\"" << y - 2 << "\" width=\"" << w << "\" height=\""
-            << (op.type == OpType::OPT_STEP ? row_h + 4 : 5) << "\" fill=\"" << colour << "\"><title>" << op_short(op)
-            << (op.peer >= 0 ? (op.type == OpType::SEND_F || op.type == OpType::SEND_B ? " to " : " from ") +
-                                   std::to_string(op.peer)
-                             : "")
+        bool bar = op.type == OpType::OPT_STEP || op.type == OpType::VALIDATE;
+        const char* colour = op.type == OpType::OPT_STEP   ? "#000000"
+                             : op.type == OpType::VALIDATE ? "#7b3294"
+                             : is_send(op.type)            ? "#cc0000"
+                                                           : "#777777";
+        svg << "<rect class=\"instr\" x=\"" << fmt(x) << "\" y=\"" << y - 2 << "\" width=\"" << (bar ? 3 : 1)
+            << "\" height=\"" << (bar ? row_h + 4 : 5) << "\" fill=\"" << colour << "\"><title>" << op_short(op)
+            << (op.peer >= 0 ? (is_send(op.type) ? " to " : " from ") + std::to_string(op.peer) : "")
             << "</title></rect>\n";
       }
     }

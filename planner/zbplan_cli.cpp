@@ -314,13 +314,50 @@ std::optional<MeasuredRun> load_measured(const std::string& path, int p, std::ve
   return run;
 }
 
+// K iterations of a lowered schedule as one picture: each stage's list repeated K times, timed by
+// the k-iteration simulation, so `show` draws how iterations overlap (or do not).
+std::pair<Schedule, Timeline> repeated(const Schedule& s, const Timeline& one, const IterationTimeline& it) {
+  Schedule big = s;
+  Timeline t;
+  t.ops.resize(s.p);
+  t.busy.assign(s.p, 0);
+  t.peak_memory = one.peak_memory;
+  for (int st = 0; st < s.p; ++st) {
+    big.stages[st].clear();
+    for (int k = 0; k < it.iterations; ++k)
+      for (size_t i = 0; i < s.stages[st].size(); ++i) {
+        big.stages[st].push_back(s.stages[st][i]);
+        if (is_compute(s.stages[st][i].type)) t.ops[st].push_back(it.ops[k][st][i]);
+      }
+    t.makespan = std::max(t.makespan, t.ops[st].back().end);
+  }
+  return {big, t};
+}
+
 int cmd_show(const std::string& path, const std::string& output, int width, const std::string& measured_path,
-             std::ostream& out, std::ostream& err) {
+             const IterationFlags& iteration_flags, bool show_iterations, std::ostream& out, std::ostream& err) {
   auto loaded = load_checked(path, err);
   if (!loaded) return kExitInvalid;
-  const auto& [file, timeline] = *loaded;
+  const auto& [file, one] = *loaded;
+  Schedule drawn = file.schedule;
+  Timeline timeline = one;
   RenderOptions options;
   options.width = width;
+  if (show_iterations) {
+    if (file.schedule.level != kLevelLowered) {
+      err << "zbplan: show: " << path << ": --iterations needs a lowered file (one with the optimizer's ops)\n";
+      return kExitUsage;
+    }
+    std::vector<Diag> diags;
+    auto it = simulate_iterations(file.schedule, file.problem, iteration_flags.options(), &diags);
+    if (!it) return fail(err, diags);
+    std::tie(drawn, timeline) = repeated(file.schedule, one, *it);
+    options.title = file.schedule.method + " (p=" + std::to_string(file.schedule.p) + ", m=" +
+                    std::to_string(file.schedule.m) + "): " + std::to_string(it->iterations) + " iterations, optimizer " +
+                    file.schedule.optimizer;
+    options.figures = "period " + format_quanta(it->period) + "   bubble rate " + fixed(it->period_bubble_rate, 4) +
+                      "   one iteration alone " + format_quanta(it->wall);
+  }
   std::optional<MeasuredRun> measured;
   if (!measured_path.empty()) {
     std::vector<Diag> diags;
@@ -334,8 +371,8 @@ int cmd_show(const std::string& path, const std::string& output, int width, cons
     err << "zbplan: show: " << output << ": the output must end in .svg or .html\n";
     return kExitUsage;
   }
-  std::string text = html ? render_html(file.schedule, file.problem, timeline, options)
-                          : render_svg(file.schedule, file.problem, timeline, options);
+  std::string text = html ? render_html(drawn, file.problem, timeline, options)
+                          : render_svg(drawn, file.problem, timeline, options);
   if (!write_file(output, text, err)) return kExitInvalid;
   out << "wrote " << output << "\n";
   return 0;
@@ -418,6 +455,8 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
   show->add_option("--width", show_width, "drawing width in px (default: wide enough to show every block)")
       ->check(CLI::Range(100, 200000, "100..200000"));
   show->add_option("--measured", show_measured, "a zbrun --trace file: draw the measured run under the plan");
+  IterationFlags show_iterations_flags;
+  show_iterations_flags.add_to(show, false);
 
   auto* export_cmd = app.add_subcommand("export", "write a schedule in another tool's format");
   export_cmd->add_option("file", file, "schedule file")->required();
@@ -466,7 +505,9 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
 
   if (plan->parsed()) return cmd_plan(method, flags, plan_iterations, output, compute_only, plan_options, out, err);
   if (simulate->parsed()) return cmd_simulate(file, trace, simulate_iterations_flags, out, err);
-  if (show->parsed()) return cmd_show(file, show_out, show_width, show_measured, out, err);
+  if (show->parsed())
+    return cmd_show(file, show_out, show_width, show_measured, show_iterations_flags, show->count("--iterations") > 0,
+                    out, err);
   if (export_cmd->parsed()) return cmd_export(file, export_format, export_out, out, err);
   if (import_cmd->parsed()) {
     import_flags.tcomm_given = import_cmd->count("--tcomm") > 0;

@@ -10,7 +10,7 @@ zbplan="${1:-$here/build/planner/zbplan}"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 # Prints "period bubble" of one plan.
-period() { "$zbplan" plan -o "$tmp/s.json" "$@" | awk '/iterations back to back/ {print $9, $12}' | tr -d ')'; }
+period() { "$zbplan" plan -o "$tmp/s.json" "$@" | awk '/iterations back to back/ {print $9, $12}' | tr -d ');'; }
 printf "%-6s %3s %4s %3s | %-17s | %-17s | %-17s | %s\n" model p m mem "sync period/bubble" "post-val (spec.)" "post-val (hold)" "span bubble"
 grep -v '^#' "$here/tests/golden/table5.tsv" | while IFS=$'\t' read -r model p m tf tb tw tc rest; do
   for mem in 1p 2p; do

@@ -25,3 +25,10 @@ done
 "$zbplan" plan --method zb-h1 -p 4 -m 8 --tf 1 --tb 1 --tw 0.5 -o "$tmp/small.json" > /dev/null
 "$zbplan" show "$tmp/small.json" -o "$here/docs/img/zb-h1-p4-m8.svg" > /dev/null
 echo "wrote docs/img/zb-h1-p4-m8.svg"
+# Three iterations of ZB-2p back to back with each optimizer (docs/post-validation.md).
+for optimizer in sync post-validation; do
+  "$zbplan" plan -o "$tmp/$optimizer.json" "${problem[@]}" --method heuristic --mem-limit 2p --optimizer "$optimizer" > /dev/null
+  "$zbplan" show "$tmp/$optimizer.json" --iterations 3 -o "$tmp/$optimizer.svg" > /dev/null
+  rsvg-convert -w 1600 "$tmp/$optimizer.svg" -o "$out/zb-2p-3-iterations-$optimizer.png"
+  echo "wrote docs/img/zb-2p-3-iterations-$optimizer.png"
+done

@@ -136,3 +136,56 @@ TEST_CASE("lower: activation slots are checked: present, shared by F/B/W, never 
   shared.stages[1][5].slot = 0;  // F1 into F0's slot while F0 still waits for W0
   CHECK(errors(shared, pr).at(0) == "stage 1, op 5 (F1): slot 0 still holds F0 (a slot is free again after its microbatch's W)");
 }
+
+TEST_CASE("lower: post-validation adds the state chain forward and the validation back, before the first B") {
+  Problem pr = make_problem(3, 2, 1, 1, 1);
+  Schedule s = lower_comms(generate_zb_h1(pr), {kOptimizerPostValidation, ValidateAt::kFirstBackward});
+  CHECK(s.optimizer == kOptimizerPostValidation);
+  CHECK(text(s.stages[0]) == "F0 SEND_F0 F1 SEND_F1 RECV_VALID VALIDATE RECV_B0 B0 W0 RECV_B1 B1 W1 SEND_STATE OPT_STEP");
+  CHECK(text(s.stages[1]) ==
+        "RECV_F0 F0 SEND_F0 RECV_F1 F1 SEND_F1 RECV_VALID SEND_VALID VALIDATE RECV_B0 B0 SEND_B0 RECV_B1 B1 SEND_B1 W0 W1 "
+        "RECV_STATE SEND_STATE OPT_STEP");
+  CHECK(text(s.stages[2]) == "RECV_F0 F0 SEND_VALID VALIDATE B0 SEND_B0 RECV_F1 F1 B1 SEND_B1 W0 W1 RECV_STATE OPT_STEP");
+  CHECK(errors(s, pr).empty());
+  Schedule held = lower_comms(generate_zb_h1(pr), {kOptimizerPostValidation, ValidateAt::kStart});
+  CHECK(text(held.stages[1]).rfind("RECV_VALID SEND_VALID VALIDATE RECV_F0 F0", 0) == 0);
+  CHECK(errors(held, pr).empty());
+}
+
+TEST_CASE("lower: every baseline lowers with post-validation to a valid file") {
+  for (int p : {1, 2, 4})
+    for (int m : {4, 8}) {
+      INFO("p=" << p << " m=" << m);
+      Problem pr = make_problem(p, m, 1, 1, 1);
+      for (const Schedule& s : {generate_1f1b(pr), generate_zb_h1(pr), generate_zb_h2(pr)})
+        CHECK(errors(lower_comms(s, {kOptimizerPostValidation, ValidateAt::kFirstBackward}), pr).empty());
+      Problem two = make_problem(p, m, 1, 1, 1, 0, 1, 0.5, "", 2);
+      CHECK(errors(lower_comms(generate_zb_v(two), {kOptimizerPostValidation, ValidateAt::kStart}), two).empty());
+    }
+}
+
+TEST_CASE("lower: broken post-validation files are located") {
+  Problem pr = make_problem(2, 2, 1, 1, 1);
+  const LowerOptions post{kOptimizerPostValidation, ValidateAt::kFirstBackward};
+  Schedule s = lower_comms(generate_zb_h1(pr), post);
+  // stage 0: F0 SEND_F0 F1 SEND_F1 RECV_VALID VALIDATE RECV_B0 B0 W0 RECV_B1 B1 W1 SEND_STATE OPT_STEP
+  Schedule late = s;
+  late.stages[0].erase(late.stages[0].begin() + 5);  // VALIDATE, moved after W0
+  late.stages[0].insert(late.stages[0].begin() + 8, Op{OpType::VALIDATE, 0, 0, -1, -1});
+  CHECK(errors(late, pr).at(0) ==
+        "stage 0, op 8 (VALIDATE): must come before the stage's first W (op 7 (W0)): the rollback it may do needs the "
+        "previous step's gradients");
+  Schedule no_send = s;
+  no_send.stages[0].erase(no_send.stages[0].begin() + 12);
+  CHECK(errors(no_send, pr).at(0) == "stage 0: SEND_STATE is missing with stage 1 (post-validation needs it)");
+  Schedule wrong_peer = s;
+  wrong_peer.stages[0][4].peer = 0;
+  CHECK(errors(wrong_peer, pr).at(0) == "stage 0, op 4 (RECV_VALID): exchanges state with stage 0, expected stage 1");
+  Schedule in_sync = s;
+  in_sync.optimizer = kOptimizerSync;
+  CHECK(errors(in_sync, pr).at(0) ==
+        "stage 0, op 12 (SEND_STATE): belongs to post-validation, but this file's optimizer is \"sync\"");
+  Schedule early_step = s;
+  std::swap(early_step.stages[0][12], early_step.stages[0][13]);  // OPT_STEP before SEND_STATE
+  CHECK(errors(early_step, pr).at(0) == "stage 0, op 12 (OPT_STEP): OPT_STEP must be the stage's last op");
+}

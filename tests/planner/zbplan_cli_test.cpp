@@ -186,8 +186,49 @@ TEST_CASE("zbplan: show writes SVG and self-contained HTML, export/import round-
   INFO(back.err);
   REQUIRE(back.code == 0);
   Run v = zbplan({"validate", tmp("cli_back.json")});
-  CHECK(v.out == tmp("cli_back.json") + ": ok (pytorch-csv, lowered, p=4, m=8, chunks=1, 212 ops)\n");  // 96 compute, 4 x 24 send/recv, 4 steps
+  CHECK(v.out == tmp("cli_back.json") + ": ok (pytorch-csv, lowered, p=4, m=8, chunks=1, 212 ops)\n");  // 96 compute, 4 x 24 send/recv, 4 steps, 16 post-validation
   Run unknown = zbplan({"export", s, "--format", "csv2", "-o", tmp("x.csv")});
   CHECK(unknown.code == 2);
   CHECK(unknown.err == "zbplan: export: unknown format 'csv2' (known: pytorch-csv)\n");
+}
+
+TEST_CASE("zbplan: plan and simulate report iterations back to back; show --iterations draws them") {
+  std::string post = tmp("cli_iter_post.json"), sync = tmp("cli_iter_sync.json");
+  std::vector<std::string> problem = {"--method", "heuristic", "--mem-limit", "2p", "-p", "4", "-m", "8",
+                                      "--tf", "1", "--tb", "1", "--tw", "1", "--tcomm", "0.1"};
+  auto plan = [&](const std::string& out, const std::string& optimizer) {
+    std::vector<std::string> args = {"plan", "-o", out, "--optimizer", optimizer};
+    args.insert(args.end(), problem.begin(), problem.end());
+    Run r = zbplan(args);
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    return r.out;
+  };
+  // With post-validation the period is the span (24.6: bubble 0.0244); sync waits for the
+  // all-reduce (2 * 2 hops * 0.1) after the last op anywhere.
+  CHECK(plan(post, "post-validation").find("  optimizer    post-validation: 3 iterations back to back take 24.6 each "
+                                           "(bubble 0.0244); one alone takes 27.3 first op to last step\n") !=
+        std::string::npos);
+  CHECK(plan(sync, "sync").find("  optimizer    sync: 3 iterations back to back take 27.7 each (bubble 0.1336)") !=
+        std::string::npos);
+  Run sim = zbplan({"simulate", post, "--iterations", "5", "--state-latency", "0"});
+  CHECK(sim.out.find("5 iterations back to back take 24.6 each") != std::string::npos);
+  Run shown = zbplan({"show", post, "--iterations", "3", "-o", tmp("cli_iter.svg")});
+  REQUIRE(shown.code == 0);
+  std::ifstream in(tmp("cli_iter.svg"));
+  std::stringstream svg;
+  svg << in.rdbuf();
+  CHECK(svg.str().find("period 24.6") != std::string::npos);
+  // 3 iterations of 4 stages x 8 microbatches x (F, B, W).
+  size_t blocks = 0;
+  for (size_t at = svg.str().find("class=\"op op-"); at != std::string::npos; at = svg.str().find("class=\"op op-", at + 1))
+    ++blocks;
+  CHECK(blocks == 3 * 4 * 8 * 3);
+  std::string compute = tmp("cli_iter_compute.json");
+  std::vector<std::string> args = {"plan", "-o", compute, "--compute-only"};
+  args.insert(args.end(), problem.begin(), problem.end());
+  REQUIRE(zbplan(args).code == 0);
+  Run bad = zbplan({"show", compute, "--iterations", "3", "-o", tmp("cli_iter2.svg")});
+  CHECK(bad.code == 2);
+  CHECK(bad.err == "zbplan: show: " + compute + ": --iterations needs a lowered file (one with the optimizer's ops)\n");
 }
