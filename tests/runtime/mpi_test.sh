@@ -32,6 +32,11 @@ got=$(echo "$out" | digest)
 local=$("$zbrun" "$tmp/mpi_pv_p4.json" --local --steps 6 --quiet | digest)
 check "mpirun -n 4 post-validation with clipping: digest $got equals the in-process run's $local" '[ -n "$got" ] && [ "$got" = "$local" ]'
 check "... after rolling back speculative steps" 'echo "$out" | grep -q "optimizer post-validation: [1-9][0-9]* speculative steps rolled back"'
+out=$(timeout 120 mpirun -n 4 "$zbrun" "$tmp/mpi_pv_p4.json" --steps 4 --clip-norm 100 --inject-nonfinite 1:3 2>&1)
+got=$(echo "$out" | digest)
+local=$("$zbrun" "$tmp/mpi_pv_p4.json" --local --steps 4 --quiet --clip-norm 100 --inject-nonfinite 1:3 | digest)
+check "mpirun -n 4 post-validation, NaN on rank 3 at step 1: step skipped" 'echo "$out" | grep -q "step 1: loss .* (skipped: non-finite gradient)"'
+check "... digest $got equals the in-process run's $local" '[ -n "$got" ] && [ "$got" = "$local" ]'
 
 out=$(timeout 60 mpirun -n 2 "$zbrun" "$tmp/mpi_zb-h1_p4.json" --steps 1 2>&1); code=$?
 check "a 4-rank schedule under 2 ranks exits non-zero" '[ $code -ne 0 ]'
