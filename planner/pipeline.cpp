@@ -32,7 +32,7 @@ bool check_shape(const Problem& pr, const std::string& method, int chunks_needed
   return true;
 }
 
-// Runs every method, keeps the smallest span; each candidate's outcome becomes a note.
+// Runs every method, keeps the smallest cost by the objective; each candidate's outcome becomes a note.
 std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags, const PlanOptions& options) {
   std::optional<PlanResult> best;
   Ticks best_span = -1;
@@ -52,9 +52,10 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
     auto t = simulate_timeline(result->schedule, result->problem, &unused);
     char rate[32];
     std::snprintf(rate, sizeof rate, "%.4f", t->bubble_rate);
-    notes.push_back("auto: " + method + " span " + format_quanta(t->span) + ", bubble rate " + rate);
-    if (best_span < 0 || t->span < best_span) {
-      best_span = t->span;
+    notes.push_back("auto: " + method + " span " + format_quanta(t->span) + ", wall " + format_quanta(t->makespan) +
+                    ", bubble rate " + rate);
+    if (best_span < 0 || cost_of(*t, options.objective) < best_span) {
+      best_span = cost_of(*t, options.objective);
       best_method = method;
       best = std::move(result);
     }
@@ -102,12 +103,12 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
     s = generate_zb_v(pr);
   } else if (method == "heuristic" || method == "ilp") {
     if (!check_shape(pr, method, 1, diags)) return std::nullopt;
-    auto found = search_heuristic(pr, diags);
+    auto found = search_heuristic(pr, diags, 0, options.objective);
     if (!found) return std::nullopt;
     s = std::move(found->schedule);
     notes.push_back("search: " + std::to_string(found->feasible) + " of " + std::to_string(found->candidates) +
-                    " candidates fit the memory limit (8 switch combinations, 3 handcrafted seeds); best: " +
-                    found->winner);
+                    " candidates fit the memory limit (8 switch combinations, 3 handcrafted seeds); best by " +
+                    objective_name(options.objective) + ": " + found->winner);
     if (method == "ilp") {
 #ifdef ZBPP_HAVE_CBC
       IlpOptions ilp;
@@ -116,7 +117,12 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
       if (!refined) return std::nullopt;
       notes.push_back("ilp (CBC, " + std::to_string(static_cast<int>(options.ilp_seconds)) +
                       " s limit), warm-started from the heuristic: " + refined->summary());
-      s = std::move(refined->schedule);
+      // The MILP minimises the span; under the wall objective keep its schedule only if it is no worse.
+      if (options.objective == Objective::kPeriod ||
+          simulate_cost(refined->schedule, pr, Objective::kWall) <= simulate_cost(*s, pr, Objective::kWall))
+        s = std::move(refined->schedule);
+      else
+        notes.push_back("ilp: its schedule has a longer wall clock than the heuristic's; kept the heuristic's");
 #else
       diags->push_back({"", "", -1, -1, "", "the ilp method needs CBC: install coinor-libcbc-dev and rebuild"});
       return std::nullopt;

@@ -10,6 +10,7 @@
 #include "planner/ir.h"
 #include "planner/lower.h"
 #include "planner/problem.h"
+#include "planner/simulate.h"
 
 namespace zbpp {
 
@@ -30,6 +31,9 @@ struct PlanResult {
 
 struct PlanOptions {
   double ilp_seconds = 10;  ///< CBC's time limit for the "ilp" method
+  /// What heuristic and auto minimise: the period of overlapping iterations (post-validation)
+  /// or one iteration's wall clock (a synchronous optimizer). See simulate.h.
+  Objective objective = Objective::kPeriod;
 };
 
 /// Runs the passes for `method`. Returns a validated schedule, or nothing with diagnostics

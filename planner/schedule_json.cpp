@@ -137,7 +137,8 @@ std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const st
   }
   static const std::set<std::string> known = {"$schema", "comment", "format", "version", "level", "method",
                                               "p", "m", "chunks", "placement", "problem", "makespan", "span",
-                                              "bubble_rate", "peak_memory", "optimizer", "iterations", "stages"};
+                                              "bubble_rate", "peak_memory", "optimizer", "iterations", "objective",
+                                              "wall_lower_bound", "stages"};
   for (auto it = j.begin(); it != j.end(); ++it)
     if (!known.count(it.key())) r.error("/" + it.key(), "unknown field '" + it.key() + "'");
   for (const char* required : {"p", "m", "placement", "problem", "stages"})
@@ -239,7 +240,7 @@ bool load_problem_file(const std::string& path, ProblemInput* out, std::vector<D
 }
 
 std::string schedule_to_json_text(const Schedule& s, const Problem& pr, const Timeline& t,
-                                  const IterationTimeline* iterations) {
+                                  const IterationTimeline* iterations, const std::string& objective, Ticks wall_bound) {
   nlohmann::json peak = nlohmann::json::array();
   for (Mem m : t.peak_memory) peak.push_back(from_quanta(m));
   nlohmann::json placement = s.placement;
@@ -259,6 +260,8 @@ std::string schedule_to_json_text(const Schedule& s, const Problem& pr, const Ti
   out << "  \"span\": " << nlohmann::json(from_quanta(t.span)).dump() << ",\n";
   out << "  \"bubble_rate\": " << nlohmann::json(t.bubble_rate).dump() << ",\n";
   out << "  \"peak_memory\": " << peak.dump() << ",\n";
+  if (!objective.empty()) out << "  \"objective\": " << nlohmann::json(objective).dump() << ",\n";
+  if (wall_bound >= 0) out << "  \"wall_lower_bound\": " << nlohmann::json(from_quanta(wall_bound)).dump() << ",\n";
   if (iterations) {
     nlohmann::json it = {{"k", iterations->iterations},
                          {"period", from_quanta(iterations->period)},

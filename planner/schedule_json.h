@@ -36,7 +36,9 @@ bool load_problem_file(const std::string& path, ProblemInput* out, std::vector<D
 
 /// The file's text: header fields, the problem, the simulated figures (and, for a lowered
 /// schedule, those of several iterations back to back) and one op per line.
+/// `objective` and `wall_bound` (when >= 0) record what the planner minimised and the ramp bound.
 std::string schedule_to_json_text(const Schedule& schedule, const Problem& problem, const Timeline& timeline,
-                                  const IterationTimeline* iterations = nullptr);
+                                  const IterationTimeline* iterations = nullptr, const std::string& objective = "",
+                                  Ticks wall_bound = -1);
 
 }  // namespace zbpp

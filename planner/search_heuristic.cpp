@@ -60,6 +60,7 @@ class Heuristic {
 
   /// The exact span of what was placed: TimelineBuilder applies the simulator's rule as it goes.
   Ticks span() const { return tl_.span(); }
+  Ticks cost(Objective objective) const { return tl_.cost(objective); }
 
   Schedule schedule() const {
     Schedule s;
@@ -243,7 +244,8 @@ namespace {
 constexpr Schedule (*kSeeds[])(const Problem&) = {generate_zb_h1, generate_zb_h2, generate_1f1b};
 }  // namespace
 
-std::optional<SearchResult> search_heuristic(const Problem& problem, std::vector<Diag>* diags, int threads) {
+std::optional<SearchResult> search_heuristic(const Problem& problem, std::vector<Diag>* diags, int threads,
+                                             Objective objective) {
   if (problem.chunks != 1) {
     diags->push_back({"", "", -1, -1, "", chunks_refused(problem)});
     return std::nullopt;
@@ -254,17 +256,17 @@ std::optional<SearchResult> search_heuristic(const Problem& problem, std::vector
       for (bool c : {true, false}) grid.push_back({a, b, c});
 
   // Each worker builds its share of the grid in one reusable workspace and remembers only the
-  // best span; the winner is rebuilt at the end unless its workspace still holds it. Fewer fresh
+  // best cost; the winner is rebuilt at the end unless its workspace still holds it. Fewer fresh
   // pages matter more here than the one extra run.
   struct Worker {
     std::unique_ptr<Heuristic> space;
-    Ticks best_span = -1;
+    Ticks best_cost = -1;
     size_t best_index = 0;
     bool holds_best = false;  // the workspace's last run was the best one
     int feasible = 0;
     std::string first_why;
     std::optional<Schedule> best_seed;  // the best handcrafted seed this worker tried
-    Ticks best_seed_span = -1;
+    Ticks best_seed_cost = -1;
     size_t best_seed_index = 0;
   };
   // A thread pays from a few thousand ops on (docs/benchmarks.md).
@@ -283,8 +285,9 @@ std::optional<SearchResult> search_heuristic(const Problem& problem, std::vector
         continue;
       }
       ++wk.feasible;
-      if (wk.best_span < 0 || wk.space->span() < wk.best_span) {
-        wk.best_span = wk.space->span();
+      Ticks cost = wk.space->cost(objective);
+      if (wk.best_cost < 0 || cost < wk.best_cost) {
+        wk.best_cost = cost;
         wk.best_index = k;
         wk.holds_best = true;
       }
@@ -294,11 +297,11 @@ std::optional<SearchResult> search_heuristic(const Problem& problem, std::vector
     for (size_t k = 0; t == 0 && k < std::size(kSeeds); ++k) {
       Schedule seed = kSeeds[k](problem);
       if (!validate_memory(seed, problem).empty()) continue;
-      Ticks span = simulate_span(seed, problem);
-      if (span < 0) continue;
+      Ticks cost = simulate_cost(seed, problem, objective);
+      if (cost < 0) continue;
       ++wk.feasible;
-      if (wk.best_seed_span < 0 || span < wk.best_seed_span) {
-        wk.best_seed_span = span;
+      if (wk.best_seed_cost < 0 || cost < wk.best_seed_cost) {
+        wk.best_seed_cost = cost;
         wk.best_seed_index = k;
         wk.best_seed = std::move(seed);
       }
@@ -313,13 +316,13 @@ std::optional<SearchResult> search_heuristic(const Problem& problem, std::vector
   result.candidates = static_cast<int>(grid.size() + std::size(kSeeds));
   // The best seed over all workers; ties go to the earlier seed in kSeeds order.
   std::optional<Schedule> best_seed;
-  Ticks best_seed_span = -1;
+  Ticks best_seed_cost = -1;
   size_t best_seed_index = 0;
   for (Worker& wk : workers) {
-    if (wk.best_seed_span < 0) continue;
-    if (best_seed_span < 0 || wk.best_seed_span < best_seed_span ||
-        (wk.best_seed_span == best_seed_span && wk.best_seed_index < best_seed_index)) {
-      best_seed_span = wk.best_seed_span;
+    if (wk.best_seed_cost < 0) continue;
+    if (best_seed_cost < 0 || wk.best_seed_cost < best_seed_cost ||
+        (wk.best_seed_cost == best_seed_cost && wk.best_seed_index < best_seed_index)) {
+      best_seed_cost = wk.best_seed_cost;
       best_seed_index = wk.best_seed_index;
       best_seed = std::move(wk.best_seed);
     }
@@ -327,18 +330,19 @@ std::optional<SearchResult> search_heuristic(const Problem& problem, std::vector
   Worker* winner = nullptr;
   for (Worker& wk : workers) {
     result.feasible += wk.feasible;
-    if (wk.best_span < 0) continue;
-    if (!winner || wk.best_span < winner->best_span ||
-        (wk.best_span == winner->best_span && wk.best_index < winner->best_index))
+    if (wk.best_cost < 0) continue;
+    if (!winner || wk.best_cost < winner->best_cost ||
+        (wk.best_cost == winner->best_cost && wk.best_index < winner->best_index))
       winner = &wk;
   }
   if (!winner && !best_seed) {
     diags->push_back({"", "", -1, -1, "", "no heuristic schedule fits: " + workers[0].first_why});
     return std::nullopt;
   }
-  if (best_seed && (!winner || best_seed_span < winner->best_span)) {
+  if (best_seed && (!winner || best_seed_cost < winner->best_cost)) {
     result.winner = "handcrafted " + best_seed->method;
-    result.span = best_seed_span;
+    result.cost = best_seed_cost;
+    result.span = simulate_span(*best_seed, problem);
     result.schedule = std::move(*best_seed);
     result.schedule.method = "heuristic";
     return result;
@@ -348,7 +352,8 @@ std::optional<SearchResult> search_heuristic(const Problem& problem, std::vector
     winner->space->run(grid[winner->best_index], &why);
   }
   result.schedule = winner->space->schedule();
-  result.span = winner->best_span;
+  result.cost = winner->best_cost;
+  result.span = winner->space->span();
   result.winner = grid[winner->best_index].name();
   return result;
 }

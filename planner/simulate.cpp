@@ -162,6 +162,16 @@ Ticks TimelineBuilder::append(int stage, const Op& op) {
   return end;
 }
 
+Ticks TimelineBuilder::makespan() const {
+  Ticks first = -1, last = 0;
+  for (size_t st = 0; st < end_.size(); ++st)
+    if (start_[st] >= 0) {
+      first = first < 0 ? start_[st] : std::min(first, start_[st]);
+      last = std::max(last, end_[st]);
+    }
+  return first < 0 ? 0 : last - first;
+}
+
 Ticks TimelineBuilder::span() const {
   Ticks span = 0;
   for (size_t st = 0; st < end_.size(); ++st)
@@ -212,12 +222,42 @@ std::optional<Timeline> simulate_timeline(const Schedule& given, const Problem& 
 }
 
 Ticks simulate_span(const Schedule& schedule, const Problem& problem) {
+  return simulate_cost(schedule, problem, Objective::kPeriod);
+}
+
+const char* objective_name(Objective objective) { return objective == Objective::kWall ? "wall" : "period"; }
+
+Ticks cost_of(const Timeline& t, Objective objective) { return objective == Objective::kWall ? t.makespan : t.span; }
+
+Ticks simulate_cost(const Schedule& schedule, const Problem& problem, Objective objective) {
   Sim sim(schedule, problem);
   if (!sim.run()) return -1;
-  Ticks span = 0;
-  for (const auto& ops : sim.times)
-    if (!ops.empty()) span = std::max(span, ops.back().end - ops.front().start);
-  return span;
+  Ticks span = 0, first = -1, last = 0;
+  for (const auto& ops : sim.times) {
+    if (ops.empty()) continue;
+    span = std::max(span, ops.back().end - ops.front().start);
+    first = first < 0 ? ops.front().start : std::min(first, ops.front().start);
+    last = std::max(last, ops.back().end);
+  }
+  return objective == Objective::kWall ? (first < 0 ? 0 : last - first) : span;
+}
+
+Ticks wall_lower_bound(const Problem& pr, const std::vector<std::vector<int>>& placement) {
+  VirtualStageMap map(placement);
+  // When the first forward can reach each virtual stage: the chain of T_F (and T_comm per hop) before it.
+  std::vector<Ticks> reach(map.virtual_stages(), 0);
+  for (int vs = 1; vs < map.virtual_stages(); ++vs) {
+    int prev = map.stage_of[vs - 1];
+    reach[vs] = reach[vs - 1] + pr.t_f[prev] + (prev != map.stage_of[vs] ? pr.t_comm : 0);
+  }
+  Ticks bound = 0;
+  for (int st = 0; st < static_cast<int>(placement.size()); ++st) {
+    Ticks start = -1;
+    for (int vs : placement[st]) start = start < 0 ? reach[vs] : std::min(start, reach[vs]);
+    Ticks busy = static_cast<Ticks>(pr.m) * static_cast<Ticks>(placement[st].size()) * (pr.t_f[st] + pr.t_b[st] + pr.t_w[st]);
+    bound = std::max(bound, start + busy);
+  }
+  return bound;
 }
 
 }  // namespace zbpp

@@ -12,6 +12,11 @@
 
 namespace zbpp {
 
+/// What a search minimises. kPeriod: the longest stage span, which is the time per iteration when
+/// iterations overlap (optimizer post-validation). kWall: first op anywhere to last op anywhere,
+/// the time per iteration when every stage waits for a synchronous optimizer step.
+enum class Objective { kPeriod, kWall };
+
 struct OpTiming {
   Ticks start = 0;
   Ticks end = 0;
@@ -35,6 +40,15 @@ std::optional<Timeline> simulate_timeline(const Schedule& schedule, const Proble
 /// Only the span (the paper's cost), for searches that try many candidates; -1 on deadlock.
 Ticks simulate_span(const Schedule& schedule, const Problem& problem);
 
+const char* objective_name(Objective objective);
+Ticks cost_of(const Timeline& timeline, Objective objective);
+/// simulate_span's counterpart for either objective; -1 on deadlock.
+Ticks simulate_cost(const Schedule& schedule, const Problem& problem, Objective objective);
+/// No schedule's wall clock is shorter: a stage starts no earlier than the first forward needs to
+/// reach it (its virtual stage's predecessors' T_F, plus T_comm per hop) and is then busy for all
+/// its ops. The "ramp" bound: (p-1)(T_F+T_comm) + m(T_F+T_B+T_W) with uniform times.
+Ticks wall_lower_bound(const Problem& problem, const std::vector<std::vector<int>>& placement);
+
 /// Builds a timeline op by op, for generators that place ops in an order where each op's input
 /// is already placed (the heuristic does). Same rule as simulate_timeline (deps.h), no parking.
 class TimelineBuilder {
@@ -52,6 +66,9 @@ class TimelineBuilder {
   Ticks stage_start(int stage) const { return start_[stage]; }
   /// The paper's cost so far: max over stages of (last end - first start).
   Ticks span() const;
+  /// Last end anywhere - first start anywhere, so far.
+  Ticks makespan() const;
+  Ticks cost(Objective objective) const { return objective == Objective::kWall ? makespan() : span(); }
   const VirtualStageMap& map() const { return map_; }
   const std::vector<std::vector<Op>>& ops() const { return ops_; }
   /// Empties the timeline but keeps its memory, so a search can build many candidates cheaply.

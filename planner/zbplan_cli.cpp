@@ -74,6 +74,7 @@ void print_figures(std::ostream& out, const Schedule& s, const Problem& pr, cons
 struct IterationFlags {
   std::string optimizer = kOptimizerPostValidation;
   std::string validate_at = "first-backward";
+  std::string objective;  ///< empty: period with post-validation, wall with sync
   int iterations = 3;
   double state_latency = -1, allreduce_latency = -1;
 
@@ -84,6 +85,12 @@ struct IterationFlags {
                       "validated, rolled back if need be, in the next iteration; paper section 4) or sync (one all-reduce "
                       "before every stage steps)")
           ->check(CLI::IsMember({std::string(kOptimizerPostValidation), std::string(kOptimizerSync)}));
+    if (with_optimizer)
+      app->add_option("--objective", objective,
+                      "what heuristic and auto minimise: period (the longest stage span: the time per iteration when "
+                      "iterations overlap; default with post-validation) or wall (first op to last op: the time per "
+                      "iteration with a synchronous step; default with --optimizer sync)")
+          ->check(CLI::IsMember({"period", "wall"}));
     if (with_optimizer)
       app->add_option("--validate-at", validate_at,
                       "post-validation: where each stage validates its previous step: first-backward (default; the "
@@ -97,6 +104,11 @@ struct IterationFlags {
     app->add_option("--allreduce-latency", allreduce_latency,
                     "time of the synchronous optimizer's all-reduce (default 2*ceil(log2 p)*T_comm)")
         ->check(CLI::Range(0.0, 1e9, "0..1e9"));
+  }
+
+  Objective objective_or_default() const {
+    if (!objective.empty()) return objective == "wall" ? Objective::kWall : Objective::kPeriod;
+    return optimizer == kOptimizerSync ? Objective::kWall : Objective::kPeriod;
   }
 
   LowerOptions lower_options() const {
@@ -205,12 +217,19 @@ int write_planned(const PlanResult& planned, const IterationFlags& iteration_fla
     iterations = simulate_iterations(schedule, planned.problem, iteration_flags.options(), &diags);
     if (!iterations) return fail(err, diags);
   }
-  std::string text = schedule_to_json_text(schedule, planned.problem, *timeline, iterations ? &*iterations : nullptr);
+  const Objective objective = iteration_flags.objective_or_default();
+  const Ticks bound = wall_lower_bound(planned.problem, schedule.placement);
+  std::string text = schedule_to_json_text(schedule, planned.problem, *timeline, iterations ? &*iterations : nullptr,
+                                           objective_name(objective), bound);
   if (!write_file(output, text, err)) return kExitInvalid;
   out << "wrote " << output << "\n";
   for (const auto& note : planned.notes) out << "  " << note << "\n";
   print_figures(out, schedule, planned.problem, *timeline);
   if (iterations) print_iterations(out, schedule, *iterations);
+  out << "  objective    " << objective_name(objective) << " (" << (objective == Objective::kWall ? "wall clock" : "span")
+      << " minimised); wall clock " << format_quanta(timeline->makespan) << " against the ramp bound "
+      << format_quanta(bound) << " (gap " << fixed(bound > 0 ? static_cast<double>(timeline->makespan - bound) / bound : 0, 4)
+      << ")\n";
   return 0;
 }
 
@@ -222,7 +241,9 @@ int cmd_plan(const std::string& method, const ProblemFlags& flags, const Iterati
   if (!flags.to_input(&input, &diags)) return fail(err, diags);
   auto problem = build_problem(input, flags.problem_file, &diags);
   if (!problem) return fail(err, diags);
-  auto planned = plan_schedule(*problem, method, &diags, options);
+  PlanOptions with_objective = options;
+  with_objective.objective = iteration_flags.objective_or_default();
+  auto planned = plan_schedule(*problem, method, &diags, with_objective);
   if (!planned) return fail(err, diags);
   if (!compute_only && !lower_planned(&*planned, &diags, iteration_flags.lower_options())) return fail(err, diags);
   return write_planned(*planned, iteration_flags, output, out, err);

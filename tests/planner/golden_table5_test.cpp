@@ -117,3 +117,29 @@ TEST_CASE("golden: with post-validation, iterations back to back take exactly ea
     }
   }
 }
+
+TEST_CASE("golden: planned for the wall clock (a synchronous step), ZB-2p sits on the ramp bound") {
+  // Issue 10: with every stage waiting for the optimizer, an iteration costs its wall clock, which
+  // no schedule brings below the ramp bound. --objective wall must reach it at 2p (within 0.1
+  // point of bubble) and never be worse than the hand schedule that fits (ZB-H1 at 1p, ZB-H2 at 2p).
+  for (const Row& r : load_table5()) {
+    for (const std::string limit : {"1p", "2p"}) {
+      INFO(r.model << " p=" << r.p << " m=" << r.m << " " << limit);
+      Problem pr = zbpp::test::make_problem(r.p, r.m, r.tf, r.tb, r.tw, r.tcomm, 1, 0.5, limit);
+      std::vector<Diag> diags;
+      PlanOptions wall;
+      wall.objective = Objective::kWall;
+      auto planned = plan_schedule(pr, "heuristic", &diags, wall);
+      REQUIRE(planned);
+      Ticks got = simulate_cost(planned->schedule, pr, Objective::kWall);
+      auto hand = plan_schedule(pr, limit == "1p" ? "zb-h1" : "zb-h2", &diags);
+      REQUIRE(hand);
+      CHECK(got <= simulate_cost(hand->schedule, pr, Objective::kWall));
+      Ticks bound = wall_lower_bound(pr, planned->schedule.placement);
+      REQUIRE(got >= bound);
+      double busy = static_cast<double>(pr.m) * static_cast<double>(pr.t_f[0] + pr.t_b[0] + pr.t_w[0]);
+      double bubble = 1 - busy / static_cast<double>(got), bound_bubble = 1 - busy / static_cast<double>(bound);
+      if (limit == "2p") CHECK(bubble - bound_bubble <= 0.001);
+    }
+  }
+}

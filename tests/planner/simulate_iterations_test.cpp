@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "planner/gen_baseline.h"
 #include "planner/lower.h"
 #include "test_util.h"
 
@@ -57,4 +58,19 @@ TEST_CASE("iterations: the first iteration's validation does nothing and sends n
   // stage 0's RECV_VALID would otherwise wait for stage 1's SEND_VALID at 2.
   CHECK(it->ops[0][0][2].start == it->ops[0][0][1].end);
   CHECK(it->ops[0][0][2].end == 1'000'000);
+}
+
+TEST_CASE("wall objective: the ramp bound by hand, and never above a real schedule's wall clock") {
+  // p=3, T_F=1, T_B=2, T_W=1, T_comm=0.5, m=4: the last stage starts at 2 * 1.5 and is busy 16.
+  Problem pr = make_problem(3, 4, 1, 2, 1, 0.5);
+  CHECK(wall_lower_bound(pr, {{0}, {1}, {2}}) == 19'000'000);
+  for (int p : {1, 2, 4})
+    for (int m : {1, 3, 8}) {
+      Problem q = make_problem(p, m, 1, 1.5, 0.5, 0.25);
+      for (const Schedule& s : {generate_1f1b(q), generate_zb_h1(q), generate_zb_h2(q)})
+        CHECK(wall_lower_bound(q, s.placement) <= simulate_cost(s, q, Objective::kWall));
+      Problem two = make_problem(p, m, 1, 1.5, 0.5, 0.25, 1, 0.5, "", 2);
+      Schedule v = generate_zb_v(two);
+      CHECK(wall_lower_bound(two, v.placement) <= simulate_cost(v, two, Objective::kWall));
+    }
 }

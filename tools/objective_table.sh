@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Span-optimised against wall-optimised schedules on the paper's Table 5 settings (issue 10). For
+# each cell, the heuristic planned with --objective period (the paper's: the longest stage span)
+# and with --objective wall (first op to last op, what a synchronous step costs), each scored both
+# ways as a bubble rate; the best hand schedule that fits (ZB-H1 at 1p, ZB-H2 at 2p) by wall; and
+# the ramp bound, the least wall-clock bubble any schedule can have.
+# Usage: tools/objective_table.sh [path/to/zbplan]
+set -euo pipefail
+here="$(cd "$(dirname "$0")/.." && pwd)"
+zbplan="${1:-$here/build/planner/zbplan}"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+# Prints "span_bubble wall_bubble bound_bubble" of one plan; busy = m (T_F + T_B + T_W).
+score() {
+  local busy=$1
+  shift
+  "$zbplan" plan -o "$tmp/s.json" --optimizer sync "$@" |
+    awk -v busy="$busy" '/span         / {span = $2} /ramp bound/ {sub(/.*wall clock /, ""); wall = $1; bound = $6}
+      END {printf "%.4f %.4f %.4f\n", (span - busy) / span, (wall - busy) / wall, (bound - busy) / bound}'
+}
+printf "%-6s %3s %4s %3s | %-15s | %-15s | %-11s | %s\n" model p m mem "period-opt s/w" "wall-opt s/w" "hand (wall)" "ramp bound"
+grep -v '^#' "$here/tests/golden/table5.tsv" | while IFS=$'\t' read -r model p m tf tb tw tc rest; do
+  busy=$(awk "BEGIN {print $m * ($tf + $tb + $tw)}")
+  common=(-p "$p" -m "$m" --tf "$tf" --tb "$tb" --tw "$tw" --tcomm "$tc")
+  for mem in 1p 2p; do
+    read -r ps pw bound < <(score "$busy" --method heuristic --mem-limit "$mem" --objective period "${common[@]}")
+    read -r ws ww _ < <(score "$busy" --method heuristic --mem-limit "$mem" --objective wall "${common[@]}")
+    hand=$([ "$mem" = 1p ] && echo zb-h1 || echo zb-h2)
+    read -r _ hw _ < <(score "$busy" --method "$hand" --mem-limit "$mem" "${common[@]}")
+    printf "%-6s %3s %4s %3s | %s / %s | %s / %s | %s %s | %s\n" "$model" "$p" "$m" "$mem" "$ps" "$pw" "$ws" "$ww" "$hand" "$hw" "$bound"
+  done
+done
