@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "planner/lower.h"
+#include "planner/simulate_iterations.h"
 #include "planner/schedule_json.h"
 #include "planner/trace.h"
 #include "planner/simulate.h"
@@ -348,6 +349,12 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
     if (measured_steps > 0)
       out << "  iteration time " << f4(seconds_sum / measured_steps) << " s (mean of steps 1.." << o.steps - 1
           << "), bubble rate " << f4(measured_sum / measured_steps) << " measured / " << f4(planned.bubble_rate) << " planned\n";
+    // The plan's time per iteration in a run (issue 10): the steady-state period of iterations back
+    // to back under this optimizer, beside one iteration alone; in the problem's unit (ms after --profile).
+    std::vector<Diag> unused;
+    if (auto it = simulate_iterations(s, file.problem, {}, &unused))
+      out << "  planned per iteration: period " << format_quanta(it->period) << " (steady state), one alone "
+          << format_quanta(it->wall) << " (in the problem's time unit)\n";
     out << "  optimizer " << s.optimizer;
     if (s.optimizer == kOptimizerPostValidation)
       out << ": " << rolled_back << " speculative step" << (rolled_back == 1 ? "" : "s")
