@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -46,6 +47,17 @@ class Compute {
   virtual size_t activation_bytes() const = 0;
   /// Fault injection (tests, demos): makes one of this rank's gradients NaN before the optimizer step.
   virtual void inject_nonfinite() = 0;
+  /// Checkpointing: this rank's parameters and optimizer state (AdamW m, v and step count) as
+  /// bytes, and back. A backend that cannot returns false.
+  virtual bool save_state(std::string* bytes) const {
+    (void)bytes;
+    return false;
+  }
+  virtual bool load_state(const std::string& bytes, std::string* err) {
+    (void)bytes;
+    *err = "this backend cannot load checkpoints";
+    return false;
+  }
   /// This rank's parameter tensors with their global ids (model.h), for comparing runs.
   virtual std::vector<std::pair<int, std::vector<float>>> parameters() const = 0;
 };

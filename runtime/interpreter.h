@@ -62,7 +62,9 @@ class Interpreter {
   /// Reports of the steps whose figures are complete since the last call, in step order. With
   /// post-validation step k's report completes during step k+1 (or in finish()).
   std::vector<StepReport> take_reports();
-  /// Fault injection for tests: the op at `index` fails instead of running.
+  /// The number of the next step (after resuming from a checkpoint of that many steps).
+  void start_at(int step) { step_ = step; }
+  /// Fault injection for tests: the op at `index` fails instead of running (-1: none).
   void fail_at(int index) { fail_at_ = index; }
   /// Fault injection: this rank's gradients get a NaN before the next step's optimizer step.
   void inject_nonfinite_next_step() { inject_nonfinite_ = true; }

@@ -2,10 +2,12 @@
 // the steps, report losses and planned vs measured bubble rates.
 #include "runtime/zbrun_cli.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -16,11 +18,12 @@
 #include <nlohmann/json.hpp>
 
 #include "planner/lower.h"
-#include "planner/simulate_iterations.h"
 #include "planner/schedule_json.h"
-#include "planner/trace.h"
 #include "planner/simulate.h"
+#include "planner/simulate_iterations.h"
+#include "planner/trace.h"
 #include "planner/validate.h"
+#include "runtime/checkpoint.h"
 #include "runtime/cpu/compute_cpu.h"
 #include "runtime/data.h"
 #include "runtime/interpreter.h"
@@ -46,7 +49,11 @@ struct Options {
   std::string layer_split;  ///< "a,b,...": blocks per virtual stage
   std::string inject;       ///< "STEP:RANK": a NaN gradient on RANK at STEP
   int inject_step = -1, inject_rank = -1;
-  int fail_rank = -1, fail_op = -1;
+  int fail_rank = -1, fail_op = -1, fail_step = 0;
+  std::string checkpoint;   ///< directory of checkpoints (checkpoint.h)
+  int every = 0;            ///< checkpoint after every this many steps
+  bool resume = false;      ///< start from the latest checkpoint in `checkpoint`
+  std::uint64_t schedule_hash = 0;  ///< of the schedule file's text: ranks compare theirs at start-up
 };
 
 std::string g9(double v) {
@@ -261,10 +268,43 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
   for (int c = 0; c < s.chunks; ++c) vss.push_back(s.placement[rank][c]);
   auto compute = make_cpu_compute(model, vss, s.p * s.chunks, s.m, o.seed, o.adamw);
   Interpreter interp(s, rank, compute.get(), transport, o.adamw, o.timeout_s);
-  if (rank == o.fail_rank) interp.fail_at(o.fail_op);
+  auto stop = [&](const std::string& why) {
+    {
+      std::lock_guard<std::mutex> lock(*print_mu);
+      err << "zbrun: rank " << rank << ": " << why << "\n";
+    }
+    transport->abort("rank " + std::to_string(rank) + " failed");
+    return 1;
+  };
+  // Every rank must replay the same file: compare the hashes of their texts (as two exact halves).
+  std::vector<double> hashes(2 * static_cast<size_t>(s.p), 0.0);
+  hashes[2 * rank] = static_cast<double>(o.schedule_hash >> 32);
+  hashes[2 * rank + 1] = static_cast<double>(o.schedule_hash & 0xffffffffULL);
+  if (!gather(transport, &hashes, o, "comparing schedule files", err, print_mu)) return 1;
+  for (int r = 0; r < s.p; ++r)
+    if (hashes[2 * r] != hashes[0] || hashes[2 * r + 1] != hashes[1])
+      return stop("rank " + std::to_string(r) + " replays another schedule file than rank 0 (their texts differ)");
+  int first_step = 0;
+  if (o.resume) {
+    // Resume where every rank has a checkpoint: the smallest of the ranks' latest.
+    std::vector<int> steps = checkpoint_steps(o.checkpoint, rank);
+    std::vector<double> latest(s.p, 0.0);
+    latest[rank] = steps.empty() ? -1 : steps.back();
+    if (!gather(transport, &latest, o, "finding the checkpoint to resume", err, print_mu)) return 1;
+    first_step = static_cast<int>(*std::min_element(latest.begin(), latest.end()));
+    if (first_step < 0) return stop(o.checkpoint + ": no checkpoint of this rank or another to resume from");
+    std::string state, why;
+    if (!read_checkpoint(o.checkpoint, rank, first_step, o.schedule_hash, &state, &why) || !compute->load_state(state, &why))
+      return stop("cannot resume: " + why);
+    interp.start_at(first_step);
+    if (rank == 0 && !o.quiet) {
+      std::lock_guard<std::mutex> lock(*print_mu);
+      out << "resumed from " << o.checkpoint << " after step " << first_step - 1 << "\n";
+    }
+  }
   std::ofstream metrics;
   if (rank == 0 && !o.metrics.empty()) {
-    metrics.open(o.metrics);
+    metrics.open(o.metrics, o.resume ? std::ios::app : std::ios::trunc);
     if (!metrics) {
       std::lock_guard<std::mutex> lock(*print_mu);
       err << "zbrun: " << o.metrics << ": cannot write metrics file\n";
@@ -319,11 +359,20 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
     transport->abort("rank " + std::to_string(rank) + " failed");
     return 1;
   };
-  for (int step = 0; step < o.steps; ++step) {
+  for (int step = first_step; step < o.steps; ++step) {
     std::string why;
     if (step == o.inject_step && rank == o.inject_rank) interp.inject_nonfinite_next_step();
+    interp.fail_at(rank == o.fail_rank && step == o.fail_step ? o.fail_op : -1);
     if (!interp.run_step(data.step_batches(model, step, s.m), &why)) return failed("step " + std::to_string(step), why);
     report_finished();
+    if (!o.checkpoint.empty() && (step + 1) % o.every == 0) {
+      // Validate the last step first (post-validation), so the checkpoint holds final weights.
+      std::string state;
+      if (!interp.finish(&why)) return failed("validating step " + std::to_string(step) + " for its checkpoint", why);
+      report_finished();
+      if (!compute->save_state(&state)) return stop("this backend cannot write checkpoints");
+      if (!write_checkpoint(o.checkpoint, rank, step + 1, o.schedule_hash, state, &why)) return stop(why);
+    }
   }
   std::string why;
   if (!interp.finish(&why)) return failed("validating the last step", why);
@@ -411,7 +460,13 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
                  "blocks per virtual stage, e.g. 1,2,2,1 (default: even, the first and last take fewer)");
   app.add_option("--inject-nonfinite", o.inject,
                  "STEP:RANK: a NaN in that rank's gradients at that step (the step is skipped on every rank)");
-  app.add_option("--fail-at", o.fail_at, "RANK:OP: make that rank fail at that op (to test error handling)");
+  app.add_option("--fail-at", o.fail_at,
+                 "RANK:OP[@STEP]: make that rank fail at that op of that step (default 0), to test error handling");
+  app.add_option("--checkpoint", o.checkpoint,
+                 "directory for checkpoints: DIR/step<N>.rank<R>.ckpt, the weights and optimizer state after N steps, "
+                 "written atomically");
+  app.add_option("--every", o.every, "with --checkpoint: write one after every N steps")->check(CLI::Range(1, 1 << 30));
+  app.add_flag("--resume", o.resume, "with --checkpoint: continue from the latest checkpoint every rank has");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -423,10 +478,15 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
     return 2;
   }
 
-  if (!o.fail_at.empty() && std::sscanf(o.fail_at.c_str(), "%d:%d", &o.fail_rank, &o.fail_op) != 2) {
-    err << "zbrun: --fail-at: expected RANK:OP, got '" << o.fail_at << "'\n";
+  if (!o.fail_at.empty() && std::sscanf(o.fail_at.c_str(), "%d:%d@%d", &o.fail_rank, &o.fail_op, &o.fail_step) < 2) {
+    err << "zbrun: --fail-at: expected RANK:OP or RANK:OP@STEP, got '" << o.fail_at << "'\n";
     return 2;
   }
+  if ((o.every > 0 || o.resume) && o.checkpoint.empty()) {
+    err << "zbrun: --every and --resume need --checkpoint DIR\n";
+    return 2;
+  }
+  if (!o.checkpoint.empty() && o.every == 0) o.every = o.steps;  // at least one, at the end
   if (!o.inject.empty() && std::sscanf(o.inject.c_str(), "%d:%d", &o.inject_step, &o.inject_rank) != 2) {
     err << "zbrun: --inject-nonfinite: expected STEP:RANK, got '" << o.inject << "'\n";
     return 2;
@@ -455,6 +515,11 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
   };
   std::vector<Diag> diags;
   auto file = load_schedule_file(o.schedule_file, &diags);
+  if (file) {
+    std::string text;
+    read_text_file(o.schedule_file, &text, &diags);
+    o.schedule_hash = text_hash(text);
+  }
   if (file) diags = validate(file->schedule, file->problem, o.schedule_file);
   if (!diags.empty()) {
     std::string text;
@@ -497,6 +562,16 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
     std::ofstream probe(*path, std::ios::app);
     if (!probe) return fail(*path + ": cannot write this file");
   }
+  if (!o.checkpoint.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.checkpoint, ec);
+    std::ofstream probe(o.checkpoint + "/.zbrun-probe-" + std::to_string(world_rank));
+    if (!probe) return fail(o.checkpoint + ": cannot write checkpoints into this directory");
+    probe.close();
+    std::remove((o.checkpoint + "/.zbrun-probe-" + std::to_string(world_rank)).c_str());
+  }
+  if (o.fail_step < 0 || o.fail_step >= o.steps)
+    return fail("--fail-at " + o.fail_at + ": no such step (0.." + std::to_string(o.steps - 1) + ")");
   if (!o.dump_weights.empty() && world_rank == 0) {
     std::ofstream probe(o.dump_weights + "/.zbrun-probe");
     if (!probe) return fail(o.dump_weights + ": cannot write into this directory (--dump-weights)");

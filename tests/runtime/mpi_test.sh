@@ -42,6 +42,22 @@ out=$(timeout 60 mpirun -n 2 "$zbrun" "$tmp/mpi_zb-h1_p4.json" --steps 1 2>&1); 
 check "a 4-rank schedule under 2 ranks exits non-zero" '[ $code -ne 0 ]'
 check "... saying so" 'echo "$out" | grep -q "planned for 4 ranks, but 2 ranks are running"'
 
+out=$(timeout 60 mpirun -n 1 "$zbrun" "$tmp/mpi_zb-h1_p2.json" --steps 1 : -n 1 "$zbrun" "$tmp/mpi_zb-v_p2.json" --steps 1 2>&1); code=$?
+check "ranks given different schedule files exit non-zero" '[ $code -ne 0 ] && [ $code -ne 124 ]'
+check "... naming the rank whose file differs" 'echo "$out" | grep -q "rank 1 replays another schedule file than rank 0"'
+
+# A rank killed mid-run (SIGKILL): mpirun ends the job and names it, well within the timeout.
+start=$(date +%s)
+timeout 60 mpirun -n 2 "$zbrun" "$tmp/mpi_zb-h1_p2.json" --steps 100000 --quiet --timeout 30 > "$tmp/killed.log" 2>&1 &
+job=$!
+for _ in $(seq 50); do pgrep -f "zbrun $tmp/mpi_zb-h1_p2.json" > /dev/null && break; sleep 0.1; done
+sleep 1
+pkill -9 -n -f "zbrun $tmp/mpi_zb-h1_p2.json"
+wait $job; code=$?
+elapsed=$(( $(date +%s) - start ))
+check "a killed rank ends the job non-zero ($code) within seconds ($elapsed s), not the 30 s timeout" '[ $code -ne 0 ] && [ $code -ne 124 ] && [ $elapsed -lt 20 ]'
+check "... and mpirun names the dead process" 'grep -qi "signal 9\|killed" "$tmp/killed.log"'
+
 start=$(date +%s)
 out=$(timeout 60 mpirun -n 4 "$zbrun" "$tmp/mpi_zb-h1_p4.json" --steps 2 --fail-at 2:5 --timeout 30 2>&1); code=$?
 elapsed=$(( $(date +%s) - start ))

@@ -1,0 +1,118 @@
+// Checkpoint files (see checkpoint.h). Layout: "ZBPPCKPT1\n", then as int64: step, schedule hash,
+// state size; the state; its FNV-1a as a trailing int64.
+#include "runtime/checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+namespace zbpp {
+
+namespace {
+constexpr char kMagic[] = "ZBPPCKPT1\n";
+constexpr size_t kMagicSize = sizeof kMagic - 1;
+
+std::string path_of(const std::string& dir, int rank, int step) {
+  return dir + "/step" + std::to_string(step) + ".rank" + std::to_string(rank) + ".ckpt";
+}
+
+bool fsync_path(const std::string& path, int flags) {
+  int fd = ::open(path.c_str(), flags);
+  if (fd < 0) return false;
+  bool ok = ::fsync(fd) == 0;
+  ::close(fd);
+  return ok;
+}
+}  // namespace
+
+std::uint64_t text_hash(const std::string& text) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+
+bool write_checkpoint(const std::string& dir, int rank, int step, std::uint64_t schedule_hash, const std::string& state,
+                      std::string* err) {
+  const std::string path = path_of(dir, rank, step), tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    std::int64_t header[3] = {step, static_cast<std::int64_t>(schedule_hash), static_cast<std::int64_t>(state.size())};
+    std::uint64_t sum = text_hash(state);
+    f.write(kMagic, kMagicSize);
+    f.write(reinterpret_cast<const char*>(header), sizeof header);
+    f.write(state.data(), static_cast<std::streamsize>(state.size()));
+    f.write(reinterpret_cast<const char*>(&sum), sizeof sum);
+    f.close();
+    if (!f) {
+      *err = tmp + ": cannot write checkpoint";
+      return false;
+    }
+  }
+  if (!fsync_path(tmp, O_RDONLY) || std::rename(tmp.c_str(), path.c_str()) != 0 || !fsync_path(dir, O_RDONLY | O_DIRECTORY)) {
+    *err = path + ": cannot make checkpoint durable (fsync/rename failed)";
+    return false;
+  }
+  // Keep this one and the one before.
+  std::vector<int> steps = checkpoint_steps(dir, rank);
+  for (size_t i = 0; i + 2 < steps.size(); ++i) std::remove(path_of(dir, rank, steps[i]).c_str());
+  return true;
+}
+
+std::vector<int> checkpoint_steps(const std::string& dir, int rank) {
+  std::vector<int> out;
+  std::error_code ec;
+  const std::string suffix = ".rank" + std::to_string(rank) + ".ckpt";
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    int step = -1;
+    char rest[64] = {0};
+    if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+        std::sscanf(name.c_str(), "step%d%63s", &step, rest) == 2 && suffix == rest && step >= 0)
+      out.push_back(step);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+bool read_checkpoint(const std::string& dir, int rank, int step, std::uint64_t schedule_hash, std::string* state,
+                     std::string* err) {
+  const std::string path = path_of(dir, rank, step);
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    *err = path + ": no checkpoint of step " + std::to_string(step) + " for rank " + std::to_string(rank);
+    return false;
+  }
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::int64_t header[3];
+  std::uint64_t sum;
+  if (bytes.size() < kMagicSize + sizeof header + sizeof sum || bytes.compare(0, kMagicSize, kMagic) != 0) {
+    *err = path + ": not a zbrun checkpoint (bad header or truncated)";
+    return false;
+  }
+  std::memcpy(header, bytes.data() + kMagicSize, sizeof header);
+  size_t body = kMagicSize + sizeof header;
+  if (header[2] < 0 || bytes.size() != body + static_cast<size_t>(header[2]) + sizeof sum) {
+    *err = path + ": truncated (" + std::to_string(bytes.size()) + " bytes, the header promises " +
+           std::to_string(body + static_cast<size_t>(std::max<std::int64_t>(header[2], 0)) + sizeof sum) + ")";
+    return false;
+  }
+  if (header[0] != step || static_cast<std::uint64_t>(header[1]) != schedule_hash) {
+    *err = path + ": written for " + (header[0] != step ? "another step" : "another schedule file");
+    return false;
+  }
+  *state = bytes.substr(body, static_cast<size_t>(header[2]));
+  std::memcpy(&sum, bytes.data() + body + header[2], sizeof sum);
+  if (sum != text_hash(*state)) {
+    *err = path + ": checksum mismatch (the file is corrupt)";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace zbpp

@@ -1,0 +1,25 @@
+// Checkpoint files: one per rank and step, DIR/step<N>.rank<R>.ckpt, holding the backend's state
+// after N steps. Written atomically (a temporary file, fsync, rename, fsync of the directory), so
+// a crash leaves either the old checkpoint or the new one, never half of one; the last two of each
+// rank are kept, so every rank still has the step the slowest one reached.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace zbpp {
+
+/// FNV-1a of a text (the schedule file: ranks check they replay the same one).
+std::uint64_t text_hash(const std::string& text);
+
+/// Writes rank `rank`'s state after `step` steps; false with *err (naming the file) on failure.
+bool write_checkpoint(const std::string& dir, int rank, int step, std::uint64_t schedule_hash, const std::string& state,
+                      std::string* err);
+/// Steps this rank has checkpoints of, ascending.
+std::vector<int> checkpoint_steps(const std::string& dir, int rank);
+/// Reads one back, checking its header, its schedule hash and its checksum; false with *err.
+bool read_checkpoint(const std::string& dir, int rank, int step, std::uint64_t schedule_hash, std::string* state,
+                     std::string* err);
+
+}  // namespace zbpp
