@@ -37,6 +37,18 @@ inline bool is_compute(OpType t) { return t == OpType::F || t == OpType::B || t 
 inline bool is_optimizer_op(OpType t) { return t >= OpType::OPT_STEP; }
 inline bool is_send(OpType t) { return t == OpType::SEND_F || t == OpType::SEND_B || t == OpType::SEND_STATE || t == OpType::SEND_VALID; }
 inline bool is_recv(OpType t) { return t == OpType::RECV_F || t == OpType::RECV_B || t == OpType::RECV_STATE || t == OpType::RECV_VALID; }
+/// The message channel of a send or receive: 0 activations, 1 input gradients, 2 the optimizer's
+/// partial state (forward), 3 its full state (back). Messages of one channel between two ranks
+/// pair up in order.
+inline int message_channel(OpType t) {
+  switch (t) {
+    case OpType::SEND_F: case OpType::RECV_F: return 0;
+    case OpType::SEND_B: case OpType::RECV_B: return 1;
+    case OpType::SEND_STATE: case OpType::RECV_STATE: return 2;
+    default: return 3;
+  }
+}
+inline constexpr int kMessageChannels = 4;
 std::string op_type_name(OpType t);
 /// "F, B, W, BW, ... or VALIDATE", for messages.
 std::string op_type_list();

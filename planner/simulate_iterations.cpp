@@ -17,16 +17,6 @@ namespace {
 
 bool is_validation(OpType t) { return t == OpType::RECV_VALID || t == OpType::SEND_VALID || t == OpType::VALIDATE; }
 
-// 0 activations, 1 input gradients, 2 partial state, 3 full state.
-int channel_kind(OpType t) {
-  switch (t) {
-    case OpType::SEND_F: case OpType::RECV_F: return 0;
-    case OpType::SEND_B: case OpType::RECV_B: return 1;
-    case OpType::SEND_STATE: case OpType::RECV_STATE: return 2;
-    default: return 3;
-  }
-}
-
 }  // namespace
 
 std::optional<IterationTimeline> simulate_iterations(const Schedule& s, const Problem& pr,
@@ -60,14 +50,14 @@ std::optional<IterationTimeline> simulate_iterations(const Schedule& s, const Pr
       Ticks start = free_at[st], end = start;
       bool skip = iter[st] == 0 && is_validation(op.type);
       if (!skip && is_recv(op.type)) {
-        auto ch = std::make_tuple(channel_kind(op.type), op.peer, st);
+        auto ch = std::make_tuple(message_channel(op.type), op.peer, st);
         size_t n = received[ch];
         auto found = sent.find(ch);
         if (found == sent.end() || found->second.size() <= n) return moved;
         start = end = std::max(start, found->second[n] + latency(std::get<0>(ch)));
         ++received[ch];
       } else if (!skip && is_send(op.type)) {
-        sent[{channel_kind(op.type), st, op.peer}].push_back(start);
+        sent[{message_channel(op.type), st, op.peer}].push_back(start);
       } else if (op.type == OpType::OPT_STEP && sync) {
         auto& at = arrived[iter[st]];
         if (!waiting_at_step[st]) {

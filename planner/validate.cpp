@@ -158,17 +158,8 @@ std::string op_at(const Schedule& s, int st, int i) {
 
 std::string where(const Schedule& s, int st, int i) { return "stage " + std::to_string(st) + " " + op_at(s, st, i); }
 
-// Message channels: kinds 0 and 1 carry tensors (activations, input gradients); 2 and 3 the
-// optimizer's partial state (forward) and full state (back), which match by order alone.
-constexpr int kKinds = 4;
-int kind_index(OpType t) {
-  switch (t) {
-    case OpType::SEND_F: case OpType::RECV_F: return 0;
-    case OpType::SEND_B: case OpType::RECV_B: return 1;
-    case OpType::SEND_STATE: case OpType::RECV_STATE: return 2;
-    default: return 3;
-  }
-}
+constexpr int kKinds = kMessageChannels;  // 0, 1 tensors; 2, 3 optimizer state, matched by order alone
+int kind_index(OpType t) { return message_channel(t); }
 bool is_tensor_send(OpType t) { return t == OpType::SEND_F || t == OpType::SEND_B; }
 bool is_tensor_recv(OpType t) { return t == OpType::RECV_F || t == OpType::RECV_B; }
 
