@@ -49,7 +49,7 @@ struct StateLayout {
 // stepped under the complete state (exact).
 enum Decision { kSkipped = 0, kStepped = 1, kExact = 2 };
 
-// What the complete state says: the global norm, whether to skip, the per-step figures.
+// What a (partial or complete) state says: the global norm so far, and whether to skip.
 struct Verdict {
   double norm = 0;
   bool skip = false;
@@ -197,10 +197,10 @@ void Interpreter::add_own_state() {
   Verdict partial = judge(state_, l);
   pending_norm_ = partial.norm;
   bool complete = rank_ == schedule_.p - 1;
-  pending_decision_ = partial.skip                                              ? kSkipped
-                      : complete                                                ? kExact
-                      : clip_scale(partial.norm, adamw_) != 1.0f ? kSkipped
-                                                                                : kStepped;
+  if (partial.skip) pending_decision_ = kSkipped;
+  else if (complete) pending_decision_ = kExact;
+  else if (clip_scale(partial.norm, adamw_) != 1.0f) pending_decision_ = kSkipped;  // will be clipped: wait
+  else pending_decision_ = kStepped;
   state_[l.decision(rank_)] = pending_decision_;
 }
 
