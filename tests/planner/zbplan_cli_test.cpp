@@ -192,7 +192,7 @@ TEST_CASE("zbplan: show writes SVG and self-contained HTML, export/import round-
   CHECK(unknown.err == "zbplan: export: unknown format 'csv2' (known: pytorch-csv)\n");
 }
 
-TEST_CASE("zbplan: plan and simulate report iterations back to back; show --iterations draws them") {
+TEST_CASE("zbplan: plan and simulate report iterations back to back, and show --iterations draws them") {
   std::string post = tmp("cli_iter_post.json"), sync = tmp("cli_iter_sync.json");
   std::vector<std::string> problem = {"--method", "heuristic", "--mem-limit", "2p", "-p", "4", "-m", "8",
                                       "--tf", "1", "--tb", "1", "--tw", "1", "--tcomm", "0.1"};
