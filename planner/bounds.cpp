@@ -122,6 +122,18 @@ double bubble_rate_of_span(const Problem& pr, Ticks span) {
   return static_cast<double>(span - busy) / static_cast<double>(span);
 }
 
+SolverReport bound_report(const Problem& pr, Ticks span) {
+  SpanBounds b = span_lower_bounds(pr);
+  SolverReport r;
+  r.objective = span;
+  r.best_bound = from_quanta(b.best);
+  r.bound_source = b.which;
+  r.gap = relative_gap(span, static_cast<double>(b.best));
+  r.status = span <= b.best ? "optimal" : "not_run";
+  r.bubble_rate_bound = bubble_rate_of_span(pr, b.best);
+  return r;
+}
+
 double relative_gap(Ticks span, double bound) {
   if (span <= 0) return 0.0;
   return std::max(0.0, (static_cast<double>(span) - bound) / static_cast<double>(span));

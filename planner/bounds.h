@@ -26,6 +26,21 @@ struct SpanBounds {
   std::string which;        ///< name of the bound that gives `best` ("busy", "memory", "critical-path")
 };
 
+/// What a plan knows about its own quality; written to the schedule file as "solver".
+struct SolverReport {
+  std::string status;        ///< "optimal" (span meets a certified bound), "time_limit", "local_optimum", "not_run"
+  Ticks objective = 0;       ///< the schedule's exact simulated span
+  double best_bound = 0;     ///< certified lower bound on any schedule's span (time units)
+  std::string bound_source;  ///< "busy", "memory", "critical-path" or "cbc"
+  double gap = 0;            ///< (objective - best_bound) / objective
+  double bubble_rate_bound = 0;  ///< the bubble rate a span equal to best_bound would have
+  double seconds = 0;        ///< time spent in the ILP (0 when it did not run)
+  long nodes = 0;            ///< CBC branch-and-bound nodes
+};
+
+/// The report of a schedule no solver has seen: its span against the combinatorial bounds.
+SolverReport bound_report(const Problem& problem, Ticks span);
+
 /// Lower bounds on the simulated span of every valid schedule of `problem`.
 SpanBounds span_lower_bounds(const Problem& problem);
 
