@@ -101,6 +101,7 @@ struct Incumbent {
 
 struct Solve {
   std::optional<Schedule> schedule;  // the order CBC found (not yet checked)
+  double objective = -1;             // its objective in the model
   double bound = 0;                  // CBC's bound on the objective
   bool optimal = false;
   long nodes = 0;
@@ -305,6 +306,7 @@ Solve solve_window(const Problem& pr, const Incumbent& inc, const std::vector<in
   out.nodes = Cbc_getNodeCount(mdl);
   const double* x = Cbc_bestSolution(mdl);
   if (!x) return out;
+  out.objective = Cbc_getObjValue(mdl);
   // Each stage's window in the order the binaries say: its rank is how many window ops precede it.
   Schedule found = inc.schedule;
   for (int s = 0; s < p; ++s) {
@@ -409,6 +411,7 @@ std::optional<IlpResult> refine_ilp(const Problem& pr, const Schedule& warm_in, 
     ++result.windows;
     result.nodes += sv.nodes;
     result.binaries = sv.binaries;
+    result.model_objective = sv.objective;
     consider(std::move(sv.schedule));
     if (sv.optimal) {
       // CBC closed the whole model: its optimum is the incumbent (or the model's tie, same span).

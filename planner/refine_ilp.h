@@ -41,6 +41,7 @@ struct IlpResult {
   Ticks span = 0;               ///< exact simulated span of `schedule`
   Ticks warm_span = 0;          ///< the warm start's span
   double lower_bound = 0;       ///< best certified bound on the optimal span, in time units
+  double model_objective = -1;  ///< full model: CBC's objective of the schedule it returned (-1: none)
   bool proven_optimal = false;  ///< the span meets the bound (or CBC closed the whole model)
   std::string status;           ///< "optimal", "time_limit" or "local_optimum" (no window improves)
   std::string mode;             ///< "full" or "lns"
