@@ -101,6 +101,7 @@ struct Incumbent {
 
 struct Solve {
   std::optional<Schedule> schedule;  // the order CBC found (not yet checked)
+  double build_seconds = 0;          // building the model, before CBC's clock starts
   double objective = -1;             // its objective in the model
   double bound = 0;                  // CBC's bound on the objective
   bool optimal = false;
@@ -115,6 +116,7 @@ struct Solve {
 // exact simulation after the solve confirms or rejects.
 Solve solve_window(const Problem& pr, const Incumbent& inc, const std::vector<int>& lo, const std::vector<int>& hi,
                    Ticks t_drop, double seconds, int threads, double tie_weight, Ticks known_bound) {
+  const auto built_from = Clock::now();
   const int p = pr.p, n = 3 * pr.m;
   const double comm = from_quanta(pr.t_comm);
   const double c_inc = from_quanta(inc.span);
@@ -295,11 +297,14 @@ Solve solve_window(const Problem& pr, const Incumbent& inc, const std::vector<in
   std::iota(all.begin(), all.end(), 0);
   Cbc_setMIPStartI(mdl, ncols, all.data(), x0.data());
   Cbc_setLogLevel(mdl, 0);
-  Cbc_setMaximumSeconds(mdl, std::max(0.01, seconds));
+  const double build_seconds = std::chrono::duration<double>(Clock::now() - built_from).count();
+  Cbc_setMaximumSeconds(mdl, std::max(0.01, seconds - build_seconds));
   Cbc_setParameter(mdl, "threads", std::to_string(std::max(1, threads)).c_str());
+  Cbc_setParameter(mdl, "timeMode", "elapsed");  // wall clock: the machine may be shared
   Cbc_solve(mdl);
 
   Solve out;
+  out.build_seconds = build_seconds;
   out.binaries = static_cast<int>(pairs.size());
   out.bound = Cbc_getBestPossibleObjValue(mdl);
   out.optimal = Cbc_isProvenOptimal(mdl) != 0;
@@ -428,7 +433,7 @@ std::optional<IlpResult> refine_ilp(const Problem& pr, const Schedule& warm_in, 
     int window_ops = std::max(2, options.window_ops);
     const int max_window_ops = 3 * window_ops;
     const double tie_weight = 1e-3 / p;
-    double last_model_seconds = 0;
+    double last_build_seconds = 0;
     bool done = false;
     while (!done) {
       bool improved = false;
@@ -455,8 +460,9 @@ std::optional<IlpResult> refine_ilp(const Problem& pr, const Schedule& warm_in, 
         int free_ops = 0;
         for (int s = 0; s < p; ++s) free_ops += std::max(0, hi[s] - lo[s] - 1);
         if (free_ops == 0) continue;
-        // A model takes about as long as the last one: do not start one that cannot finish in time.
-        if (left < 1.5 * last_model_seconds) {
+        // Building a model takes about as long as building the last one: CBC gets what is left
+        // after that, and no model starts that could not be built in time.
+        if (left < 2 * last_build_seconds + 0.25) {
           done = true;
           break;
         }
@@ -468,10 +474,10 @@ std::optional<IlpResult> refine_ilp(const Problem& pr, const Schedule& warm_in, 
           for (int s = 0; s < p; ++s)
             if (hi[s] < n) t_drop = std::max(t_drop, inc.timeline.ops[s][hi[s]].start + 1);
         }
-        const double model_started = elapsed();
-        Solve sv = solve_window(pr, inc, lo, hi, t_drop, std::min(left, std::max(1.0, options.seconds / 10)),
+        Solve sv = solve_window(pr, inc, lo, hi, t_drop,
+                                std::min(left - last_build_seconds - 0.2, std::max(1.0, options.seconds / 10)),
                                 options.threads, tie_weight, known);
-        last_model_seconds = elapsed() - model_started;
+        last_build_seconds = sv.build_seconds;
         ++result.windows;
         result.nodes += sv.nodes;
         result.binaries = std::max(result.binaries, sv.binaries);
