@@ -418,13 +418,10 @@ std::optional<IlpResult> refine_ilp(const Problem& pr, const Schedule& warm_in, 
     result.binaries = sv.binaries;
     result.model_objective = sv.objective;
     consider(std::move(sv.schedule));
-    if (sv.optimal) {
-      // CBC closed the whole model: its optimum is the incumbent (or the model's tie, same span).
-      result.lower_bound = std::max(result.lower_bound, from_quanta(inc.span));
-      result.status = "optimal";
-    } else {
-      result.lower_bound = std::max(result.lower_bound, std::min(sv.bound, from_quanta(inc.span)));
-    }
+    // CBC's bound holds for every schedule (the model loses nothing). Optimal only if the
+    // simulated incumbent meets it: a CBC solution the validator rejected proves nothing.
+    result.lower_bound = std::max(result.lower_bound, std::min(sv.bound, from_quanta(inc.span)));
+    if (sv.optimal && from_quanta(inc.span) <= sv.bound + 1e-6) result.status = "optimal";
   } else {
     // Large-neighbourhood search: time windows holding about window_ops ops on the busiest stage,
     // half-overlapping, swept from start to end; windows grow when a sweep finds nothing.
@@ -497,7 +494,8 @@ std::optional<IlpResult> refine_ilp(const Problem& pr, const Schedule& warm_in, 
   }
   if (met_bound()) result.status = "optimal";
   result.proven_optimal = result.status == "optimal";
-  if (result.proven_optimal) result.lower_bound = std::max(result.lower_bound, from_quanta(inc.span));
+  // Optimal means the bound meets the span (to CBC's tolerance): report them equal.
+  if (result.proven_optimal) result.lower_bound = from_quanta(inc.span);
   result.schedule = std::move(inc.schedule);
   result.schedule.method = "ilp";
   result.span = inc.span;
