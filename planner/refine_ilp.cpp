@@ -351,6 +351,24 @@ void window_positions(const Incumbent& inc, Ticks t0, Ticks len, std::vector<int
   }
 }
 
+// How much idle time stages [s_begin, s_end) have in [t0, t0 + len): a longest stage's idle counts
+// 1000 times (rounded to a rank, not a measure).
+double window_idle(const Incumbent& inc, Ticks t0, Ticks len, int s_begin, int s_end) {
+  double total = 0;
+  for (int s = s_begin; s < s_end; ++s) {
+    const auto& t = inc.timeline.ops[s];
+    Ticks idle = 0;
+    for (size_t i = 1; i < t.size(); ++i) {
+      Ticks a = std::max(t[i - 1].end, t0), b = std::min(t[i].start, t0 + len);
+      if (b > a) idle += b - a;
+      if (t[i].start >= t0 + len) break;
+    }
+    bool longest = !t.empty() && t.back().end - t.front().start == inc.span;
+    total += static_cast<double>(idle) * (longest ? 1000.0 : 1.0);
+  }
+  return total;
+}
+
 }  // namespace
 
 std::optional<IlpResult> refine_ilp(const Problem& pr, const Schedule& warm_in, const IlpOptions& options,
@@ -437,13 +455,21 @@ std::optional<IlpResult> refine_ilp(const Problem& pr, const Schedule& warm_in, 
       const Ticks len = std::max<Ticks>(1, window_ops * mean_op);
       // A window is a time range on a block of up to kBlock consecutive stages (half-overlapping
       // blocks), so one model stays small however deep the pipeline is.
+      // Windows holding idle time of a longest stage come first (only those can shorten the
+      // span directly), then those holding other idle time, then the rest, each in time order.
       std::vector<std::pair<Ticks, int>> windows;
+      std::vector<double> score;
       for (Ticks t0 = 0; t0 < inc.timeline.makespan; t0 += std::max<Ticks>(1, len / 2))
         for (int s0 = 0; s0 < p; s0 += kBlock / 2) {
           windows.push_back({t0, s0});
+          score.push_back(window_idle(inc, t0, len, s0, std::min(p, s0 + kBlock)));
           if (s0 + kBlock >= p) break;
         }
-      for (auto [t0, s0] : windows) {
+      std::vector<size_t> order(windows.size());
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return score[a] > score[b]; });
+      for (size_t w : order) {
+        auto [t0, s0] = windows[w];
         if (done) break;
         double left = options.seconds - elapsed();
         if (left < 0.05) {
