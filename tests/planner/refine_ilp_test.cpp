@@ -154,7 +154,9 @@ TEST_CASE("ilp: refuses what it cannot model") {
   Problem two = test::make_problem(2, 2, 1, 1, 1, 0, 0.5, 0.25, "", 2);
   std::vector<Diag> diags;
   Schedule any;
-  CHECK_FALSE(refine_ilp(two, any, IlpOptions{1}, &diags));
+  IlpOptions options;
+  options.seconds = 1;
+  CHECK_FALSE(refine_ilp(two, any, options, &diags));
   REQUIRE(diags.size() == 1);
   CHECK(format_diag(diags[0]) == "ilp: the ILP plans one chunk per stage");
 }
