@@ -301,6 +301,10 @@ Solve solve_window(const Problem& pr, const Incumbent& inc, const std::vector<in
   Cbc_setMaximumSeconds(mdl, std::max(0.01, seconds - build_seconds));
   Cbc_setParameter(mdl, "threads", std::to_string(std::max(1, threads)).c_str());
   Cbc_setParameter(mdl, "timeMode", "elapsed");  // wall clock: the machine may be shared
+  // CBC 2.10.8's preprocessing crashed (CglPreProcess::postProcess) on a window model stopped at
+  // its time limit, so windows go without it; the whole model keeps it (without, CBC left tiny
+  // models unproven).
+  if (tie_weight > 0) Cbc_setParameter(mdl, "preprocess", "off");
   Cbc_solve(mdl);
 
   Solve out;

@@ -31,7 +31,7 @@ struct IlpOptions {
   double seconds = 10;          ///< wall-clock limit of the whole refinement; the best schedule is kept
   int threads = 1;              ///< CBC threads
   Ticks known_bound = 0;        ///< a certified bound on the span: stop once the schedule meets it
-  int full_model_binaries = 600;  ///< solve the whole model when it has at most this many order variables
+  int full_model_binaries = 150;  ///< solve the whole model when it has at most this many order variables
   int window_ops = 10;          ///< LNS: about this many ops per stage are free in one window
   std::function<void(const IlpProgress&)> progress;  ///< called about once a second (and at the end)
 };
