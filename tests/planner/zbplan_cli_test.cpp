@@ -233,7 +233,7 @@ TEST_CASE("zbplan: plan and simulate report iterations back to back; show --iter
   CHECK(bad.err == "zbplan: show: " + compute + ": --iterations needs a lowered file (one with the optimizer's ops)\n");
 }
 
-TEST_CASE("zbplan: every plan records its certified bound; ilp takes --time-limit, --threads, --quiet") {
+TEST_CASE("zbplan: every plan records its certified bound, and ilp takes --time-limit, --threads, --quiet") {
   std::vector<std::string> problem = {"-p", "4", "-m", "8", "--tf", "1.5,1,1.2,1", "--tb", "1.4,1,1,1.1", "--tw",
                                       "0.5,0.6,0.4,0.5", "--tcomm", "0.05", "--mem-limit", "2p"};
   auto with = [&](std::vector<std::string> args) {
