@@ -1,6 +1,7 @@
 // The planner's pass list (see pipeline.h).
 #include "planner/pipeline.h"
 
+#include <cmath>
 #include <cstdio>
 
 #include "planner/gen_baseline.h"
@@ -40,6 +41,7 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
   std::string best_method;
   for (const auto& method : plan_methods()) {
     if (method == "auto") continue;
+    if (method == "ilp" && options.time_limit <= 0) continue;  // the ILP runs only with a time budget
     std::vector<Diag> why;
     auto result = plan_schedule(pr, method, &why, options);
     if (!result) {
@@ -93,6 +95,7 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
   if (method == "auto") return plan_auto(original, diags, options);
   std::optional<Schedule> s;
   std::vector<std::string> notes;
+  std::optional<SolverReport> ilp_report;
   Problem pr = original;
   if (method == "zb-v" && pr.chunks == 1) {
     pr = split_into_chunks(original, 2);
@@ -112,17 +115,39 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
     if (method == "ilp") {
 #ifdef ZBPP_HAVE_CBC
       IlpOptions ilp;
-      ilp.seconds = options.ilp_seconds;
+      ilp.seconds = options.time_limit > 0 ? options.time_limit : 10;
+      ilp.threads = options.threads;
+      if (options.progress)
+        ilp.progress = [&](const IlpProgress& at) {
+          char line[200];
+          double span = from_quanta(at.incumbent);
+          std::snprintf(line, sizeof line, "ilp: %6.1f s  models %4d  incumbent %.6f (bubble %.4f)  bound %.6f  gap %.4f %%",
+                        at.seconds, at.windows, span, bubble_rate_of_span(pr, at.incumbent), at.bound,
+                        100 * relative_gap(at.incumbent, at.bound * kQuantaPerUnit));
+          options.progress(line);
+        };
       auto refined = refine_ilp(pr, *s, ilp, diags);
       if (!refined) return std::nullopt;
-      notes.push_back("ilp (CBC, " + std::to_string(static_cast<int>(options.ilp_seconds)) +
+      notes.push_back("ilp (CBC, " + format_quanta(*to_quanta(ilp.seconds)) +
                       " s limit), warm-started from the heuristic: " + refined->summary());
       // The MILP minimises the span; under the wall objective keep its schedule only if it is no worse.
       if (options.objective == Objective::kPeriod ||
-          simulate_cost(refined->schedule, pr, Objective::kWall) <= simulate_cost(*s, pr, Objective::kWall))
+          simulate_cost(refined->schedule, pr, Objective::kWall) <= simulate_cost(*s, pr, Objective::kWall)) {
+        ilp_report = bound_report(pr, refined->span);
+        if (refined->lower_bound > ilp_report->best_bound) {
+          ilp_report->best_bound = refined->lower_bound;
+          ilp_report->bound_source = "cbc";
+        }
+        ilp_report->gap = relative_gap(refined->span, ilp_report->best_bound * kQuantaPerUnit);
+        ilp_report->bubble_rate_bound =
+            bubble_rate_of_span(pr, static_cast<Ticks>(std::llround(ilp_report->best_bound * kQuantaPerUnit)));
+        ilp_report->status = refined->status;
+        ilp_report->seconds = refined->seconds;
+        ilp_report->nodes = refined->nodes;
         s = std::move(refined->schedule);
-      else
+      } else {
         notes.push_back("ilp: its schedule has a longer wall clock than the heuristic's; kept the heuristic's");
+      }
 #else
       diags->push_back({"", "", -1, -1, "", "the ilp method needs CBC: install coinor-libcbc-dev and rebuild"});
       return std::nullopt;
@@ -158,7 +183,14 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
     diags->insert(diags->end(), found.begin(), found.end());
     return std::nullopt;
   }
-  return PlanResult{std::move(*s), pr, std::move(notes)};
+  // Every plan says how far from optimal it can be: its span against the certified bounds.
+  SolverReport report = ilp_report ? *ilp_report : bound_report(pr, simulate_span(*s, pr));
+  char line[200];
+  std::snprintf(line, sizeof line, "bound: span >= %s (%s), bubble rate >= %.4f, gap %.4f %% (%s)",
+                format_quanta(static_cast<Ticks>(std::llround(report.best_bound * kQuantaPerUnit))).c_str(),
+                report.bound_source.c_str(), report.bubble_rate_bound, 100 * report.gap, report.status.c_str());
+  notes.push_back(line);
+  return PlanResult{std::move(*s), pr, std::move(notes), report};
 }
 
 bool lower_planned(PlanResult* planned, std::vector<Diag>* diags, const LowerOptions& given) {

@@ -2,10 +2,12 @@
 // Later passes (search, ILP refinement, lowering) slot in here, each followed by validate().
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "planner/bounds.h"
 #include "planner/diag.h"
 #include "planner/ir.h"
 #include "planner/lower.h"
@@ -27,13 +29,16 @@ struct PlanResult {
   Schedule schedule;
   Problem problem;                 ///< the problem the schedule is for (zb-v may split stages into chunks)
   std::vector<std::string> notes;  ///< e.g. which grid point of the heuristic won; printed by zbplan
+  SolverReport solver;             ///< the span against a certified lower bound (and the ILP's figures)
 };
 
 struct PlanOptions {
-  double ilp_seconds = 10;  ///< CBC's time limit for the "ilp" method
   /// What heuristic and auto minimise: the period of overlapping iterations (post-validation)
   /// or one iteration's wall clock (a synchronous optimizer). See simulate.h.
   Objective objective = Objective::kPeriod;
+  double time_limit = 0;  ///< seconds for the ILP; 0: not given (ilp takes 10 s, auto leaves the ILP out)
+  int threads = 1;        ///< CBC threads
+  std::function<void(const std::string&)> progress;  ///< ILP progress lines (nothing when empty)
 };
 
 /// Runs the passes for `method`. Returns a validated schedule, or nothing with diagnostics

@@ -1,21 +1,29 @@
-// Appendix G as a MILP for CBC (see refine_ilp.h).
+// Appendix G as a MILP for CBC, whole or window by window (see refine_ilp.h).
 //
-// Variables: E[s][k], the end time of op k on stage s (k = j for F_j, m + j for B_j, 2m + j for
-// W_j); one binary per pair of ops whose order is not implied; C, the span to minimise. Implied
-// orders: each kind in microbatch order, F_j before B_j before W_j, hence F_j before B_j' and W_j'
-// and B_j before W_j' for j <= j'. The free pairs are (F_j, B_j'), (F_j, W_j'), (B_j, W_j') with
-// j > j'. The last op of a stage is therefore W_{m-1} and its first F_0, so the span is
-// E[s][W_{m-1}] - E[s][F_0] + T_F.
+// Variables: E, the end time of each op; one binary per pair of ops on a stage whose order is free;
+// C, the span to minimise. Orders the problem implies are constraints, not binaries: each kind in
+// microbatch order and F_j before B_j' and W_j', B_j before W_j' for j <= j'. So every stage's
+// first op is F_0 and its last W_{m-1}, and the span of stage s is E[W_{m-1}] - start of F_0.
+// F_0 is pinned to the time the simulator starts it (its input's arrival): the simulator starts
+// every op as early as it can, and with the first op pinned nothing in the model can gain by
+// waiting, so the model's optimum is the simulator's (no schedule file can express idling).
+//
+// A window frees, on every stage, the order of the ops the incumbent starts in one time range;
+// every other pair keeps the incumbent's order. Ops that start before the window cannot move
+// (they wait for nothing in it), so they enter as constants.
 #include "planner/refine_ilp.h"
 
 #include <Cbc_C_Interface.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <numeric>
 
+#include "planner/bounds.h"
 #include "planner/deps.h"
 #include "planner/simulate.h"
 #include "planner/validate.h"
@@ -23,23 +31,23 @@
 namespace zbpp {
 
 std::string IlpResult::summary() const {
-  char buf[256];
-  double s = from_quanta(span);
-  double gap = s > 0 ? std::max(0.0, (s - lower_bound) / s) : 0.0;
-  std::snprintf(buf, sizeof buf, "span %s (warm start %s), lower bound %.6g, gap %.2f %%%s, %d order variables",
+  char buf[320];
+  double gap = relative_gap(span, lower_bound * kQuantaPerUnit);
+  std::snprintf(buf, sizeof buf,
+                "span %s (warm start %s), lower bound %.6f, gap %.4f %%, %s, %s model, %d model(s), %ld nodes, %.1f s",
                 format_quanta(span).c_str(), format_quanta(warm_span).c_str(), lower_bound, 100 * gap,
-                proven_optimal ? " (optimal)" : "", binaries);
+                status.c_str(), mode.c_str(), windows, nodes, seconds);
   return buf;
 }
 
 namespace {
 
-struct Row {
-  std::vector<int> cols;
-  std::vector<double> coefs;
-  char sense;
-  double rhs;
-};
+using Clock = std::chrono::steady_clock;
+
+// Up to this many ops the LNS models every op after the window exactly; beyond, a horizon.
+constexpr long kExactOps = 2000;
+// Stages one LNS window spans at most.
+constexpr int kBlock = 8;
 
 // The warm start with BW split into B then W.
 Schedule split_bw(const Schedule& s) {
@@ -59,177 +67,470 @@ Schedule split_bw(const Schedule& s) {
   return out;
 }
 
+int kind_of(OpType t) { return t == OpType::F ? 0 : t == OpType::B ? 1 : 2; }
+
 bool kinds_in_microbatch_order(const Schedule& s) {
   for (const auto& ops : s.stages) {
     int next[3] = {0, 0, 0};
-    for (const Op& op : ops) {
-      int k = op.type == OpType::F ? 0 : op.type == OpType::B ? 1 : 2;
-      if (op.mb != next[k]++) return false;
-    }
+    for (const Op& op : ops)
+      if (op.mb != next[kind_of(op.type)]++) return false;
   }
   return true;
+}
+
+// Whether x must run before y on one stage in every schedule of the model's space.
+bool implied_before(const Op& x, const Op& y) {
+  int kx = kind_of(x.type), ky = kind_of(y.type);
+  return kx == ky ? x.mb < y.mb : kx < ky && x.mb <= y.mb;
+}
+
+// Sum over stages of (last end - first start): the tie-breaker that lets the search accept a
+// schedule that leaves the longest stage as it is but shortens others (room for the next window).
+Ticks total_span(const Timeline& t) {
+  Ticks sum = 0;
+  for (const auto& ops : t.ops)
+    if (!ops.empty()) sum += ops.back().end - ops.front().start;
+  return sum;
+}
+
+struct Incumbent {
+  Schedule schedule;
+  Timeline timeline;
+  Ticks span = 0, total = 0;
+};
+
+struct Solve {
+  std::optional<Schedule> schedule;  // the order CBC found (not yet checked)
+  double build_seconds = 0;          // building the model, before CBC's clock starts
+  double objective = -1;             // its objective in the model
+  double bound = 0;                  // CBC's bound on the objective
+  bool optimal = false;
+  long nodes = 0;
+  int binaries = 0;
+};
+
+// One MILP over the incumbent with stage s's ops at positions [lo[s], hi[s]) free to reorder.
+// `tie_weight` > 0 adds that weight times the sum of the stages' spans to the objective.
+// Ops that start at or after `t_drop` are left out (a horizon for big problems): each stage's span is
+// then its last modelled op's end plus the incumbent's rest of that stage, an estimate that the
+// exact simulation after the solve confirms or rejects.
+Solve solve_window(const Problem& pr, const Incumbent& inc, const std::vector<int>& lo, const std::vector<int>& hi,
+                   Ticks t_drop, double seconds, int threads, double tie_weight, Ticks known_bound) {
+  const auto built_from = Clock::now();
+  const int p = pr.p, n = 3 * pr.m;
+  const double comm = from_quanta(pr.t_comm);
+  const double c_inc = from_quanta(inc.span);
+  auto dur = [&](int s, const Op& op) { return from_quanta(op_duration(op, s, pr)); };
+  std::vector<double> stage_start(p, 0.0);  // the simulator's start of F_0, the same in every schedule
+  for (int s = 0; s < p; ++s) stage_start[s] = from_quanta(inc.timeline.ops[s][0].start);
+
+  // Ops that start before the window's earliest op keep their times: constants.
+  Ticks t_fix = -1;
+  for (int s = 0; s < p; ++s)
+    if (lo[s] < hi[s]) {
+      Ticks t = inc.timeline.ops[s][lo[s]].start;
+      t_fix = t_fix < 0 ? t : std::min(t_fix, t);
+    }
+  // Column of each op (stage s, position i), kConstant or kDropped.
+  constexpr int kConstant = -1, kDropped = -2;
+  std::vector<std::vector<int>> col(p, std::vector<int>(n, kConstant));
+  std::vector<int> last(p, n - 1);  // each stage's last modelled op
+  std::vector<double> lb, ub, obj;
+  std::vector<int> integer;
+  for (int s = 0; s < p; ++s)
+    for (int i = 0; i < n; ++i) {
+      if (inc.timeline.ops[s][i].start >= t_drop) {
+        col[s][i] = kDropped;
+        last[s] = std::min(last[s], i - 1);
+        continue;
+      }
+      if (inc.timeline.ops[s][i].start < t_fix) continue;
+      col[s][i] = static_cast<int>(lb.size());
+      const Op& op = inc.schedule.stages[s][i];
+      double lo_e = stage_start[s] + dur(s, op), hi_e = stage_start[s] + c_inc;
+      if (i == 0) hi_e = lo_e;  // F_0 pinned
+      lb.push_back(lo_e);
+      ub.push_back(std::max(lo_e, hi_e));
+      obj.push_back(0.0);
+    }
+  for (int s = 0; s < p; ++s)
+    if (col[s][last[s]] >= 0) obj[col[s][last[s]]] = tie_weight;
+  const int col_c = static_cast<int>(lb.size());
+  {
+    Ticks floor_ticks = known_bound;
+    for (int s = 0; s < p; ++s) floor_ticks = std::max(floor_ticks, pr.busy_time(s));
+    lb.push_back(std::min(from_quanta(floor_ticks), c_inc));
+    ub.push_back(c_inc + 1e-6);
+    obj.push_back(1.0);
+  }
+  auto end_of = [&](int s, int i) { return from_quanta(inc.timeline.ops[s][i].end); };
+
+  // Rows in triplet form: sum coef * col >= rhs ('G') or <= rhs ('L').
+  struct Row {
+    std::vector<std::pair<int, double>> terms;
+    double lo, hi;
+  };
+  std::vector<Row> rows;
+  const double inf = 1e30;
+  // E[y] - E[x] >= gap for ops given as (stage, position); constants fold into the right side.
+  auto precede = [&](int sx, int x, int sy, int y, double gap) {
+    if (col[sx][x] == kDropped || col[sy][y] == kDropped) return;
+    Row r{{}, gap, inf};
+    if (col[sy][y] >= 0) r.terms.push_back({col[sy][y], 1.0});
+    else r.lo -= end_of(sy, y);
+    if (col[sx][x] >= 0) r.terms.push_back({col[sx][x], -1.0});
+    else r.lo += end_of(sx, x);
+    if (!r.terms.empty()) rows.push_back(std::move(r));
+  };
+
+  // Position of each op on each stage, to find dependencies.
+  auto key = [&](const Op& op) { return kind_of(op.type) * pr.m + op.mb; };
+  std::vector<std::vector<int>> pos(p, std::vector<int>(n));
+  for (int s = 0; s < p; ++s)
+    for (int i = 0; i < n; ++i) pos[s][key(inc.schedule.stages[s][i])] = i;
+
+  struct Pair {
+    int s, x, y, col;  // x before y (the incumbent's order) when the binary is 1
+  };
+  std::vector<Pair> pairs;
+  for (int s = 0; s < p; ++s) {
+    const auto& ops = inc.schedule.stages[s];
+    auto in_window = [&](int i) { return i >= lo[s] && i < hi[s]; };
+    for (int i = 1; i < n; ++i)
+      if (!in_window(i) && !in_window(i - 1)) precede(s, i - 1, s, i, dur(s, ops[i]));
+    for (int i = lo[s]; i < hi[s]; ++i) {
+      if (lo[s] > 0) precede(s, lo[s] - 1, s, i, dur(s, ops[i]));
+      if (hi[s] < n) precede(s, i, s, hi[s], dur(s, ops[hi[s]]));
+      for (int k = lo[s]; k < i; ++k) {
+        if (implied_before(ops[k], ops[i])) {
+          precede(s, k, s, i, dur(s, ops[i]));
+        } else {
+          pairs.push_back({s, k, i, static_cast<int>(lb.size())});
+          lb.push_back(0.0);
+          ub.push_back(1.0);
+          obj.push_back(0.0);
+          integer.push_back(pairs.back().col);
+        }
+      }
+    }
+    // Dependencies between stages: F down, B up, each a hop of T_comm.
+    for (int i = 0; i < n; ++i) {
+      const Op& op = ops[i];
+      if (op.type == OpType::F && s > 0) precede(s - 1, pos[s - 1][key(op)], s, i, comm + dur(s, op));
+      if (op.type == OpType::B && s + 1 < p) precede(s + 1, pos[s + 1][key(op)], s, i, comm + dur(s, op));
+    }
+    // C >= E[last] + the rest of the stage - start of stage s.
+    const double rest = end_of(s, n - 1) - end_of(s, last[s]);
+    Row r{{{col_c, 1.0}}, rest - stage_start[s], inf};
+    if (col[s][last[s]] >= 0) r.terms.push_back({col[s][last[s]], -1.0});
+    else r.lo += end_of(s, last[s]);
+    rows.push_back(std::move(r));
+  }
+  // Disjunctions: with o = 1, x then y; with o = 0, y then x. Two ops of one stage end at most
+  // the incumbent's span apart (every end lies in [stage start, stage start + span]).
+  const double big_m = c_inc + 1.0;
+  for (const Pair& q : pairs) {
+    const auto& ops = inc.schedule.stages[q.s];
+    Row xy{{{col[q.s][q.y], 1.0}, {col[q.s][q.x], -1.0}, {q.col, -big_m}}, dur(q.s, ops[q.y]) - big_m, inf};
+    Row yx{{{col[q.s][q.x], 1.0}, {col[q.s][q.y], -1.0}, {q.col, big_m}}, dur(q.s, ops[q.x]), inf};
+    rows.push_back(std::move(xy));
+    rows.push_back(std::move(yx));
+  }
+  if (pr.mem_limit) {
+    // For each free op b: the memory of every op before it, plus its own, within the limit.
+    const double limit = from_quanta(*pr.mem_limit);
+    std::vector<std::vector<std::pair<int, double>>> free_terms(static_cast<size_t>(p) * n);
+    std::vector<double> free_const(static_cast<size_t>(p) * n, 0.0);
+    for (const Pair& q : pairs) {
+      const auto& ops = inc.schedule.stages[q.s];
+      double mx = from_quanta(memory_delta(ops[q.x], q.s, pr)), my = from_quanta(memory_delta(ops[q.y], q.s, pr));
+      free_terms[q.s * n + q.y].push_back({q.col, mx});  // x before y when o = 1
+      free_const[q.s * n + q.x] += my;                   // y before x when o = 0: (1 - o) * my
+      free_terms[q.s * n + q.x].push_back({q.col, -my});
+    }
+    for (int s = 0; s < p; ++s) {
+      const auto& ops = inc.schedule.stages[s];
+      double before = 0;
+      for (int i = 0; i < lo[s]; ++i) before += from_quanta(memory_delta(ops[i], s, pr));
+      for (int i = lo[s]; i < hi[s]; ++i) {
+        double constant = before + from_quanta(memory_delta(ops[i], s, pr)) + free_const[s * n + i];
+        for (int k = lo[s]; k < hi[s]; ++k)
+          if (k != i && implied_before(ops[k], ops[i])) constant += from_quanta(memory_delta(ops[k], s, pr));
+        Row r{free_terms[s * n + i], -inf, limit - constant + 1e-9};
+        if (r.terms.empty()) continue;
+        rows.push_back(std::move(r));
+      }
+    }
+  }
+
+  // Column-major matrix for Cbc_loadProblem.
+  const int ncols = static_cast<int>(lb.size()), nrows = static_cast<int>(rows.size());
+  std::vector<CoinBigIndex> start(ncols + 1, 0);
+  for (const Row& r : rows)
+    for (auto [c, v] : r.terms) ++start[c + 1];
+  for (int c = 0; c < ncols; ++c) start[c + 1] += start[c];
+  std::vector<int> index(start[ncols]);
+  std::vector<double> value(start[ncols]);
+  std::vector<CoinBigIndex> fill(start.begin(), start.end() - 1);
+  std::vector<double> row_lo(nrows), row_hi(nrows);
+  for (int r = 0; r < nrows; ++r) {
+    row_lo[r] = rows[r].lo;
+    row_hi[r] = rows[r].hi;
+    for (auto [c, v] : rows[r].terms) {
+      index[fill[c]] = r;
+      value[fill[c]++] = v;
+    }
+  }
+  std::unique_ptr<Cbc_Model, void (*)(Cbc_Model*)> model(Cbc_newModel(), Cbc_deleteModel);
+  Cbc_Model* mdl = model.get();
+  Cbc_loadProblem(mdl, ncols, nrows, start.data(), index.data(), value.data(), lb.data(), ub.data(), obj.data(),
+                  row_lo.data(), row_hi.data());
+  for (int c : integer) Cbc_setInteger(mdl, c);
+
+  // Warm start: the incumbent's end times and orders (every binary 1).
+  std::vector<double> x0(ncols, 1.0);
+  for (int s = 0; s < p; ++s)
+    for (int i = 0; i < n; ++i)
+      if (col[s][i] >= 0) x0[col[s][i]] = end_of(s, i);
+  x0[col_c] = c_inc;
+  std::vector<int> all(ncols);
+  std::iota(all.begin(), all.end(), 0);
+  Cbc_setMIPStartI(mdl, ncols, all.data(), x0.data());
+  Cbc_setLogLevel(mdl, 0);
+  const double build_seconds = std::chrono::duration<double>(Clock::now() - built_from).count();
+  Cbc_setMaximumSeconds(mdl, std::max(0.01, seconds - build_seconds));
+  Cbc_setParameter(mdl, "threads", std::to_string(std::max(1, threads)).c_str());
+  Cbc_setParameter(mdl, "timeMode", "elapsed");  // wall clock: the machine may be shared
+  // CBC 2.10.8's preprocessing crashed (CglPreProcess::postProcess) on a window model stopped at
+  // its time limit, so windows go without it; the whole model keeps it (without, CBC left tiny
+  // models unproven).
+  if (tie_weight > 0) Cbc_setParameter(mdl, "preprocess", "off");
+  Cbc_solve(mdl);
+
+  Solve out;
+  out.build_seconds = build_seconds;
+  out.binaries = static_cast<int>(pairs.size());
+  out.bound = Cbc_getBestPossibleObjValue(mdl);
+  out.optimal = Cbc_isProvenOptimal(mdl) != 0;
+  out.nodes = Cbc_getNodeCount(mdl);
+  const double* x = Cbc_bestSolution(mdl);
+  if (!x) return out;
+  out.objective = Cbc_getObjValue(mdl);
+  // Each stage's window in the order the binaries say: its rank is how many window ops precede it.
+  Schedule found = inc.schedule;
+  for (int s = 0; s < p; ++s) {
+    int w = hi[s] - lo[s];
+    if (w <= 1) continue;
+    const auto& ops = inc.schedule.stages[s];
+    std::vector<int> rank(w, 0);
+    for (int i = lo[s]; i < hi[s]; ++i)
+      for (int k = lo[s]; k < i; ++k) ++rank[i - lo[s]];  // the incumbent's order, corrected below
+    for (const Pair& q : pairs)
+      if (q.s == s && x[q.col] < 0.5) {  // y before x: undo the rank the loop above gave y
+        --rank[q.y - lo[s]];
+        ++rank[q.x - lo[s]];
+      }
+    std::vector<int> at(w, -1);
+    for (int k = 0; k < w; ++k) {
+      if (rank[k] < 0 || rank[k] >= w || at[rank[k]] >= 0) return out;  // inconsistent: not a total order
+      at[rank[k]] = lo[s] + k;
+    }
+    for (int r = 0; r < w; ++r) found.stages[s][lo[s] + r] = ops[at[r]];
+  }
+  out.schedule = std::move(found);
+  return out;
+}
+
+// The time range of one window: on every stage, the ops the incumbent starts in [t0, t0 + len).
+void window_positions(const Incumbent& inc, Ticks t0, Ticks len, std::vector<int>* lo, std::vector<int>* hi) {
+  const int p = static_cast<int>(inc.timeline.ops.size());
+  lo->assign(p, 0);
+  hi->assign(p, 0);
+  for (int s = 0; s < p; ++s) {
+    const auto& t = inc.timeline.ops[s];
+    auto first = std::lower_bound(t.begin(), t.end(), t0, [](const OpTiming& o, Ticks v) { return o.start < v; });
+    auto last = std::lower_bound(t.begin(), t.end(), t0 + len, [](const OpTiming& o, Ticks v) { return o.start < v; });
+    (*lo)[s] = static_cast<int>(first - t.begin());
+    (*hi)[s] = static_cast<int>(last - t.begin());
+  }
+}
+
+// How much idle time stages [s_begin, s_end) have in [t0, t0 + len): a longest stage's idle counts
+// 1000 times (rounded to a rank, not a measure).
+double window_idle(const Incumbent& inc, Ticks t0, Ticks len, int s_begin, int s_end) {
+  double total = 0;
+  for (int s = s_begin; s < s_end; ++s) {
+    const auto& t = inc.timeline.ops[s];
+    Ticks idle = 0;
+    for (size_t i = 1; i < t.size(); ++i) {
+      Ticks a = std::max(t[i - 1].end, t0), b = std::min(t[i].start, t0 + len);
+      if (b > a) idle += b - a;
+      if (t[i].start >= t0 + len) break;
+    }
+    bool longest = !t.empty() && t.back().end - t.front().start == inc.span;
+    total += static_cast<double>(idle) * (longest ? 1000.0 : 1.0);
+  }
+  return total;
 }
 
 }  // namespace
 
 std::optional<IlpResult> refine_ilp(const Problem& pr, const Schedule& warm_in, const IlpOptions& options,
                                     std::vector<Diag>* diags) {
+  const auto started = Clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - started).count(); };
   auto fail = [&](const std::string& msg) {
     diags->push_back({"", "", -1, -1, "", "ilp: " + msg});
     return std::nullopt;
   };
   if (pr.chunks != 1 || warm_in.chunks != 1) return fail("the ILP plans one chunk per stage");
-  Schedule warm = split_bw(warm_in);
-  warm.level = kLevelCompute;
-  if (!validate(warm, pr).empty()) return fail("the warm start is not a valid schedule");
-  if (!kinds_in_microbatch_order(warm)) return fail("the warm start must run F's, B's and W's in microbatch order");
+  Incumbent inc;
+  inc.schedule = split_bw(warm_in);
+  inc.schedule.level = kLevelCompute;
+  if (!validate(inc.schedule, pr).empty()) return fail("the warm start is not a valid schedule");
+  if (!kinds_in_microbatch_order(inc.schedule)) return fail("the warm start must run F's, B's and W's in microbatch order");
   std::vector<Diag> unused;
-  auto warm_timeline = simulate_timeline(warm, pr, &unused);
-  const int p = pr.p, m = pr.m, n = 3 * m;
-  const double H = from_quanta(warm_timeline->makespan) + from_quanta(*std::max_element(pr.t_f.begin(), pr.t_f.end()));
-  const double comm = from_quanta(pr.t_comm);
+  inc.timeline = *simulate_timeline(inc.schedule, pr, &unused);
+  inc.span = inc.timeline.span;
+  inc.total = total_span(inc.timeline);
 
-  auto dur = [&](int s, int k) {
-    return from_quanta(k < m ? pr.t_f[s] : k < 2 * m ? pr.t_b[s] : pr.t_w[s]);
-  };
-  auto mem = [&](int s, int k) {
-    OpType t = k < m ? OpType::F : k < 2 * m ? OpType::B : OpType::W;
-    return from_quanta(memory_delta(Op{t, 0, 0}, s, pr));
-  };
-  // Columns: E[s][k] = s * n + k, then C, then the binaries.
-  auto E = [&](int s, int k) { return s * n + k; };
-  const int col_c = p * n;
-  struct Pair {
-    int s, a, b, col;  // a before b when the binary is 1
-  };
-  std::vector<Pair> pairs;
-  int next_col = col_c + 1;
-  for (int s = 0; s < p; ++s)
-    for (int j = 0; j < m; ++j)
-      for (int j2 = 0; j2 < j; ++j2) {
-        pairs.push_back({s, j, m + j2, next_col++});          // F_j vs B_j'
-        pairs.push_back({s, j, 2 * m + j2, next_col++});      // F_j vs W_j'
-        pairs.push_back({s, m + j, 2 * m + j2, next_col++});  // B_j vs W_j'
-      }
-
-  std::vector<Row> rows;
-  auto add = [&](std::vector<int> cols, std::vector<double> coefs, char sense, double rhs) {
-    rows.push_back({std::move(cols), std::move(coefs), sense, rhs});
-  };
-  for (int s = 0; s < p; ++s) {
-    for (int kind = 0; kind < 3; ++kind)
-      for (int j = 1; j < m; ++j) add({E(s, kind * m + j), E(s, kind * m + j - 1)}, {1, -1}, 'G', dur(s, kind * m + j));
-    for (int j = 0; j < m; ++j) {
-      add({E(s, m + j), E(s, j)}, {1, -1}, 'G', dur(s, m + j));            // F_j before B_j
-      add({E(s, 2 * m + j), E(s, m + j)}, {1, -1}, 'G', dur(s, 2 * m + j));  // B_j before W_j
-      if (s > 0) add({E(s, j), E(s - 1, j)}, {1, -1}, 'G', comm + dur(s, j));
-      if (s + 1 < p) add({E(s, m + j), E(s + 1, m + j)}, {1, -1}, 'G', comm + dur(s, m + j));
-    }
-    // C >= E[W_{m-1}] - E[F_0] + T_F, and never less than the stage's busy time (a cut that
-    // tightens CBC's lower bound; the big-M order constraints alone relax to almost nothing).
-    add({col_c, E(s, 3 * m - 1), E(s, 0)}, {1, -1, 1}, 'G', dur(s, 0));
-    add({col_c}, {1}, 'G', m * (dur(s, 0) + dur(s, m) + dur(s, 2 * m)));
-  }
-  for (const Pair& q : pairs) {
-    add({E(q.s, q.b), E(q.s, q.a), q.col}, {1, -1, -H}, 'G', dur(q.s, q.b) - H);  // o = 1: a, then b
-    add({E(q.s, q.a), E(q.s, q.b), q.col}, {1, -1, H}, 'G', dur(q.s, q.a));       // o = 0: b, then a
-  }
-  if (pr.mem_limit) {
-    // For each op b: M_B-style deltas of every op before it, plus its own, within the limit.
-    std::vector<std::vector<std::pair<int, int>>> free_with(static_cast<size_t>(p) * n);  // (col, sign)
-    for (const Pair& q : pairs) {
-      free_with[q.s * n + q.b].push_back({q.col, q.a});   // a before b when o = 1
-      free_with[q.s * n + q.a].push_back({-q.col - 1, q.b});  // b before a when o = 0
-    }
-    double limit = from_quanta(*pr.mem_limit);
-    auto fixed_before = [&](int a, int b) {  // implied "a before b" (a != b, pair not free)
-      int ka = a / m, ja = a % m, kb = b / m, jb = b % m;
-      if (ka == kb) return ja < jb;
-      if (ka < kb) return ja <= jb;  // F before B/W, B before W of later or same microbatch
-      return false;                  // a later kind before an earlier kind: only through free pairs
-    };
-    for (int s = 0; s < p; ++s)
-      for (int b = 0; b < n; ++b) {
-        double constant = mem(s, b);
-        std::vector<int> cols;
-        std::vector<double> coefs;
-        for (int a = 0; a < n; ++a)
-          if (a != b && fixed_before(a, b)) constant += mem(s, a);
-        for (auto [col, a] : free_with[s * n + b]) {
-          if (col >= 0) {
-            cols.push_back(col);
-            coefs.push_back(mem(s, a));
-          } else {  // (1 - o) * mem
-            constant += mem(s, a);
-            cols.push_back(-col - 1);
-            coefs.push_back(-mem(s, a));
-          }
-        }
-        add(cols, coefs, 'L', limit - constant + 1e-9);
-      }
-  }
-
-  std::unique_ptr<Cbc_Model, void (*)(Cbc_Model*)> model(Cbc_newModel(), Cbc_deleteModel);
-  Cbc_Model* mdl = model.get();
-  for (int s = 0; s < p; ++s)
-    for (int k = 0; k < n; ++k) Cbc_addCol(mdl, "", dur(s, k), H, 0.0, 0, 0, nullptr, nullptr);
-  Cbc_addCol(mdl, "", 0.0, 1e30, 1.0, 0, 0, nullptr, nullptr);
-  for (size_t i = 0; i < pairs.size(); ++i) Cbc_addCol(mdl, "", 0.0, 1.0, 0.0, 1, 0, nullptr, nullptr);
-  for (const Row& r : rows)
-    Cbc_addRow(mdl, "", static_cast<int>(r.cols.size()), r.cols.data(), r.coefs.data(), r.sense, r.rhs);
-
-  // Warm start: the heuristic's end times and orders.
-  std::vector<double> start_values(next_col, 0.0);
-  std::vector<std::vector<int>> position(p, std::vector<int>(n, 0));
-  for (int s = 0; s < p; ++s)
-    for (size_t i = 0; i < warm.stages[s].size(); ++i) {
-      const Op& op = warm.stages[s][i];
-      int k = (op.type == OpType::F ? 0 : op.type == OpType::B ? m : 2 * m) + op.mb;
-      start_values[E(s, k)] = from_quanta(warm_timeline->ops[s][i].end);
-      position[s][k] = static_cast<int>(i);
-    }
-  start_values[col_c] = from_quanta(warm_timeline->span);
-  for (const Pair& q : pairs) start_values[q.col] = position[q.s][q.a] < position[q.s][q.b] ? 1.0 : 0.0;
-  std::vector<int> all_cols(next_col);
-  std::iota(all_cols.begin(), all_cols.end(), 0);
-  Cbc_setMIPStartI(mdl, next_col, all_cols.data(), start_values.data());
-  Cbc_setLogLevel(mdl, 0);
-  Cbc_setMaximumSeconds(mdl, options.seconds);
-  Cbc_setParameter(mdl, "threads", "1");
-  Cbc_solve(mdl);
-
+  const int p = pr.p, n = 3 * pr.m;
+  const Ticks known = std::max(options.known_bound, span_lower_bounds(pr).best);
   IlpResult result;
-  result.binaries = static_cast<int>(pairs.size());
-  result.warm_span = warm_timeline->span;
-  result.lower_bound = Cbc_getBestPossibleObjValue(mdl);
-  result.proven_optimal = Cbc_isProvenOptimal(mdl) != 0;
-  result.schedule = warm;
-  result.span = warm_timeline->span;
-  const double* x = Cbc_bestSolution(mdl);
-  if (x) {
-    // Each stage's order: ops by start time (end - duration), ties by kind then microbatch.
-    Schedule found = warm;
-    for (int s = 0; s < p; ++s) {
-      std::vector<int> ks(n);
-      std::iota(ks.begin(), ks.end(), 0);
-      std::stable_sort(ks.begin(), ks.end(), [&](int a, int b) {
-        double sa = x[E(s, a)] - dur(s, a), sb = x[E(s, b)] - dur(s, b);
-        if (std::fabs(sa - sb) > 1e-7) return sa < sb;
-        return a < b;
-      });
-      found.stages[s].clear();
-      for (int k : ks) found.stages[s].push_back({k < m ? OpType::F : k < 2 * m ? OpType::B : OpType::W, k % m, 0});
-    }
-    found.method = "ilp";
-    if (validate(found, pr).empty()) {
-      Ticks span = simulate_span(found, pr);
-      if (span >= 0 && span <= result.span) {
-        result.schedule = std::move(found);
-        result.span = span;
+  result.warm_span = inc.span;
+  result.lower_bound = from_quanta(known);
+  double last_report = -1;
+  auto report = [&](bool force) {
+    if (!options.progress || (!force && elapsed() - last_report < 1.0)) return;
+    last_report = elapsed();
+    options.progress({elapsed(), inc.span, result.lower_bound, result.windows});
+  };
+  // A candidate order replaces the incumbent only if the exact simulator says it is better.
+  auto consider = [&](std::optional<Schedule> candidate) {
+    if (!candidate || !validate(*candidate, pr).empty()) return false;
+    std::vector<Diag> why;
+    auto t = simulate_timeline(*candidate, pr, &why);
+    if (!t) return false;
+    Ticks total = total_span(*t);
+    if (t->span > inc.span || (t->span == inc.span && total >= inc.total)) return false;
+    inc.schedule = std::move(*candidate);
+    inc.timeline = std::move(*t);
+    inc.span = inc.timeline.span;
+    inc.total = total;
+    return true;
+  };
+  auto met_bound = [&] { return inc.span <= known; };
+
+  // Whole model: one binary per free pair on every stage.
+  long full_binaries = 0;
+  for (int s = 0; s < p; ++s)
+    for (int i = 0; i < n; ++i)
+      for (int k = 0; k < i; ++k)
+        full_binaries += !implied_before(inc.schedule.stages[s][k], inc.schedule.stages[s][i]);
+  result.mode = full_binaries <= options.full_model_binaries ? "full" : "lns";
+  result.status = "time_limit";
+  if (met_bound()) {
+    result.status = "optimal";
+  } else if (result.mode == "full") {
+    std::vector<int> lo(p, 0), hi(p, n);
+    Solve sv = solve_window(pr, inc, lo, hi, std::numeric_limits<Ticks>::max(), options.seconds - elapsed(),
+                            options.threads, 0.0, known);
+    ++result.windows;
+    result.nodes += sv.nodes;
+    result.binaries = sv.binaries;
+    result.model_objective = sv.objective;
+    consider(std::move(sv.schedule));
+    // CBC's bound holds for every schedule (the model loses nothing). Optimal only if the
+    // simulated incumbent meets it: a CBC solution the validator rejected proves nothing.
+    result.lower_bound = std::max(result.lower_bound, std::min(sv.bound, from_quanta(inc.span)));
+    if (sv.optimal && from_quanta(inc.span) <= sv.bound + 1e-6) result.status = "optimal";
+  } else {
+    // Large-neighbourhood search: time windows holding about window_ops ops on the busiest stage,
+    // half-overlapping, swept from start to end; windows grow when a sweep finds nothing.
+    Ticks mean_op = 0;
+    for (int s = 0; s < p; ++s) mean_op = std::max(mean_op, pr.busy_time(s) / std::max(1, n));
+    int window_ops = std::max(2, options.window_ops);
+    const int max_window_ops = 3 * window_ops;
+    const double tie_weight = 1e-3 / p;
+    double last_build_seconds = 0;
+    bool done = false;
+    while (!done) {
+      bool improved = false;
+      const Ticks len = std::max<Ticks>(1, window_ops * mean_op);
+      // A window is a time range on a block of up to kBlock consecutive stages (half-overlapping
+      // blocks), so one model stays small however deep the pipeline is.
+      // Windows holding idle time of a longest stage come first (only those can shorten the
+      // span directly), then those holding other idle time, then the rest, each in time order.
+      std::vector<std::pair<Ticks, int>> windows;
+      std::vector<double> score;
+      for (Ticks t0 = 0; t0 < inc.timeline.makespan; t0 += std::max<Ticks>(1, len / 2))
+        for (int s0 = 0; s0 < p; s0 += kBlock / 2) {
+          windows.push_back({t0, s0});
+          score.push_back(window_idle(inc, t0, len, s0, std::min(p, s0 + kBlock)));
+          if (s0 + kBlock >= p) break;
+        }
+      std::vector<size_t> order(windows.size());
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return score[a] > score[b]; });
+      for (size_t w : order) {
+        auto [t0, s0] = windows[w];
+        if (done) break;
+        double left = options.seconds - elapsed();
+        if (left < 0.05) {
+          done = true;
+          break;
+        }
+        std::vector<int> lo, hi;
+        window_positions(inc, t0, len, &lo, &hi);
+        for (int s = 0; s < p; ++s)
+          if (s < s0 || s >= s0 + kBlock) hi[s] = lo[s];
+        int free_ops = 0;
+        for (int s = 0; s < p; ++s) free_ops += std::max(0, hi[s] - lo[s] - 1);
+        if (free_ops == 0) continue;
+        // Building a model takes about as long as building the last one: CBC gets what is left
+        // after that, and no model starts that could not be built in time.
+        if (left < 2 * last_build_seconds + 0.25) {
+          done = true;
+          break;
+        }
+        // Big problems: model only a horizon of two windows past this one (and at least each
+        // stage's first op after its window).
+        Ticks t_drop = std::numeric_limits<Ticks>::max();
+        if (static_cast<long>(p) * n > kExactOps) {
+          t_drop = t0 + 3 * len;
+          for (int s = 0; s < p; ++s)
+            if (hi[s] < n) t_drop = std::max(t_drop, inc.timeline.ops[s][hi[s]].start + 1);
+        }
+        Solve sv = solve_window(pr, inc, lo, hi, t_drop,
+                                std::min(left - last_build_seconds - 0.2, std::max(1.0, options.seconds / 10)),
+                                options.threads, tie_weight, known);
+        last_build_seconds = sv.build_seconds;
+        ++result.windows;
+        result.nodes += sv.nodes;
+        result.binaries = std::max(result.binaries, sv.binaries);
+        if (consider(std::move(sv.schedule))) improved = true;
+        report(false);
+        if (met_bound()) done = true;
+      }
+      if (done) break;
+      if (!improved) {
+        if (window_ops >= max_window_ops) {
+          result.status = "local_optimum";
+          break;
+        }
+        window_ops += std::max(1, window_ops / 2);
       }
     }
   }
+  if (met_bound()) result.status = "optimal";
+  result.proven_optimal = result.status == "optimal";
+  // Optimal means the bound meets the span (to CBC's tolerance): report them equal.
+  if (result.proven_optimal) result.lower_bound = from_quanta(inc.span);
+  result.schedule = std::move(inc.schedule);
   result.schedule.method = "ilp";
+  result.span = inc.span;
+  result.seconds = elapsed();
+  report(true);
   return result;
 }
 

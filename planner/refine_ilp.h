@@ -1,8 +1,14 @@
 // The ILP of appendix G, solved by COIN-OR CBC and warm-started from a heuristic schedule: it
 // searches the op order of every stage for the smallest span under the memory limit, and reports
-// how far the result may still be from optimal (CBC's lower bound).
+// how far the result may still be from optimal.
+//
+// Small problems get the whole model (CBC proves optimality). Larger ones get a large-neighbourhood
+// search: the same model with every stage's order fixed outside one time window of the incumbent,
+// window after window; each improvement is re-simulated exactly before it is kept. The run stops
+// at the time limit, or as soon as the schedule meets a certified lower bound (bounds.h).
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,24 +19,44 @@
 
 namespace zbpp {
 
+/// A snapshot of a running refinement, for progress lines.
+struct IlpProgress {
+  double seconds = 0;   ///< since the refinement started
+  Ticks incumbent = 0;  ///< the best span so far (exact)
+  double bound = 0;     ///< the best lower bound so far, in time units
+  int windows = 0;      ///< subproblems solved so far
+};
+
 struct IlpOptions {
-  double seconds = 10;  ///< CBC's time limit; the best schedule found by then is kept
+  double seconds = 10;          ///< wall-clock limit of the whole refinement; the best schedule is kept
+  int threads = 1;              ///< CBC threads
+  Ticks known_bound = 0;        ///< a certified bound on the span: stop once the schedule meets it
+  int full_model_binaries = 150;  ///< solve the whole model when it has at most this many order variables
+  int window_ops = 10;          ///< LNS: about this many ops per stage are free in one window
+  std::function<void(const IlpProgress&)> progress;  ///< called about once a second (and at the end)
 };
 
 struct IlpResult {
   Schedule schedule;            ///< never worse than the warm start
   Ticks span = 0;               ///< exact simulated span of `schedule`
   Ticks warm_span = 0;          ///< the warm start's span
-  double lower_bound = 0;       ///< CBC's bound on the optimal span, in time units
-  bool proven_optimal = false;
-  int binaries = 0;             ///< order variables in the model
+  double lower_bound = 0;       ///< best certified bound on the optimal span, in time units
+  double model_objective = -1;  ///< full model: CBC's objective of the schedule it returned (-1: none)
+  bool proven_optimal = false;  ///< the span meets the bound (or CBC closed the whole model)
+  std::string status;           ///< "optimal", "time_limit" or "local_optimum" (no window improves)
+  std::string mode;             ///< "full" or "lns"
+  int binaries = 0;             ///< order variables in the largest model solved
+  long nodes = 0;               ///< branch-and-bound nodes, summed over all solves
+  int windows = 0;              ///< models solved
+  double seconds = 0;           ///< wall time spent
   std::string summary() const;  ///< "span 1152.6 (warm start 1160.2), lower bound 1140.1, gap 1.1 %, ..."
 };
 
 /// Refines `warm` (one chunk per stage; F's, B's and W's each in microbatch order on every stage,
 /// as the heuristic and the handcrafted schedules place them; BW is split into B then W). F's,
 /// B's and W's keep microbatch order, so W still accumulates in microbatch order (bit-identical
-/// training). Nothing, with a diagnostic, when the problem is not of that shape or CBC fails.
+/// training); this loses nothing, since microbatches are alike (see docs/ilp.md). Nothing, with a
+/// diagnostic, when the problem is not of that shape or CBC fails.
 std::optional<IlpResult> refine_ilp(const Problem& problem, const Schedule& warm, const IlpOptions& options,
                                     std::vector<Diag>* diags);
 

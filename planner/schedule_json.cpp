@@ -138,7 +138,7 @@ std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const st
   static const std::set<std::string> known = {"$schema", "comment", "format", "version", "level", "method",
                                               "p", "m", "chunks", "placement", "problem", "makespan", "span",
                                               "bubble_rate", "peak_memory", "optimizer", "iterations", "objective",
-                                              "wall_lower_bound", "stages"};
+                                              "wall_lower_bound", "stages", "solver"};
   for (auto it = j.begin(); it != j.end(); ++it)
     if (!known.count(it.key())) r.error("/" + it.key(), "unknown field '" + it.key() + "'");
   for (const char* required : {"p", "m", "placement", "problem", "stages"})
@@ -240,7 +240,8 @@ bool load_problem_file(const std::string& path, ProblemInput* out, std::vector<D
 }
 
 std::string schedule_to_json_text(const Schedule& s, const Problem& pr, const Timeline& t,
-                                  const IterationTimeline* iterations, const std::string& objective, Ticks wall_bound) {
+                                  const IterationTimeline* iterations, const std::string& objective, Ticks wall_bound,
+                                  const SolverReport* solver) {
   nlohmann::json peak = nlohmann::json::array();
   for (Mem m : t.peak_memory) peak.push_back(from_quanta(m));
   nlohmann::json placement = s.placement;
@@ -270,6 +271,13 @@ std::string schedule_to_json_text(const Schedule& s, const Problem& pr, const Ti
                          {"state_latency", from_quanta(iterations->state_latency)},
                          {"allreduce_latency", from_quanta(iterations->allreduce_latency)}};
     out << "  \"iterations\": " << it.dump() << ",\n";
+  }
+  if (solver) {
+    nlohmann::json j = {{"status", solver->status},         {"objective", from_quanta(solver->objective)},
+                        {"best_bound", solver->best_bound}, {"bound_source", solver->bound_source},
+                        {"gap", solver->gap},               {"bubble_rate_bound", solver->bubble_rate_bound},
+                        {"seconds", solver->seconds},       {"nodes", solver->nodes}};
+    out << "  \"solver\": " << j.dump() << ",\n";
   }
   out << "  \"stages\": [\n";
   for (size_t st = 0; st < s.stages.size(); ++st) {

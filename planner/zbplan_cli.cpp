@@ -220,7 +220,8 @@ int write_planned(const PlanResult& planned, const IterationFlags& iteration_fla
   const Objective objective = iteration_flags.objective_or_default();
   const Ticks bound = wall_lower_bound(planned.problem, schedule.placement);
   std::string text = schedule_to_json_text(schedule, planned.problem, *timeline, iterations ? &*iterations : nullptr,
-                                           objective_name(objective), bound);
+                                           objective_name(objective), bound,
+                                           planned.solver.status.empty() ? nullptr : &planned.solver);
   if (!write_file(output, text, err)) return kExitInvalid;
   out << "wrote " << output << "\n";
   for (const auto& note : planned.notes) out << "  " << note << "\n";
@@ -432,7 +433,7 @@ int cmd_import(const std::string& path, const ProblemFlags& flags, const Iterati
   if (!problem) return fail(err, diags);
   diags = validate(*imported, *problem, path);
   if (!diags.empty()) return fail(err, diags);
-  PlanResult planned{*imported, *problem, {}};
+  PlanResult planned{*imported, *problem, {}, {}};
   if (!compute_only && !lower_planned(&planned, &diags, iteration_flags.lower_options())) return fail(err, diags);
   return write_planned(planned, iteration_flags, output, out, err);
 }
@@ -453,8 +454,12 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
   plan->add_option("-o,--output", output, "schedule file to write")->required();
   bool compute_only = false;
   PlanOptions plan_options;
-  plan->add_option("--ilp-seconds", plan_options.ilp_seconds, "time limit of the ILP refinement (method ilp), default 10")
+  plan->add_option("--time-limit,--ilp-seconds", plan_options.time_limit,
+                   "seconds for the ILP refinement: method ilp (default 10); auto runs the ILP only when given")
       ->check(CLI::Range(0.01, 86400.0, "0.01..86400"));
+  plan->add_option("--threads", plan_options.threads, "CBC threads for the ILP (default 1)")->check(CLI::Range(1, 256));
+  bool quiet = false;
+  plan->add_flag("--quiet", quiet, "no ILP progress lines on stderr");
   plan->add_flag("--compute-only", compute_only,
                  "write F/B/W ops only (level \"compute\"); by default the file is lowered for zbrun: send/recv, buffer slots, optimizer step");
   IterationFlags plan_iterations, simulate_iterations_flags, import_iterations;
@@ -524,6 +529,7 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
   }
   flags.tcomm_given = plan->count("--tcomm") > 0;
 
+  if (plan->parsed() && !quiet) plan_options.progress = [&err](const std::string& line) { err << line << std::endl; };
   if (plan->parsed()) return cmd_plan(method, flags, plan_iterations, output, compute_only, plan_options, out, err);
   if (simulate->parsed()) return cmd_simulate(file, trace, simulate_iterations_flags, out, err);
   if (show->parsed())

@@ -232,3 +232,44 @@ TEST_CASE("zbplan: plan and simulate report iterations back to back, and show --
   CHECK(bad.code == 2);
   CHECK(bad.err == "zbplan: show: " + compute + ": --iterations needs a lowered file (one with the optimizer's ops)\n");
 }
+
+TEST_CASE("zbplan: every plan records its certified bound, and ilp takes --time-limit, --threads, --quiet") {
+  std::vector<std::string> problem = {"-p", "4", "-m", "8", "--tf", "1.5,1,1.2,1", "--tb", "1.4,1,1,1.1", "--tw",
+                                      "0.5,0.6,0.4,0.5", "--tcomm", "0.05", "--mem-limit", "2p"};
+  auto with = [&](std::vector<std::string> args) {
+    args.insert(args.end(), problem.begin(), problem.end());
+    return zbplan(args);
+  };
+  auto solver_of = [](const std::string& path) { return nlohmann::json::parse(std::ifstream(path))["solver"]; };
+  Run h = with({"plan", "--method", "zb-h1", "-o", tmp("cli_bound_h1.json")});
+  REQUIRE(h.code == 0);
+  CHECK(h.out.find("  bound: span >= ") != std::string::npos);
+  auto sh = solver_of(tmp("cli_bound_h1.json"));
+  CHECK(sh["status"] == "not_run");
+  CHECK(sh["seconds"] == 0);
+  CHECK(sh["best_bound"].get<double>() <= sh["objective"].get<double>());
+
+#ifdef ZBPP_HAVE_CBC
+  Run i = with({"plan", "--method", "ilp", "--time-limit", "1", "--threads", "1", "-o", tmp("cli_ilp.json")});
+  INFO(i.err);
+  REQUIRE(i.code == 0);
+  CHECK(i.err.rfind("ilp: ", 0) == 0);  // progress lines on stderr
+  CHECK(i.err.find("incumbent") != std::string::npos);
+  auto si = solver_of(tmp("cli_ilp.json"));
+  for (const char* key : {"status", "objective", "best_bound", "gap", "seconds", "nodes", "bubble_rate_bound"})
+    CHECK(si.contains(key));
+  CHECK(si["objective"].get<double>() <= sh["objective"].get<double>() + 1e-9);
+  CHECK(si["gap"].get<double>() >= 0);
+  CHECK(zbplan({"validate", tmp("cli_ilp.json")}).code == 0);
+
+  Run q = with({"plan", "--method", "ilp", "--ilp-seconds", "0.5", "--quiet", "-o", tmp("cli_ilp_quiet.json")});
+  CHECK(q.code == 0);
+  CHECK(q.err.empty());
+
+  // auto runs the ILP only when given a time budget.
+  Run a = with({"plan", "--method", "auto", "-o", tmp("cli_auto_nolimit.json")});
+  CHECK(a.out.find("auto: ilp") == std::string::npos);
+  Run at = with({"plan", "--method", "auto", "--time-limit", "0.5", "--quiet", "-o", tmp("cli_auto_limit.json")});
+  CHECK(at.out.find("auto: ilp span") != std::string::npos);
+#endif
+}

@@ -1,0 +1,135 @@
+// Tests for planner/bounds.cpp: no bound ever exceeds the optimum an exhaustive search finds on
+// tiny problems (per-stage times, T_comm, tight and loose limits); at the 1p limit the memory bound
+// equals ZB-H1's span in all 12 Table 5 settings, and the critical path meets ZB-2p at 1.5B/m24.
+#include "planner/bounds.h"
+
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include <catch2/catch.hpp>
+
+#include "brute_force.h"
+#include "planner/gen_baseline.h"
+#include "planner/search_heuristic.h"
+#include "planner/simulate.h"
+#include "test_util.h"
+
+using namespace zbpp;
+
+namespace {
+
+Problem random_problem(std::mt19937& rng, int p, int m) {
+  std::uniform_int_distribution<int> t(2, 20), c(0, 4), mb(2, 6), mw(0, 6), lim(0, 3);
+  ProblemInput in;
+  in.p = p;
+  in.m = m;
+  in.t_f.clear(), in.t_b.clear(), in.t_w.clear(), in.mem_b.clear(), in.mem_w.clear();
+  for (int s = 0; s < p; ++s) {
+    in.t_f.push_back(t(rng));
+    in.t_b.push_back(t(rng));
+    in.t_w.push_back(t(rng));
+    in.mem_b.push_back(mb(rng));
+    in.mem_w.push_back(std::min<double>(mw(rng), in.mem_b.back()));
+  }
+  in.t_comm = c(rng);
+  // No limit, or room for 1..3 microbatches' activations on the most demanding stage.
+  int l = lim(rng);
+  if (l > 0) in.mem_limit = std::to_string(l * 6);
+  std::vector<Diag> diags;
+  auto pr = build_problem(in, "", &diags);
+  REQUIRE(pr);
+  return *pr;
+}
+
+std::vector<std::vector<std::string>> table5_rows() {
+  std::ifstream in(std::string(ZBPP_GOLDEN_DIR) + "/table5.tsv");
+  REQUIRE(in);
+  std::vector<std::vector<std::string>> rows;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> v;
+    std::stringstream fields(line);
+    for (std::string f; std::getline(fields, f, '\t');) v.push_back(f);
+    rows.push_back(v);
+  }
+  return rows;
+}
+
+Problem table5_problem(const std::vector<std::string>& v, const std::string& limit) {
+  int h = std::stoi(v[8]), a = std::stoi(v[9]);
+  return test::make_problem(std::stoi(v[1]), std::stoi(v[2]), std::stod(v[3]), std::stod(v[4]), std::stod(v[5]),
+                            std::stod(v[6]), 34.0 * h + 5.0 * a * 1024, 32.0 * h, limit);
+}
+
+}  // namespace
+
+TEST_CASE("bounds: never above the exhaustive optimum on tiny problems") {
+  std::mt19937 rng(11);
+  int checked = 0, tight = 0;
+  for (auto [p, m, trials] : {std::tuple{2, 2, 60}, std::tuple{2, 3, 40}, std::tuple{3, 2, 40}}) {
+    for (int i = 0; i < trials; ++i) {
+      Problem pr = random_problem(rng, p, m);
+      Ticks best = test::brute_force_span(pr);
+      if (best < 0) continue;  // the limit admits no schedule
+      SpanBounds b = span_lower_bounds(pr);
+      INFO("p=" << p << " m=" << m << " trial " << i << ": optimum " << best << ", busy " << b.busy << ", memory "
+                << b.memory << ", critical path " << b.critical_path);
+      CHECK(b.busy <= best);
+      CHECK(b.memory <= best);
+      CHECK(b.critical_path <= best);
+      CHECK(b.best == std::max({b.busy, b.memory, b.critical_path}));
+      ++checked;
+      tight += b.best == best;
+    }
+  }
+  CHECK(checked > 100);
+  // The bounds are not trivial: they meet the optimum on a good share of these problems.
+  CHECK(tight * 4 > checked);
+}
+
+TEST_CASE("bounds: hold for any order (p=2, m=2 and p=3, m=2), and microbatch order loses nothing there") {
+  std::mt19937 rng(5);
+  for (int i = 0; i < 60; ++i) {
+    Problem pr = random_problem(rng, 2 + i % 2, 2);
+    Ticks best = test::brute_force_span(pr, /*microbatch_order=*/false);
+    if (best < 0) continue;
+    INFO("trial " << i);
+    CHECK(span_lower_bounds(pr).best <= best);
+    // Microbatches are alike: running each kind in microbatch order (the ILP's space) loses nothing.
+    CHECK(test::brute_force_span(pr, true) == best);
+  }
+}
+
+TEST_CASE("bounds: a worked example (p=2, m=2, T_F=1, T_B=2, T_W=1, T_comm=1, limit one M_B)") {
+  Problem pr = test::make_problem(2, 2, 1, 2, 1, 1, 1, 0.5, "1");
+  SpanBounds b = span_lower_bounds(pr);
+  CHECK(b.busy == 8'000'000);
+  // Stage 0: one F fits before the first B; the round trip 1 + (1 + 2 + 2) = 6 leaves 5 idle; after
+  // the last F, the trip 5 minus the work one M_B holds besides it (none) is 5 idle: 8 + 10.
+  CHECK(b.memory == 18'000'000);
+  CHECK(test::brute_force_span(pr) == 18'000'000);
+  CHECK(b.best == 18'000'000);
+}
+
+TEST_CASE("bounds: Table 5 at 1p: the memory bound is ZB-H1's span (ZB-H1 is optimal)") {
+  for (const auto& v : table5_rows()) {
+    Problem pr = table5_problem(v, "1p");
+    SpanBounds b = span_lower_bounds(pr);
+    auto h1 = generate_zb_h1(pr);
+    INFO(v[0] << " p=" << v[1] << " m=" << v[2]);
+    CHECK(b.which == "memory");
+    CHECK(b.best == simulate_span(h1, pr));
+  }
+}
+
+TEST_CASE("bounds: 1.5B p8 m24 at 2p: the critical path meets the heuristic (0.0433)") {
+  Problem pr = table5_problem(table5_rows()[0], "2p");
+  SpanBounds b = span_lower_bounds(pr);
+  std::vector<Diag> diags;
+  auto found = search_heuristic(pr, &diags);
+  REQUIRE(found);
+  CHECK(b.which == "critical-path");
+  CHECK(b.best == found->span);
+  CHECK(bubble_rate_of_span(pr, b.best) == Approx(0.0433).margin(0.00005));
+}
