@@ -139,7 +139,7 @@ TEST_CASE("zbrun: --trace writes the planned and the measured timeline, one slic
   CHECK(wrong.err == "zbplan: " + s + ": not a trace: expected {\"traceEvents\": [...]} as zbrun --trace writes\n");
 }
 
-TEST_CASE("zbrun: profile -> plan -> run; the plan's peak memory is the measured one") {
+TEST_CASE("zbrun: profile -> plan -> run, and the plan's peak memory is the measured one") {
   std::string s = plan("profile", "zb-h1", 2, 6);
   std::string problem = tmp("profiled.problem.json");
   Run r = call(zbrun_local, {"zbrun", s, "--local", "--steps", "3", "--quiet", "--profile", problem});
