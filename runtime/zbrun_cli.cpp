@@ -6,9 +6,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -28,6 +30,14 @@
 #include "runtime/data.h"
 #include "runtime/interpreter.h"
 #include "runtime/transport_local.h"
+#ifdef ZBPP_HAVE_CUDA
+#include "runtime/cuda/compute_cuda.h"
+#include "runtime/cuda/green_context.h"
+#include "runtime/cuda/transport_device.h"
+#endif
+#ifdef ZBPP_HAVE_NCCL
+#include "runtime/cuda/transport_nccl.h"
+#endif
 #ifdef ZBPP_HAVE_MPI
 #include <mpi.h>
 
@@ -44,6 +54,8 @@ struct Options {
   std::uint64_t seed = 1;
   double timeout_s = 10;
   bool local = false, quiet = false;
+  std::string backend = "cpu";  ///< "cpu" or "cuda"
+  bool single_gpu = false;      ///< every stage in this process on GPU 0, one SM partition each
   AdamWConfig adamw;
   std::string fail_at;  ///< "RANK:OP": that rank fails at that op index (tests of error handling)
   std::string layer_split;  ///< "a,b,...": blocks per virtual stage
@@ -134,13 +146,43 @@ struct Profile {
   }
 };
 
+// What one rank runs on: its compute backend, and how an activation-sized payload for the T_comm
+// ping-pong is made and, once it has come back, released (device memory on the GPU backend).
+struct RankBackend {
+  std::function<std::unique_ptr<Compute>(const std::vector<int>& virtual_stages)> make_compute;
+  std::function<std::vector<float>()> payload;
+  std::function<void(const std::vector<float>&)> release = [](const std::vector<float>&) {};
+};
+
+RankBackend cpu_backend(const Options& o, const GptConfig& model, const Schedule& s) {
+  RankBackend b;
+  b.make_compute = [&o, &model, &s](const std::vector<int>& vss) {
+    return make_cpu_compute(model, vss, s.p * s.chunks, s.m, o.seed, o.adamw);
+  };
+  b.payload = [&model] { return std::vector<float>(static_cast<size_t>(model.tokens()) * model.channels, 1.0f); };
+  return b;
+}
+
+#ifdef ZBPP_HAVE_CUDA
+RankBackend cuda_backend(const Options& o, const GptConfig& model, const Schedule& s, const CudaStage& stage) {
+  RankBackend b;
+  b.make_compute = [&o, &model, &s, stage](const std::vector<int>& vss) {
+    return make_cuda_compute(model, vss, s.p * s.chunks, s.m, o.seed, o.adamw, stage);
+  };
+  b.payload = [&model] { return make_payload(cuda_activation_bytes(model)); };
+  b.release = [](const std::vector<float>& handle) { release_payload(handle); };
+  return b;
+}
+#endif
+
 // One-way latency of an activation-sized message between neighbours: rank r first answers its
 // left neighbour's pings, then pings its right neighbour, so the chain cannot deadlock.
-bool measure_comm(const Options& o, Transport* t, int floats, double* seconds, std::ostream& err, std::mutex* print_mu) {
+bool measure_comm(const Options& o, Transport* t, const RankBackend& backend, double* seconds, std::ostream& err,
+                  std::mutex* print_mu) {
   const int rank = t->rank(), p = t->size(), rounds = 20;
   std::string why;
   bool ok = true;
-  Message ping{0, 0, std::vector<float>(static_cast<size_t>(floats), 1.0f)}, got;
+  Message got;
   if (rank > 0)
     for (int i = 0; i < rounds && ok; ++i)
       ok = t->recv(rank - 1, kActivation, &got, o.timeout_s, &why) && t->send(rank - 1, kGradient, got, &why);
@@ -148,7 +190,8 @@ bool measure_comm(const Options& o, Transport* t, int floats, double* seconds, s
   if (ok && rank + 1 < p) {
     auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < rounds && ok; ++i)
-      ok = t->send(rank + 1, kActivation, ping, &why) && t->recv(rank + 1, kGradient, &got, o.timeout_s, &why);
+      ok = t->send(rank + 1, kActivation, Message{0, 0, backend.payload()}, &why) &&
+           t->recv(rank + 1, kGradient, &got, o.timeout_s, &why) && (backend.release(got.data), true);
     one_way = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / (2.0 * rounds);
   }
   std::vector<double> all(p, 0.0);
@@ -242,14 +285,16 @@ bool write_trace(const Options& o, const ScheduleFile& file, const Timeline& pla
 }
 
 int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConfig& model, const DataSource& data,
-                       const Timeline& planned, Transport* transport, std::ostream& out, std::ostream& err, std::mutex* print_mu);
+                       const Timeline& planned, const RankBackend& backend, Transport* transport, std::ostream& out,
+                       std::ostream& err, std::mutex* print_mu);
 
 // Everything one rank does; rank 0 also prints. Returns the exit code. Anything thrown below
 // (an allocation that fails, say) becomes a message and a stopped run, not an abort.
 int run_rank(const Options& o, const ScheduleFile& file, const GptConfig& model, const DataSource& data,
-             const Timeline& planned, Transport* transport, std::ostream& out, std::ostream& err, std::mutex* print_mu) {
+             const Timeline& planned, const RankBackend& backend, Transport* transport, std::ostream& out,
+             std::ostream& err, std::mutex* print_mu) {
   try {
-    return run_rank_unguarded(o, file, model, data, planned, transport, out, err, print_mu);
+    return run_rank_unguarded(o, file, model, data, planned, backend, transport, out, err, print_mu);
   } catch (const std::exception& e) {
     {
       std::lock_guard<std::mutex> lock(*print_mu);
@@ -261,12 +306,13 @@ int run_rank(const Options& o, const ScheduleFile& file, const GptConfig& model,
 }
 
 int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConfig& model, const DataSource& data,
-                       const Timeline& planned, Transport* transport, std::ostream& out, std::ostream& err, std::mutex* print_mu) {
+                       const Timeline& planned, const RankBackend& backend, Transport* transport, std::ostream& out,
+                       std::ostream& err, std::mutex* print_mu) {
   const Schedule& s = file.schedule;
   const int rank = transport->rank();
   std::vector<int> vss;
   for (int c = 0; c < s.chunks; ++c) vss.push_back(s.placement[rank][c]);
-  auto compute = make_cpu_compute(model, vss, s.p * s.chunks, s.m, o.seed, o.adamw);
+  auto compute = backend.make_compute(vss);
   Interpreter interp(s, rank, compute.get(), transport, o.adamw, o.timeout_s);
   auto stop = [&](const std::string& why) {
     {
@@ -316,7 +362,7 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
   int measured_steps = 0;
   StepReport last_report;
   Profile profile;
-  if (!o.profile.empty() && !measure_comm(o, transport, compute->activation_size(), &profile.comm_seconds, err, print_mu))
+  if (!o.profile.empty() && !measure_comm(o, transport, backend, &profile.comm_seconds, err, print_mu))
     return 1;
   size_t peak_bytes = 0;
   int rolled_back = 0, replays = 0, held = 0;
@@ -421,6 +467,88 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
   return 0;
 }
 
+#ifdef ZBPP_HAVE_CUDA
+// --backend cuda in one process (--single-gpu, or --local): one thread per stage on GPU 0, each in
+// its own green-context partition with --single-gpu when the GPU has the SMs, else on its own
+// stream; activations move by device-to-device copies.
+int run_cuda_threads(const Options& o, const ScheduleFile& file, const GptConfig& model, const DataSource& data,
+                     const Timeline& planned, std::ostream& out, std::ostream& err, std::mutex* print_mu) {
+  const Schedule& s = file.schedule;
+  std::unique_ptr<GreenPartitions> parts;
+  if (o.single_gpu) {
+    std::string why;
+    parts = GreenPartitions::create(0, s.p, &why);
+    std::lock_guard<std::mutex> lock(*print_mu);
+    out << "single GPU: " << (parts ? parts->describe() : "no SM partitions (" + why + "), one stream per stage") << "\n";
+  }
+  auto hub = make_local_hub(s.p);
+  std::vector<int> codes(s.p, 0);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < s.p; ++r)
+    threads.emplace_back([&, r] {
+      std::unique_ptr<Transport> transport;
+      CudaStage stage;
+      try {
+        cudaError_t rc = cudaSetDevice(0);
+        if (rc != cudaSuccess) throw std::runtime_error(std::string("cudaSetDevice (GPU 0): ") + cudaGetErrorString(rc));
+        if (parts) {
+          parts->enter(r);
+          stage.stream = parts->stream(r);
+          stage.sm_count = parts->sm_count(r);
+        }
+        transport = make_device_transport(hub, r);
+      } catch (const std::exception& e) {
+        {
+          std::lock_guard<std::mutex> lock(*print_mu);
+          err << "zbrun: rank " << r << ": " << e.what() << "\n";
+        }
+        make_local_transport(hub, r)->abort("rank " + std::to_string(r) + " failed");
+        codes[r] = 1;
+        return;
+      }
+      codes[r] = run_rank(o, file, model, data, planned, cuda_backend(o, model, s, stage), transport.get(), out, err,
+                          print_mu);
+    });
+  for (auto& t : threads) t.join();
+  for (int c : codes)
+    if (c != 0) return 1;
+  return 0;
+}
+#endif
+
+#if defined(ZBPP_HAVE_NCCL) && defined(ZBPP_HAVE_MPI)
+// --backend cuda under mpirun: this process is one rank on one GPU, NCCL between ranks.
+int run_nccl_rank(const Options& o, const ScheduleFile& file, const GptConfig& model, const DataSource& data,
+                  const Timeline& planned, std::ostream& out, std::ostream& err, std::mutex* print_mu) {
+  const Schedule& s = file.schedule;
+  std::vector<NcclChannel> channels;  // every rank derives the same list from the same schedule
+  for (int r = 0; r < s.p; ++r) {
+    for (const Op& op : s.stages[r]) {
+      if (op.type == OpType::SEND_F) channels.push_back({r, op.peer, kActivation});
+      if (op.type == OpType::SEND_B) channels.push_back({r, op.peer, kGradient});
+    }
+    if (r + 1 < s.p) {  // the T_comm ping-pong of --profile
+      channels.push_back({r, r + 1, kActivation});
+      channels.push_back({r + 1, r, kGradient});
+    }
+  }
+  int device = 0;
+  std::string why;
+  auto transport = make_nccl_transport(channels, o.timeout_s, &device, &why);
+  if (!transport) {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    err << "zbrun: rank " << rank << ", setting up NCCL: " << why << "\n";
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    return 1;
+  }
+  int code = run_rank(o, file, model, data, planned, cuda_backend(o, model, s, CudaStage{device, nullptr, 0}),
+                      transport.get(), out, err, print_mu);
+  transport.reset();
+  return code;
+}
+#endif
+
 }  // namespace
 
 int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream& err, bool use_mpi) {
@@ -455,6 +583,11 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
   app.add_option("--lr", o.adamw.lr, "AdamW learning rate")->check(positive);
   app.add_option("--clip-norm", o.adamw.clip_norm, "global gradient-norm clip (<= 0: off)")->check(finite);
   app.add_flag("--local", o.local, "run all ranks as threads in this process (no mpirun)");
+  app.add_option("--backend", o.backend, "compute backend: cpu, or cuda (bf16 on GPUs; NCCL under mpirun)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_flag("--single-gpu", o.single_gpu,
+               "--backend cuda with every stage in this process on GPU 0, each on its own SM partition "
+               "(green contexts) or, where those are unavailable, its own stream");
   app.add_flag("--quiet", o.quiet, "print only the summary");
   app.add_option("--layer-split", o.layer_split,
                  "blocks per virtual stage, e.g. 1,2,2,1 (default: even, the first and last take fewer)");
@@ -491,6 +624,13 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
     err << "zbrun: --inject-nonfinite: expected STEP:RANK, got '" << o.inject << "'\n";
     return 2;
   }
+  if (o.single_gpu) {
+    o.backend = "cuda";
+    o.local = true;
+  }
+  const bool cuda = o.backend == "cuda";
+  // Many stage streams on one GPU need more hardware queues than the default 8.
+  if (cuda) setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
   bool mpi = use_mpi && !o.local;
   int world_rank = 0, world_size = 1;
 #ifdef ZBPP_HAVE_MPI
@@ -578,6 +718,11 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
     probe.close();
     std::remove((o.dump_weights + "/.zbrun-probe").c_str());
   }
+#ifdef ZBPP_HAVE_CUDA
+  if (cuda && cuda_device_count() == 0) return fail("--backend cuda: no GPU is visible to this process");
+#else
+  if (cuda) return fail("--backend cuda: this zbrun was built without CUDA (no nvcc at configure time)");
+#endif
   std::vector<Diag> unused;
   const Timeline planned = *simulate_timeline(s, file->problem, &unused);  // validated above
   std::mutex print_mu;
@@ -588,20 +733,32 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
       return fail(o.schedule_file + ": planned for " + std::to_string(s.p) + " ranks, but " + std::to_string(world_size) +
                   (world_size == 1 ? " rank is" : " ranks are") + " running" +
                   (world_size == 1 ? " (start it with mpirun -n " + std::to_string(s.p) + ", or add --local)" : ""));
+    if (cuda) {
+#ifdef ZBPP_HAVE_NCCL
+      return finish(run_nccl_rank(o, *file, *model, *data, planned, out, err, &print_mu));
+#else
+      return fail("--backend cuda under mpirun needs NCCL, which was not found at configure time");
+#endif
+    }
     auto transport = make_mpi_transport();
-    int code = run_rank(o, *file, *model, *data, planned, transport.get(), out, err, &print_mu);
+    int code = run_rank(o, *file, *model, *data, planned, cpu_backend(o, *model, s), transport.get(), out, err,
+                        &print_mu);
     transport.reset();
     return finish(code);
 #endif
   }
+#ifdef ZBPP_HAVE_CUDA
+  if (cuda) return run_cuda_threads(o, *file, *model, *data, planned, out, err, &print_mu);
+#endif
   // --local: one thread per rank over an in-process hub.
+  const RankBackend backend = cpu_backend(o, *model, s);
   auto hub = make_local_hub(s.p);
   std::vector<int> codes(s.p, 0);
   std::vector<std::thread> threads;
   for (int r = 0; r < s.p; ++r)
     threads.emplace_back([&, r] {
       auto transport = make_local_transport(hub, r);
-      codes[r] = run_rank(o, *file, *model, *data, planned, transport.get(), out, err, &print_mu);
+      codes[r] = run_rank(o, *file, *model, *data, planned, backend, transport.get(), out, err, &print_mu);
     });
   for (auto& t : threads) t.join();
   for (int c : codes)

@@ -1,0 +1,61 @@
+// How activations stay on the GPU while the interpreter moves them as host floats.
+//
+// The interpreter passes each activation as a std::vector<float> of Compute::activation_size()
+// floats (runtime/compute.h, runtime/transport.h). The CUDA backend reports a size of
+// kHandleFloats and writes a *handle* there instead of the data: a tag and the id of a device
+// buffer held in this process's registry, with an event that marks when its contents are ready.
+// The CUDA transports (transport_device.h, transport_nccl.h) take the buffer out of the registry
+// by its handle, move the bytes on the GPU, and hand the receiver a new handle. So neither the
+// interpreter nor the interfaces change, and no activation crosses to the host.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace zbpp::cuda {
+
+/// Floats a handle takes in a Message or activation buffer: a tag, then the id's bits.
+constexpr int kHandleFloats = 2;
+
+/// Device memory from the stream-ordered allocator, freed on the stream that owns it last.
+struct DeviceTensor {
+  void* ptr = nullptr;
+  size_t bytes = 0;
+  cudaEvent_t ready = nullptr;  ///< recorded after the producer's last write; null: ready now
+};
+
+class DeviceRegistry {
+ public:
+  /// Holds `t` and returns its id.
+  std::uint32_t put(DeviceTensor t);
+  /// Gives the tensor back and forgets it; throws if the id is unknown (used twice, or never made).
+  DeviceTensor take(std::uint32_t id);
+  /// Tensors still held (leaked by a failed run); freed at exit.
+  ~DeviceRegistry();
+
+ private:
+  std::mutex mu_;
+  std::uint32_t next_ = 1;
+  std::unordered_map<std::uint32_t, DeviceTensor> held_;
+};
+
+/// The one registry of this process (the CUDA backends and transports of every rank thread).
+DeviceRegistry& registry();
+
+/// Writes / reads a handle in kHandleFloats floats. read_handle throws if the floats are not one.
+void write_handle(float* out, std::uint32_t id);
+std::uint32_t read_handle(const float* in);
+/// A Message-ready vector holding a handle.
+std::vector<float> handle_vector(std::uint32_t id);
+
+/// Stream-ordered allocation and release (cudaMallocAsync / cudaFreeAsync); `what` names the use.
+void* device_alloc(size_t bytes, cudaStream_t s, const char* what);
+void device_free(void* p, cudaStream_t s);
+/// An event without timing, for ordering only.
+cudaEvent_t make_event(const char* what);
+
+}  // namespace zbpp::cuda

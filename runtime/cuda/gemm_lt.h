@@ -1,0 +1,58 @@
+// cuBLASLt for the linear layers, one function per call the split backward makes. Row-major
+// shapes: X (T,K) tokens x inputs, W (N,K), Y (T,N). bf16 operands, fp32 accumulation.
+//   forward:          Y  = X W^T + bias             (bf16 out)
+//   backward_input:   dX = dY W                     (bf16 out: the B op)
+//   backward_weight:  dW += dY^T X                  (fp32 out, beta = 1: the W op accumulates
+//                                                    over microbatches in the order it is called)
+// The algorithm for a shape is chosen once and cached, so a shape always runs the same kernel
+// and gives the same bits.
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <array>
+#include <map>
+#include <string>
+
+namespace zbpp::cuda {
+
+class GemmLt {
+ public:
+  /// `sm_count`: SMs the stage owns (0: the whole GPU); cuBLASLt sizes its kernels to it.
+  explicit GemmLt(int sm_count = 0);
+  ~GemmLt();
+  GemmLt(const GemmLt&) = delete;
+  GemmLt& operator=(const GemmLt&) = delete;
+
+  /// `what` names the layer in error messages.
+  void forward(__nv_bfloat16* y, const __nv_bfloat16* x, const __nv_bfloat16* w, const __nv_bfloat16* bias, int T,
+               int K, int N, cudaStream_t s, const std::string& what);
+  void backward_input(__nv_bfloat16* dx, const __nv_bfloat16* dy, const __nv_bfloat16* w, int T, int K, int N,
+                      cudaStream_t s, const std::string& what);
+  void backward_weight(float* dw, const __nv_bfloat16* dy, const __nv_bfloat16* x, int T, int K, int N, cudaStream_t s,
+                       const std::string& what);
+
+ private:
+  // One column-major call D (m,n) = alpha op(A) op(B) + beta C, C = D.
+  struct Call {
+    bool trans_a, trans_b;
+    int m, n, k, lda, ldb, ldc;
+    cudaDataType_t out_type;
+    bool bias;
+    std::array<int, 10> key() const {
+      return {trans_a, trans_b, m, n, k, lda, ldb, ldc, static_cast<int>(out_type), bias};
+    }
+  };
+  void run(const Call& c, const void* a, const void* b, void* d, const void* bias, float beta, cudaStream_t s,
+           const std::string& what);
+
+  cublasLtHandle_t handle_ = nullptr;
+  void* workspace_ = nullptr;
+  size_t workspace_bytes_ = 32u << 20;
+  int sm_count_ = 0;
+  std::map<std::array<int, 10>, cublasLtMatmulAlgo_t> algos_;
+};
+
+}  // namespace zbpp::cuda
