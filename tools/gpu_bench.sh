@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# GPU benchmark of the profile -> plan -> run loop (issue 7): a GPT sized to fill one GPU, 4 stages
+# on it with zbrun --single-gpu (one green-context SM partition per stage), m = 8, 16, 32.
+# For 1F1B, ZB-H1, ZB-2p (heuristic, --mem-limit 2p) and ILP it reports measured iteration time,
+# measured and planned bubble rates and peak activation memory per stage; then the raw cuBLASLt
+# throughput of the B and W calls against the GPU's peak; and Perfetto traces (measured beside
+# planned) with their pictures. Writes OUT_DIR/gpu_bench.md and copies it to docs/gpu_bench.md.
+# Usage: tools/gpu_bench.sh OUT_DIR [BUILD_DIR]     (BUILD_DIR: a CUDA build, default build-gpu)
+set -euo pipefail
+here="$(cd "$(dirname "$0")/.." && pwd)"
+out="${1:-${OUT:?usage: tools/gpu_bench.sh OUT_DIR [BUILD_DIR]}}"
+build="${2:-$here/build-gpu}"
+mkdir -p "$out"
+zbplan="$build/planner/zbplan"
+zbrun="$build/runtime/zbrun"
+p=4
+steps=${ZBPP_BENCH_STEPS:-8}
+# For a dry run of this script without a GPU: ZBPP_BENCH_RUN=--local ZBPP_BENCH_MODEL=tiny.
+read -r -a run_mode <<<"${ZBPP_BENCH_RUN:---single-gpu}"
+
+# ~0.6 B parameters: GEMMs dominate (short sequences keep the simple attention kernel small).
+cat >"$out/model.json" <<'EOF'
+{"vocab": 50304, "seq": 128, "channels": 1536, "heads": 12, "layers": 16, "batch": 32}
+EOF
+model="${ZBPP_BENCH_MODEL:-$out/model.json}"
+
+# 1. Profile on a schedule with separate B and W.
+"$zbplan" plan --method zb-h1 -p $p -m 8 --tf 1 --tb 1 --tw 1 -o "$out/profile_schedule.json" >/dev/null
+"$zbrun" "$out/profile_schedule.json" "${run_mode[@]}" --model "$model" --steps 6 --timeout 120 \
+  --profile "$out/problem.json" | tee "$out/profile.log"
+partition=$(grep -o 'single GPU: .*' "$out/profile.log" || true)
+
+# 2. Plan and run every method for every m.
+rows=""
+for m in 8 16 32; do
+  for method in 1f1b zb-h1 zb-2p ilp; do
+    case $method in
+      zb-2p) args=(--method heuristic --mem-limit 2p) ;;
+      ilp) args=(--method ilp --mem-limit 2p --ilp-seconds 30) ;;
+      *) args=(--method "$method") ;;
+    esac
+    sched="$out/${method}_m$m.json"
+    if ! "$zbplan" plan "${args[@]}" --problem "$out/problem.json" -m $m -o "$sched" >"$out/${method}_m$m.plan.log" 2>&1; then
+      rows+="| $m | $method | planning failed | | | | |"$'\n'
+      continue
+    fi
+    trace=()
+    [ $m -eq 16 ] && trace=(--trace "$out/trace_${method}_m$m.json")
+    log="$out/${method}_m$m.run.log"
+    if ! "$zbrun" "$sched" "${run_mode[@]}" --model "$model" --steps "$steps" --timeout 300 --quiet "${trace[@]}" >"$log" 2>&1; then
+      rows+="| $m | $method | run failed (${method}_m$m.run.log) | | | | |"$'\n'
+      continue
+    fi
+    iter=$(grep -o 'iteration time [0-9.]*' "$log" | awk '{print $3}')
+    bub=$(grep -o 'bubble rate [0-9.]* measured / [0-9.]* planned' "$log" | awk '{print $3, $6}')
+    mem=$(grep -o 'measured \[[^]]*\], planned \[[^]]*\]' "$log" | sed 's/ MiB//g')
+    mem=${mem#measured }
+    rows+="| $m | $method | $iter | ${bub% *} | ${bub#* } | ${mem%%, planned*} | ${mem#*planned } |"$'\n'
+    if [ ${#trace[@]} -gt 0 ]; then
+      "$zbplan" show "$sched" --measured "$out/trace_${method}_m$m.json" -o "$out/trace_${method}_m$m.html" >/dev/null || true
+    fi
+  done
+done
+
+# 3. Raw GEMM throughput of the F, B and W calls, whole GPU and one stage's partition.
+gemm_whole=$("$build/tools/zbpp_gpu_gemm_bench" --model "$model" || echo "(GEMM benchmark failed or no GPU)")
+gemm_stage=$("$build/tools/zbpp_gpu_gemm_bench" --model "$model" --parts $p || echo "(no green contexts)")
+
+{
+  echo "# zbrun on one GPU: planned vs measured (tools/gpu_bench.sh)"
+  echo
+  echo "$(date -u +%Y-%m-%d), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)."
+  echo "Model: $(cat "$model"), p = $p stages on one GPU (zbrun --single-gpu; $partition), $steps steps,"
+  echo "times are means of steps 1..$((steps - 1)). Problem measured by zbrun --profile:"
+  echo
+  echo '```'
+  cat "$out/problem.json"
+  echo '```'
+  echo
+  echo "| m | method | iteration (s) | measured bubble | planned bubble | peak activation memory per stage, measured (MiB) | planned (problem units = MiB) |"
+  echo "|---:|---|---:|---:|---:|---|---|"
+  printf "%s" "$rows"
+  echo
+  echo "ZB-2p is the heuristic with --mem-limit 2p; ILP is the appendix-G refinement with the same limit."
+  echo "Traces (m = 16): trace_<method>_m16.json (ui.perfetto.dev) and trace_<method>_m16.html (zbplan show --measured)."
+  echo
+  echo "## cuBLASLt throughput of the linear layers' calls"
+  echo
+  echo "$gemm_whole"
+  echo
+  echo "One stage's partition:"
+  echo
+  echo "$gemm_stage"
+} >"$out/gpu_bench.md"
+[ -z "${ZBPP_BENCH_RUN:-}" ] && cp "$out/gpu_bench.md" "$here/docs/gpu_bench.md"
+cat "$out/gpu_bench.md"
