@@ -378,8 +378,8 @@ class CudaCompute final : public Compute {
       d.positions = static_cast<long>(all.size());
       all.insert(all.end(), g.positions.begin(), g.positions.end());
     }
-    // At most 2 BT + 1 ints per microbatch, so one allocation serves every step.
-    if (!groups_) ZBPP_CK(cudaMalloc(&groups_, static_cast<size_t>(m_) * (2 * BT + 2) * sizeof(int)), "token groups");
+    // At most 3 BT + 1 ints per microbatch (tokens, offsets, positions), so one allocation serves every step.
+    if (!groups_) ZBPP_CK(cudaMalloc(&groups_, static_cast<size_t>(m_) * (3 * BT + 2) * sizeof(int)), "token groups");
     copy_in(groups_, all.data(), all.size() * sizeof(int), "uploading token groups");
     ZBPP_CK(cudaStreamSynchronize(stream_), "uploading token groups");
   }

@@ -1,0 +1,43 @@
+// The parts of the CUDA backend that run without a GPU (built whenever CUDA compiles, so CI runs
+// them): device buffer handles, and zbrun's --backend cuda refusing cleanly when no GPU is visible.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <sstream>
+#include <vector>
+
+#include "planner/zbplan_cli.h"
+#include "runtime/cuda/compute_cuda.h"
+#include "runtime/cuda/device_buffers.h"
+#include "runtime/zbrun_cli.h"
+
+using namespace zbpp;
+
+TEST_CASE("cuda: a handle survives the float vectors and messages that carry it; host floats are refused") {
+  for (std::uint32_t id : {1u, 2u, 0x7fffffffu, 0xffffffffu}) {
+    std::vector<float> v = cuda::handle_vector(id);
+    REQUIRE(v.size() == static_cast<size_t>(cuda::kHandleFloats));
+    std::vector<float> copy = v;  // what the interpreter's boxes and the local hub do
+    CHECK(cuda::read_handle(copy.data()) == id);
+  }
+  std::vector<float> activations(8, 0.5f);
+  CHECK_THROWS_WITH(cuda::read_handle(activations.data()),
+                    "expected a device buffer handle (is a CPU transport carrying CUDA activations?)");
+  CHECK_THROWS_WITH(cuda::registry().take(123456789u), "device buffer handle 123456789 is unknown");
+}
+
+TEST_CASE("cuda: zbrun --backend cuda and --single-gpu refuse to start without a GPU") {
+  if (cuda_device_count() > 0) return;  // tools/gpu_checks.sh covers the GPU side
+  std::string sched = std::string(ZBPP_TEST_TMP) + "/cuda_host.json";
+  std::vector<std::string> plan = {"zbplan", "plan", "--method", "zb-h1", "-p", "2", "-m", "2", "--tf", "1", "--tb", "1", "--tw", "1", "-o", sched};
+  std::vector<const char*> pargv;
+  for (auto& a : plan) pargv.push_back(a.c_str());
+  std::ostringstream pout, perr;
+  REQUIRE(run_zbplan(static_cast<int>(pargv.size()), pargv.data(), pout, perr) == 0);
+  for (const char* mode : {"--single-gpu", "--backend=cuda"}) {
+    std::vector<const char*> argv = {"zbrun", sched.c_str(), mode, "--local", "--steps", "1"};
+    std::ostringstream out, err;
+    CHECK(run_zbrun(static_cast<int>(argv.size()), argv.data(), out, err, false) == 1);
+    CHECK(err.str() == "zbrun: --backend cuda: no GPU is visible to this process\n");
+  }
+}
