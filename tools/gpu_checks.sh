@@ -66,27 +66,36 @@ mkdir -p "$work"
 cat >"$work/model.json" <<'EOF'
 {"vocab": 512, "seq": 64, "channels": 256, "heads": 8, "layers": 8, "batch": 4}
 EOF
+# One GPU, p = 4: with green-context partitions (--single-gpu) and with plain streams
+# (--backend cuda --local, the fallback). Within a mode every method must give the same bits.
 det="$out/determinism.txt"
 : >"$det"
 for method in 1f1b zb-h1 zb-h2 heuristic ilp zb-v; do
   extra=()
   [ "$method" = ilp ] && extra=(--ilp-seconds 5)
-  "$zbplan" plan --method "$method" -p 4 -m 8 --tf 1 --tb 1 --tw 1 --mem-limit 3p "${extra[@]}" -o "$work/det_$method.json" >/dev/null 2>>"$det" ||
-    { echo "$method: planning failed" >>"$det"; continue; }
-  timeout 600 "$zbrun" "$work/det_$method.json" --single-gpu --model "$work/model.json" --steps 8 --timeout 60 \
-    >"$work/det_$method.log" 2>&1 || echo "$method: run failed (see work/det_$method.log)" >>"$det"
-  losses=$(grep -o 'loss [0-9.e+-]*' "$work/det_$method.log" | awk '{print $2}' | tr '\n' ' ')
-  digest=$(grep -o 'weights digest [0-9a-f]*' "$work/det_$method.log" | awk '{print $3}')
-  printf "%-10s digest %s losses %s\n" "$method" "$digest" "$losses" >>"$det"
+  "$zbplan" plan --method "$method" -p 4 -m 8 --tf 1 --tb 1 --tw 1 --mem-limit 3p "${extra[@]}" -o "$work/det_$method.json" \
+    >/dev/null 2>>"$det" || echo "$method: planning failed" >>"$det"
 done
-runs=$(grep -c ' digest [0-9a-f]\{16\} ' "$det")
-digests=$(grep ' digest ' "$det" | awk '{print $3}' | sort -u | wc -l)
-loss_sets=$(grep ' digest ' "$det" | sed 's/.*losses //' | sort -u | wc -l)
-if [ "$runs" -eq 6 ] && [ "$digests" -eq 1 ] && [ "$loss_sets" -eq 1 ]; then
-  result determinism PASS "1f1b zb-h1 zb-h2 heuristic ilp zb-v: one digest, the same losses"
-else
-  result determinism FAIL "see determinism.txt"
-fi
+for mode in single-gpu streams; do
+  args=(--single-gpu)
+  [ $mode = streams ] && args=(--backend cuda --local)
+  for method in 1f1b zb-h1 zb-h2 heuristic ilp zb-v; do
+    log="$work/det_${mode}_$method.log"
+    timeout 600 "$zbrun" "$work/det_$method.json" "${args[@]}" --model "$work/model.json" --steps 8 --timeout 60 \
+      >"$log" 2>&1 || echo "$mode $method: run failed (see work/det_${mode}_$method.log)" >>"$det"
+    losses=$(grep -o 'loss [0-9.e+-]*' "$log" | awk '{print $2}' | tr '\n' ' ')
+    digest=$(grep -o 'weights digest [0-9a-f]*' "$log" | awk '{print $3}')
+    printf "%-10s %-10s digest %s losses %s\n" "$mode" "$method" "$digest" "$losses" >>"$det"
+  done
+  runs=$(grep "^$mode " "$det" | grep -c ' digest [0-9a-f]\{16\} ')
+  digests=$(grep "^$mode .* digest " "$det" | awk '{print $4}' | sort -u | wc -l)
+  loss_sets=$(grep "^$mode .* digest " "$det" | sed 's/.*losses //' | sort -u | wc -l)
+  if [ "$runs" -eq 6 ] && [ "$digests" -eq 1 ] && [ "$loss_sets" -eq 1 ]; then
+    result "determinism ($mode)" PASS "1f1b zb-h1 zb-h2 heuristic ilp zb-v: one digest, the same losses"
+  else
+    result "determinism ($mode)" FAIL "see determinism.txt"
+  fi
+done
 
 # --- CPU and GPU backends train alike ------------------------------------------------------------
 "$zbplan" plan --method zb-h1 -p 2 -m 4 --tf 1 --tb 1 --tw 1 -o "$work/cmp.json" >/dev/null
