@@ -7,6 +7,8 @@
 #   cuda_tests.log    tests/cuda: every layer's F/B/W vs the CPU reference, backend vs CPU backend
 #   determinism.txt   --single-gpu, p=4: losses and final weight digests of 1f1b, zb-h1, zb-h2,
 #                     heuristic, ilp (and zb-v) must be bit-identical
+#   post_validation   (summary line) optimizer post-validation on the GPU: sync's bits without clipping,
+#                     reproducible with rollbacks
 #   cpu_vs_gpu.txt    the same schedule on --backend cpu and --single-gpu: losses within 2%
 #   errors.txt        --fail-at on the GPU ends the run with a message naming the rank and op (no hang)
 #   nccl.txt          mpirun with NCCL on 2 GPUs, digest equal to the in-process run (skipped with 1 GPU)
@@ -73,7 +75,7 @@ det="$out/determinism.txt"
 for method in 1f1b zb-h1 zb-h2 heuristic ilp zb-v; do
   extra=()
   [ "$method" = ilp ] && extra=(--ilp-seconds 5)
-  "$zbplan" plan --method "$method" -p 4 -m 8 --tf 1 --tb 1 --tw 1 --mem-limit 3p "${extra[@]}" -o "$work/det_$method.json" \
+  "$zbplan" plan --method "$method" -p 4 -m 8 --tf 1 --tb 1 --tw 1 --mem-limit 3p --optimizer sync "${extra[@]}" -o "$work/det_$method.json" \
     >/dev/null 2>>"$det" || echo "$method: planning failed" >>"$det"
 done
 for mode in single-gpu streams; do
@@ -96,6 +98,22 @@ for mode in single-gpu streams; do
     result "determinism ($mode)" FAIL "see determinism.txt"
   fi
 done
+
+# --- optimizer post-validation on the GPU (rollback in place) -----------------------------------------
+# Without clipping it must give sync's bits; with clipping (rollbacks) those of its own rerun.
+"$zbplan" plan --method zb-h1 -p 4 -m 8 --tf 1 --tb 1 --tw 1 -o "$work/pv.json" >/dev/null
+pv() { timeout 600 "$zbrun" "$work/pv.json" --single-gpu --model "$work/model.json" --timeout 60 "$@" 2>&1; }
+digest() { grep -o 'weights digest [0-9a-f]*' | awk '{print $3}'; }
+"$zbplan" plan --method zb-h1 -p 4 -m 8 --tf 1 --tb 1 --tw 1 --optimizer sync -o "$work/pv_sync.json" >/dev/null
+a=$(pv --steps 4 --clip-norm 1e6 | tee "$work/pv_noclip.log" | digest)
+b=$(timeout 600 "$zbrun" "$work/pv_sync.json" --single-gpu --model "$work/model.json" --steps 4 --clip-norm 1e6 2>&1 | digest)
+c=$(pv --steps 6 --clip-norm 0.05 | tee "$work/pv_clip.log" | digest)
+d=$(pv --steps 6 --clip-norm 0.05 | digest)
+if [ -n "$a" ] && [ "$a" = "$b" ] && [ -n "$c" ] && [ "$c" = "$d" ]; then
+  result post_validation PASS "no clipping: $a = sync; clipping: $c twice ($(grep -o 'optimizer post-validation: .*' "$work/pv_clip.log" | head -1))"
+else
+  result post_validation FAIL "no clipping '$a' vs sync '$b'; clipping '$c' vs '$d' (work/pv_*.log)"
+fi
 
 # --- CPU and GPU backends train alike ------------------------------------------------------------
 "$zbplan" plan --method zb-h1 -p 2 -m 4 --tf 1 --tb 1 --tw 1 -o "$work/cmp.json" >/dev/null

@@ -16,7 +16,13 @@
 #include <unordered_map>
 #include <vector>
 
+#include "runtime/transport.h"
+
 namespace zbpp::cuda {
+
+/// Whether messages of `kind` carry device buffer handles: activations and input gradients do; the
+/// optimizer's state (post-validation) is host doubles and travels as it is.
+inline bool carries_handle(MessageKind kind) { return kind == kActivation || kind == kGradient; }
 
 /// Floats a handle takes in a Message or activation buffer: a tag, then the id's bits.
 constexpr int kHandleFloats = 2;

@@ -32,6 +32,7 @@ class DeviceTransport final : public Transport {
   int size() const override { return local_->size(); }
 
   bool send(int peer, MessageKind kind, Message msg, std::string* err) override {
+    if (!cuda::carries_handle(kind)) return local_->send(peer, kind, std::move(msg), err);
     try {
       cuda::DeviceTensor src = cuda::registry().take(cuda::read_handle(msg.data.data()));
       const std::string what = "copying to rank " + std::to_string(peer);
@@ -55,6 +56,7 @@ class DeviceTransport final : public Transport {
   bool recv(int peer, MessageKind kind, Message* msg, double timeout_s, std::string* err) override {
     auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
     if (!local_->recv(peer, kind, msg, timeout_s, err)) return false;
+    if (!cuda::carries_handle(kind)) return true;
     try {
       // Peek at the event without taking the buffer: the compute backend adopts it.
       std::uint32_t id = cuda::read_handle(msg->data.data());

@@ -102,6 +102,7 @@ class NcclTransport final : public Transport {
   int size() const override { return mpi_->size(); }
 
   bool send(int peer, MessageKind kind, Message msg, std::string* err) override {
+    if (!cuda::carries_handle(kind)) return mpi_->send(peer, kind, std::move(msg), err);  // optimizer state
     try {
       Channel& ch = channel({rank_, peer, kind});
       cuda::DeviceTensor t = cuda::registry().take(cuda::read_handle(msg.data.data()));
@@ -126,6 +127,10 @@ class NcclTransport final : public Transport {
     auto deadline = after(timeout_s);
     Message header;
     if (!mpi_->recv(peer, kind, &header, timeout_s, err)) return false;
+    if (!cuda::carries_handle(kind)) {
+      *msg = std::move(header);
+      return true;
+    }
     try {
       if (header.data.size() != 1) throw std::runtime_error("malformed header from rank " + std::to_string(peer));
       std::uint32_t bytes;
