@@ -46,6 +46,7 @@ class NcclTransport final : public Transport {
     MPI_Comm_rank(local, &local_rank);
     MPI_Comm_free(&local);
     ZBPP_CK(cudaGetDeviceCount(&gpus), "counting GPUs on rank " + std::to_string(rank_));
+    if (gpus == 0) throw std::runtime_error("rank " + std::to_string(rank_) + " sees no GPU");
     *device = local_rank % gpus;
     ZBPP_CK(cudaSetDevice(*device), "rank " + std::to_string(rank_) + " selecting GPU " + std::to_string(*device));
 
