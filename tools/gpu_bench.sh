@@ -41,21 +41,22 @@ for m in 8 16 32; do
     esac
     sched="$out/${method}_m$m.json"
     if ! "$zbplan" plan "${args[@]}" --problem "$out/problem.json" -m $m -o "$sched" >"$out/${method}_m$m.plan.log" 2>&1; then
-      rows+="| $m | $method | planning failed | | | | |"$'\n'
+      rows+="| $m | $method | planning failed | | | | | |"$'\n'
       continue
     fi
     trace=()
     [ $m -eq 16 ] && trace=(--trace "$out/trace_${method}_m$m.json")
     log="$out/${method}_m$m.run.log"
     if ! "$zbrun" "$sched" "${run_mode[@]}" --model "$model" --steps "$steps" --timeout 300 --quiet "${trace[@]}" >"$log" 2>&1; then
-      rows+="| $m | $method | run failed (${method}_m$m.run.log) | | | | |"$'\n'
+      rows+="| $m | $method | run failed (${method}_m$m.run.log) | | | | | |"$'\n'
       continue
     fi
     iter=$(grep -o 'iteration time [0-9.]*' "$log" | awk '{print $3}')
+    period=$(grep -o 'planned per iteration: period [0-9.]*' "$log" | awk '{print $5}')
     bub=$(grep -o 'bubble rate [0-9.]* measured / [0-9.]* planned' "$log" | awk '{print $3, $6}')
     mem=$(grep -o 'measured \[[^]]*\], planned \[[^]]*\]' "$log" | sed 's/ MiB//g')
     mem=${mem#measured }
-    rows+="| $m | $method | $iter | ${bub% *} | ${bub#* } | ${mem%%, planned*} | ${mem#*planned } |"$'\n'
+    rows+="| $m | $method | $iter | $period | ${bub% *} | ${bub#* } | ${mem%%, planned*} | ${mem#*planned } |"$'\n'
     if [ ${#trace[@]} -gt 0 ]; then
       "$zbplan" show "$sched" --measured "$out/trace_${method}_m$m.json" -o "$out/trace_${method}_m$m.html" >/dev/null || true
     fi
@@ -77,8 +78,8 @@ gemm_stage=$("$build/tools/zbpp_gpu_gemm_bench" --model "$model" --parts $p || e
   cat "$out/problem.json"
   echo '```'
   echo
-  echo "| m | method | iteration (s) | measured bubble | planned bubble | peak activation memory per stage, measured (MiB) | planned (problem units = MiB) |"
-  echo "|---:|---|---:|---:|---:|---|---|"
+  echo "| m | method | iteration, measured (s) | planned period (ms) | measured bubble | planned bubble | peak activation memory per stage, measured (MiB) | planned (MiB) |"
+  echo "|---:|---|---:|---:|---:|---:|---|---|"
   printf "%s" "$rows"
   echo
   echo "ZB-2p is the heuristic with --mem-limit 2p; ILP is the appendix-G refinement with the same limit."
