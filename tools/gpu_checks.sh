@@ -9,6 +9,7 @@
 #                     heuristic, ilp (and zb-v) must be bit-identical
 #   post_validation   (summary line) optimizer post-validation on the GPU: sync's bits without clipping,
 #                     reproducible with rollbacks
+#   checkpoint        (summary line) a GPU run killed after a checkpoint resumes bit-identically
 #   cpu_vs_gpu.txt    the same schedule on --backend cpu and --single-gpu: losses within 2%
 #   errors.txt        --fail-at on the GPU ends the run with a message naming the rank and op (no hang)
 #   nccl.txt          mpirun with NCCL on 2 GPUs, digest equal to the in-process run (skipped with 1 GPU)
@@ -113,6 +114,20 @@ if [ -n "$a" ] && [ "$a" = "$b" ] && [ -n "$c" ] && [ "$c" = "$d" ]; then
   result post_validation PASS "no clipping: $a = sync; clipping: $c twice ($(grep -o 'optimizer post-validation: .*' "$work/pv_clip.log" | head -1))"
 else
   result post_validation FAIL "no clipping '$a' vs sync '$b'; clipping '$c' vs '$d' (work/pv_*.log)"
+fi
+
+# --- checkpoints: a run killed after a checkpoint resumes bit-identically on the GPU -----------------
+ck="$work/ckpt"
+rm -rf "$ck"
+whole=$(timeout 600 "$zbrun" "$work/pv.json" --single-gpu --model "$work/model.json" --steps 6 --quiet 2>&1 | digest)
+timeout 600 "$zbrun" "$work/pv.json" --single-gpu --model "$work/model.json" --steps 6 --quiet --checkpoint "$ck" --every 2 \
+  --fail-at 1:3@4 >"$work/ckpt_killed.log" 2>&1
+resumed=$(timeout 600 "$zbrun" "$work/pv.json" --single-gpu --model "$work/model.json" --steps 6 --checkpoint "$ck" --every 2 \
+  --resume 2>&1 | tee "$work/ckpt_resumed.log" | digest)
+if [ -n "$whole" ] && [ "$whole" = "$resumed" ] && grep -q "resumed from" "$work/ckpt_resumed.log"; then
+  result checkpoint PASS "killed at step 4, resumed: digest $resumed = the uninterrupted run's"
+else
+  result checkpoint FAIL "'$resumed' vs '$whole' (work/ckpt_*.log)"
 fi
 
 # --- CPU and GPU backends train alike ------------------------------------------------------------

@@ -372,5 +372,21 @@ TEST_CASE("CUDA backend: slots hold memory from F to W only; rollback restores t
     for (size_t i = 0; i < v.size(); ++i) REQUIRE(std::fabs(v[i] - before[id][i]) <= 1e-5f * std::max(1.0f, std::fabs(before[id][i])));
 }
 
+TEST_CASE("CUDA backend: checkpoints move between the CPU and CUDA backends unchanged") {
+  GptConfig c = small_model();
+  const int m = 2;
+  std::vector<std::unique_ptr<Compute>> cpu;
+  cpu.push_back(make_cpu_compute(c, {0}, 1, m, 1, AdamWConfig{}));
+  train_step(cpu, c, m, 0);  // non-trivial weights and moments
+  std::string state, back, err;
+  REQUIRE(cpu[0]->save_state(&state));
+  auto gpu = cuda_ranks(c, 1, m);
+  REQUIRE(gpu[0]->load_state(state, &err));
+  CHECK(params(gpu) == params(cpu));
+  REQUIRE(gpu[0]->save_state(&back));
+  CHECK(back == state);
+  CHECK_FALSE(gpu[0]->load_state(state.substr(0, state.size() - 4), &err));
+}
+
 }  // namespace
 }  // namespace zbpp
