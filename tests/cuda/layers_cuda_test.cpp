@@ -349,7 +349,7 @@ TEST_CASE("CUDA backend: the same bits whether the model runs as one stage or th
   CHECK(params(one) == params(three));
 }
 
-TEST_CASE("CUDA backend: slots hold memory from F to W only; rollback restores the weights") {
+TEST_CASE("CUDA backend: slots hold memory from F to W only, and rollback restores the weights") {
   GptConfig c = small_model();
   const int m = 1;
   auto ranks = cuda_ranks(c, 1, m);

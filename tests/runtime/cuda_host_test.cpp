@@ -13,7 +13,7 @@
 
 using namespace zbpp;
 
-TEST_CASE("cuda: a handle survives the float vectors and messages that carry it; host floats are refused") {
+TEST_CASE("cuda: a handle survives the float vectors and messages that carry it, and host floats are refused") {
   for (std::uint32_t id : {1u, 2u, 0x7fffffffu, 0xffffffffu}) {
     std::vector<float> v = cuda::handle_vector(id);
     REQUIRE(v.size() == static_cast<size_t>(cuda::kHandleFloats));
