@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Runs each libFuzzer harness of a -DZBPP_FUZZ=ON build for SECONDS (default 60), starting from
+# seeds made of real files: docs/examples problems, schedules zbplan writes, the bad-input corpus,
+# and zbplan command lines. New inputs accumulate in BUILD/fuzz/corpus/HARNESS; a crash leaves its
+# input in BUILD/fuzz/artifacts and fails the script.
+# Usage: tools/fuzz.sh BUILD [SECONDS] [HARNESS...] [-- LIBFUZZER_FLAGS...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=$1; seconds=${2:-60}; shift $(( $# >= 2 ? 2 : 1 ))
+harnesses=(); extra=()
+while [ $# -gt 0 ]; do
+  if [ "$1" = "--" ]; then shift; extra=("$@"); break; fi
+  harnesses+=("$1"); shift
+done
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(fuzz_problem fuzz_schedule fuzz_zbplan_cli)
+zbplan=$build/planner/zbplan
+work=$build/fuzz
+mkdir -p "$work/artifacts"
+
+# Seeds (rebuilt each run; small files only, so libFuzzer's default input size stays small).
+seeds=$work/seeds
+rm -rf "$seeds"; mkdir -p "$seeds"/{fuzz_problem,fuzz_schedule,fuzz_zbplan_cli}
+cp docs/examples/*.problem.json "$seeds/fuzz_problem/"
+find tests/bad_inputs/problem -name '*.json' -size -16k -exec cp {} "$seeds/fuzz_problem/" \;
+find tests/bad_inputs/schedule -name '*.json' -size -16k -exec cp {} "$seeds/fuzz_schedule/" \;
+n=0
+plan() { n=$((n + 1)); "$zbplan" plan "$@" -o "$seeds/fuzz_schedule/planned$n.json" > /dev/null; }
+plan --method 1f1b -p 2 -m 3 --tf 1 --tb 1 --tw 1
+plan --method zb-h1 -p 3 -m 4 --tf 1,2,1 --tb 1 --tw 0.5 --tcomm 0.1
+plan --method zb-h2 -p 2 -m 4 --tf 1 --tb 1 --tw 1 --compute-only
+plan --method heuristic -p 3 -m 5 --tf 1 --tb 1.5 --tw 0.7 --mem-limit 2p
+plan --method zb-v -p 2 -m 3 --tf 2 --tb 2 --tw 1
+plan --method 1f1b-i -p 2 -m 4 --chunks 2 --tf 1 --tb 1 --tw 1 --compute-only
+plan --method zb-h1 --problem docs/examples/heterogeneous-p4.problem.json
+# zbplan command lines, one argument a line (see tests/fuzz/fuzz_zbplan_cli.cpp for the fixtures).
+k=0
+cli() { k=$((k + 1)); printf '%s\n' "$@" | head -c -1 > "$seeds/fuzz_zbplan_cli/cli$k"; }
+cli plan --method zb-h1 -p 4 -m 8 --tf 1 --tb 1 --tw 0.5 -o out.json
+cli plan --method heuristic --problem problem.json --mem-limit 1.5p -o out.json
+cli plan --method zb-v -p 3 -m 5 --tf 1,2,1 --tb 1 --tw 1 --tcomm 0.2 --compute-only -o out.json
+cli plan --method 1f1b-i -p 2 -m 4 --chunks 2 --tf 1 --tb 1 --tw 1 -o out.json
+cli simulate s.json --trace t.json
+cli validate c.json
+cli show s.json -o s.svg --width 400
+cli show c.json -o s.html --measured trace.json
+cli export s.json --format pytorch-csv -o out.csv
+cli import in.csv --tf 1 --tb 2 --tw 1 -o out.json
+cli plan --help
+
+status=0
+for h in "${harnesses[@]}"; do
+  mkdir -p "$work/corpus/$h"
+  echo "== $h: ${seconds} s"
+  # -timeout: one input may take 10 s at most; -rss_limit_mb: 2 GiB; both count as failures.
+  dict=tests/fuzz/json.dict; [ "$h" = fuzz_zbplan_cli ] && dict=tests/fuzz/cli.dict
+  if ! "$build/tests/fuzz/$h" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+      -dict="$dict" -artifact_prefix="$work/artifacts/$h-" "${extra[@]}" \
+      "$work/corpus/$h" "$seeds/$h" > "$work/$h.log" 2>&1; then
+    status=1
+    echo "$h FAILED; its log ($work/$h.log) ends:"; tail -40 "$work/$h.log"
+  fi
+  grep -E "^(stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+ +DONE)" "$work/$h.log" || true
+done
+exit $status
