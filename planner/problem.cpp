@@ -77,6 +77,37 @@ std::optional<Mem> parse_mem_limit(const std::string& text, int p, Mem stage_mem
 
 namespace {
 
+// Appends `v` to *out until it holds `budget` characters; false when cut short. Recurses at most
+// `budget` levels: each one adds a bracket first.
+bool excerpt(const nlohmann::json& v, size_t budget, std::string* out) {
+  if (out->size() >= budget) return false;
+  if (!v.is_structured()) {
+    *out += v.dump();
+    return out->size() <= budget;
+  }
+  *out += v.is_array() ? '[' : '{';
+  bool first = true;
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    if (!first) *out += ", ";
+    first = false;
+    if (v.is_object()) *out += nlohmann::json(it.key()).dump() + ": ";
+    if (!excerpt(*it, budget, out)) return false;
+  }
+  *out += v.is_array() ? ']' : '}';
+  return out->size() <= budget;
+}
+
+}  // namespace
+
+std::string json_excerpt(const nlohmann::json& value) {
+  constexpr size_t kBudget = 80;
+  std::string out;
+  if (!excerpt(value, kBudget, &out)) out = out.substr(0, kBudget) + "...";
+  return out;
+}
+
+namespace {
+
 // Converts a per-stage list (broadcasting one value) into quanta, reporting the field by name.
 bool per_stage(const std::vector<double>& values, int p, const std::string& name, bool allow_zero,
                const std::string& file, std::vector<Mem>* out, std::vector<Diag>* diags) {
@@ -200,12 +231,12 @@ struct Reader {
 
   bool integer(const nlohmann::json& v, const std::string& pointer, int* out) {
     if (!v.is_number_integer()) {
-      error(pointer, "expected an integer, got " + v.dump());
+      error(pointer, "expected an integer, got " + json_excerpt(v));
       return false;
     }
     auto x = v.get<long long>();
     if (x < -1'000'000'000LL || x > 1'000'000'000LL) {
-      error(pointer, "integer out of range: " + v.dump());
+      error(pointer, "integer out of range: " + json_excerpt(v));
       return false;
     }
     *out = static_cast<int>(x);
@@ -221,14 +252,14 @@ struct Reader {
     if (v.is_array() && !v.empty()) {
       for (size_t i = 0; i < v.size(); ++i) {
         if (!v[i].is_number()) {
-          error(pointer + "/" + std::to_string(i), "expected a number, got " + v[i].dump());
+          error(pointer + "/" + std::to_string(i), "expected a number, got " + json_excerpt(v[i]));
           return false;
         }
         out->push_back(v[i].get<double>());
       }
       return true;
     }
-    error(pointer, "expected a number or a non-empty list of numbers (one per stage), got " + v.dump());
+    error(pointer, "expected a number or a non-empty list of numbers (one per stage), got " + json_excerpt(v));
     return false;
   }
 };
@@ -268,7 +299,7 @@ bool problem_input_from_json(const nlohmann::json& j, const std::string& file, c
     if (j["t_comm"].is_number()) {
       out->t_comm = j["t_comm"].get<double>();
     } else {
-      r.error(pointer + "/t_comm", "expected a number, got " + j["t_comm"].dump());
+      r.error(pointer + "/t_comm", "expected a number, got " + json_excerpt(j["t_comm"]));
       ok = false;
     }
   }
@@ -281,21 +312,21 @@ bool problem_input_from_json(const nlohmann::json& j, const std::string& file, c
     } else if (v.is_number()) {
       out->mem_limit = v.dump();
     } else if (!v.is_null()) {
-      r.error(pointer + "/mem_limit", "expected a number, a multiple like \"2p\", or null, got " + v.dump());
+      r.error(pointer + "/mem_limit", "expected a number, a multiple like \"2p\", or null, got " + json_excerpt(v));
       ok = false;
     }
   }
   if (j.contains("placement")) {
     const auto& v = j["placement"];
     if (!v.is_array()) {
-      r.error(pointer + "/placement", "expected a list of lists of virtual stages, got " + v.dump());
+      r.error(pointer + "/placement", "expected a list of lists of virtual stages, got " + json_excerpt(v));
       return false;
     }
     out->placement.clear();
     for (size_t s = 0; s < v.size(); ++s) {
       std::string ps = pointer + "/placement/" + std::to_string(s);
       if (!v[s].is_array()) {
-        r.error(ps, "expected a list of virtual stages, got " + v[s].dump());
+        r.error(ps, "expected a list of virtual stages, got " + json_excerpt(v[s]));
         return false;
       }
       std::vector<int> row;

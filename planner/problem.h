@@ -60,6 +60,10 @@ nlohmann::json problem_to_json(const Problem& problem);
 std::vector<std::vector<int>> interleaved_placement(int p, int chunks);
 std::vector<std::vector<int>> v_shape_placement(int p);
 
+/// A JSON value as error messages show it: at most about 80 characters, ending in "..." when cut.
+/// Unlike dump() it does not recurse through the whole value (a file may nest 100000 lists deep).
+std::string json_excerpt(const nlohmann::json& value);
+
 /// Whether text is a plain decimal number ("12", "-0.5", "1e-3"): no hex, inf, nan or spaces.
 bool is_decimal(const std::string& text);
 

@@ -87,7 +87,7 @@ struct OpReader {
     }
     const auto& v = obj[key];
     if (!v.is_number_integer() || v.get<long long>() < -1 || v.get<long long>() > 1'000'000'000LL) {
-      error(pointer + "/" + key, "expected a non-negative integer, got " + v.dump());
+      error(pointer + "/" + key, "expected a non-negative integer, got " + json_excerpt(v));
       return false;
     }
     *out = static_cast<int>(v.get<long long>());
@@ -97,7 +97,7 @@ struct OpReader {
   std::optional<Op> op(const nlohmann::json& v, const std::string& pointer) {
     static const std::set<std::string> fields = {"type", "mb", "chunk", "peer", "slot"};
     if (!v.is_object()) {
-      error(pointer, "expected an op object like {\"type\": \"F\", \"mb\": 0, \"chunk\": 0}, got " + v.dump());
+      error(pointer, "expected an op object like {\"type\": \"F\", \"mb\": 0, \"chunk\": 0}, got " + json_excerpt(v));
       return std::nullopt;
     }
     for (auto it = v.begin(); it != v.end(); ++it)
@@ -111,7 +111,7 @@ struct OpReader {
     }
     auto type = parse_op_type(v["type"].get<std::string>());
     if (!type) {
-      error(pointer + "/type", "unknown op type " + v["type"].dump() +
+      error(pointer + "/type", "unknown op type " + json_excerpt(v["type"]) +
                                    " (expected " + op_type_list() + ")");
       return std::nullopt;
     }
@@ -145,9 +145,9 @@ std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const st
     if (!j.contains(required)) r.error("/", std::string("missing required field '") + required + "'");
   if (!r.ok) return std::nullopt;
   if (j.contains("format") && j["format"] != kFormat)
-    r.error("/format", "expected \"" + std::string(kFormat) + "\", got " + j["format"].dump());
+    r.error("/format", "expected \"" + std::string(kFormat) + "\", got " + json_excerpt(j["format"]));
   if (j.contains("version") && j["version"] != kVersion)
-    r.error("/version", "this zbplan reads version " + std::to_string(kVersion) + ", the file has " + j["version"].dump());
+    r.error("/version", "this zbplan reads version " + std::to_string(kVersion) + ", the file has " + json_excerpt(j["version"]));
 
   ScheduleFile out;
   Schedule& s = out.schedule;
@@ -159,7 +159,7 @@ std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const st
   r.read_int(j, "chunks", "", &s.chunks, false);
   if (j.contains("level")) {
     if (j["level"].is_string()) s.level = j["level"].get<std::string>();
-    else r.error("/level", "expected \"compute\" or \"lowered\", got " + j["level"].dump());
+    else r.error("/level", "expected \"compute\" or \"lowered\", got " + json_excerpt(j["level"]));
   }
   if (j.contains("method") && j["method"].is_string()) s.method = j["method"].get<std::string>();
   if (j.contains("optimizer")) {
@@ -170,19 +170,19 @@ std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const st
 
   const auto& placement = j["placement"];
   if (!placement.is_array()) {
-    r.error("/placement", "expected a list, for each stage, of its chunks' virtual stages, got " + placement.dump());
+    r.error("/placement", "expected a list, for each stage, of its chunks' virtual stages, got " + json_excerpt(placement));
   } else {
     for (size_t st = 0; st < placement.size(); ++st) {
       std::string ptr = "/placement/" + std::to_string(st);
       std::vector<int> row;
       if (!placement[st].is_array()) {
-        r.error(ptr, "expected a list of virtual stages, got " + placement[st].dump());
+        r.error(ptr, "expected a list of virtual stages, got " + json_excerpt(placement[st]));
         continue;
       }
       for (size_t c = 0; c < placement[st].size(); ++c) {
         const auto& v = placement[st][c];
         if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() > 1'000'000)
-          r.error(ptr + "/" + std::to_string(c), "expected a virtual stage (an integer 0..1000000), got " + v.dump());
+          r.error(ptr + "/" + std::to_string(c), "expected a virtual stage (an integer 0..1000000), got " + json_excerpt(v));
         else row.push_back(v.get<int>());
       }
       s.placement.push_back(row);
