@@ -26,6 +26,8 @@ bool check_shape(const Schedule& s, const Problem& pr, std::vector<Diag>* out) {
   if (s.m != pr.m) say("schedule has m = " + std::to_string(s.m) + " but its problem has m = " + std::to_string(pr.m));
   if (s.chunks != pr.chunks)
     say("schedule has chunks = " + std::to_string(s.chunks) + " but its problem has " + std::to_string(pr.chunks));
+  // The rest sizes tables by p x chunks: only once both agree with the (checked, bounded) problem.
+  if (out->size() != before) return false;
   if (static_cast<int>(s.stages.size()) != s.p)
     say("schedule lists " + std::to_string(s.stages.size()) + " stages but p = " + std::to_string(s.p));
   bool placement_ok = static_cast<int>(s.placement.size()) == s.p;
