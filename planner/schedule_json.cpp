@@ -50,22 +50,39 @@ bool read_text_file(const std::string& path, std::string* text, std::vector<Diag
 }
 
 std::optional<nlohmann::json> parse_json_text(const std::string& text, const std::string& file, std::vector<Diag>* diags) {
+  // `file:line:col: message`, then the line and a caret under the column.
+  auto located = [&](size_t offset, const std::string& msg) {
+    int line = 0, col = 0;
+    std::string line_text;
+    locate(text, offset, &line, &col, &line_text);
+    size_t caret_at = static_cast<size_t>(std::max(0, col - 1));
+    if (line_text.size() > 120) {  // a minified file is one long line: show 60 characters either side
+      size_t from = caret_at > 60 ? caret_at - 60 : 0;
+      line_text = (from > 0 ? "..." : "") + line_text.substr(from, 120) + (from + 120 < line_text.size() ? "..." : "");
+      caret_at = caret_at - from + (from > 0 ? 3 : 0);
+    }
+    std::string caret(caret_at, ' ');
+    diags->push_back({file + ":" + std::to_string(line) + ":" + std::to_string(col), "", -1, -1, "",
+                      "invalid JSON: " + msg + "\n" + line_text + "\n" + caret + "^ near here"});
+  };
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     // nlohmann's byte is 1-based and points at the last character read.
-    size_t offset = e.byte == 0 ? 0 : e.byte - 1;
-    int line = 0, col = 0;
-    std::string line_text;
-    locate(text, offset, &line, &col, &line_text);
     std::string what = e.what();
     size_t cut = what.find("parse error");
-    std::string msg = cut == std::string::npos ? what : what.substr(cut);
-    std::string caret(static_cast<size_t>(std::max(0, col - 1)), ' ');
-    diags->push_back({file + ":" + std::to_string(line) + ":" + std::to_string(col), "", -1, -1, "",
-                      "invalid JSON: " + msg + "\n" + line_text + "\n" + caret + "^ near here"});
-    return std::nullopt;
+    located(e.byte == 0 ? 0 : e.byte - 1, cut == std::string::npos ? what : what.substr(cut));
+  } catch (const nlohmann::json::out_of_range& e) {
+    // A number beyond a double ("1e400") is not a parse_error and carries no position; it quotes
+    // the literal, so point at its first occurrence.
+    std::string what = e.what();
+    size_t q1 = what.find('\''), q2 = what.rfind('\'');
+    size_t at = q1 != std::string::npos && q2 > q1 ? text.find(what.substr(q1 + 1, q2 - q1 - 1)) : std::string::npos;
+    size_t cut = what.find("number overflow");
+    located(at == std::string::npos ? 0 : at,
+            (cut == std::string::npos ? what : what.substr(cut)) + " (beyond the range of a double)");
   }
+  return std::nullopt;
 }
 
 namespace {

@@ -6,7 +6,8 @@
 # Usage: tools/fuzz.sh BUILD [SECONDS] [HARNESS...] [-- LIBFUZZER_FLAGS...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=$1; seconds=${2:-60}; shift $(( $# >= 2 ? 2 : 1 ))
+src=$PWD
+build=$(cd "$1" && pwd); seconds=${2:-60}; shift $(( $# >= 2 ? 2 : 1 ))
 harnesses=(); extra=()
 while [ $# -gt 0 ]; do
   if [ "$1" = "--" ]; then shift; extra=("$@"); break; fi
@@ -52,7 +53,8 @@ for h in "${harnesses[@]}"; do
   mkdir -p "$work/corpus/$h"
   echo "== $h: ${seconds} s"
   # -timeout: one input may take 10 s at most; -rss_limit_mb: 2 GiB; both count as failures.
-  dict=tests/fuzz/json.dict; [ "$h" = fuzz_zbplan_cli ] && dict=tests/fuzz/cli.dict
+  # Absolute paths: fuzz_zbplan_cli works in its own temporary directory.
+  dict=$src/tests/fuzz/json.dict; [ "$h" = fuzz_zbplan_cli ] && dict=$src/tests/fuzz/cli.dict
   if ! "$build/tests/fuzz/$h" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
       -dict="$dict" -artifact_prefix="$work/artifacts/$h-" "${extra[@]}" \
       "$work/corpus/$h" "$seeds/$h" > "$work/$h.log" 2>&1; then

@@ -72,6 +72,9 @@ problem("truncated.json", '{"p": 4, "m": 8, "t_f": 1,\n  "t_b"', ":2:8: invalid 
 problem("empty.json", "", ":1:1: invalid JSON: parse error at line 1, column 1")
 problem("binary.json", b"\x00\xff\xfe{\x01", ":1:1: invalid JSON: parse error at line 1, column 1")
 problem("nan-literal.json", '{"p": 4, "m": 8, "t_f": NaN, "t_b": 1, "t_w": 1}', ":1:25: invalid JSON: parse error at line 1, column 25: syntax error while parsing value - invalid literal")
+# A number beyond a double was an uncaught nlohmann::out_of_range: zbplan aborted (found by fuzz_problem).
+problem("number-overflow.json", '{"p": 4, "m": 8,\n "t_f": 1e400, "t_b": 1, "t_w": 1}',
+        ":2:9: invalid JSON: number overflow parsing '1e400' (beyond the range of a double)")
 problem("not-an-object.json", [4, 8, 1, 1, 0.5], ": /: expected a problem object, got array")
 problem("missing-t_w.json", {"p": 4, "m": 8, "t_f": 1, "t_b": 1}, ": /: missing required field 't_w'")
 problem("unknown-field.json", with_(stages=4), ": /stages: unknown field 'stages'")
@@ -142,6 +145,11 @@ def find(ops, type_, mb):
 text = dump_schedule(zbh1)
 schedule("truncated.json", text[: len(text) // 2],
          ":33:49: invalid JSON: parse error at line 33, column 49: syntax error while parsing value - unexpected end of input")
+schedule("number-overflow.json", text.replace('"m": 4,', '"m": 4e999999,', 1),
+         ":7:8: invalid JSON: number overflow parsing '4e999999' (beyond the range of a double)")
+# One long line (minified): the message shows 60 characters either side of the error, not the line.
+schedule("minified.json", json.dumps(zbh1).replace('"OPT_STEP"}]', '"OPT_STEP"}}', 1),
+         ":1:1383: invalid JSON: parse error at line 1, column 1383: syntax error while parsing array - unexpected '}'; expected ']'")
 schedule("empty.json", "", ":1:1: invalid JSON: parse error at line 1, column 1")
 schedule("not-an-object.json", "[]", ": /: expected a schedule object, got array")
 schedule("missing-stages.json", edit(zbh1, lambda d: d.pop("stages")), ": /: missing required field 'stages'")

@@ -55,3 +55,11 @@ TEST_CASE("validate: a file's p and chunks of 1e9 are reported, never used to si
   CHECK(format_diag(diags[1]) == "s.json: schedule has chunks = 1000000000 but its problem has 1");
 }
 
+TEST_CASE("parse_json_text: a number beyond a double is a located error, not an uncaught exception") {
+  // nlohmann throws out_of_range (not parse_error) for it: zbplan and zbrun aborted (fuzz_problem).
+  std::vector<Diag> diags;
+  CHECK_FALSE(parse_json_text("{\"p\": 4,\n \"m\": 1e400}", "x.json", &diags));
+  REQUIRE(diags.size() == 1);
+  CHECK(format_diag(diags[0]) == "x.json:2:7: invalid JSON: number overflow parsing '1e400' (beyond the range of a double)\n"
+                                 " \"m\": 1e400}\n      ^ near here");
+}
