@@ -15,6 +15,7 @@ packages=(
   libopenblas-dev        # CPU reference backend GEMMs
   python3-jsonschema     # checks written files against schema/*.schema.json in tests
   librsvg2-bin python3-pil     # render test of zbplan show: SVG -> PNG, count the blocks
+  clang-14 libclang-rt-14-dev llvm-14  # sanitizer and libFuzzer builds (tools/ci-sanitize.sh); llvm-symbolizer
 )
 
 missing=()

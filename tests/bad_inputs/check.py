@@ -50,7 +50,7 @@ def commands(path):
 
 
 def run(argv, path, scratch):
-    tools = {"zbplan": os.environ["ZBPLAN"], "zbrun": os.environ["ZBRUN"]}
+    tools = {"zbplan": os.path.abspath(os.environ["ZBPLAN"]), "zbrun": os.path.abspath(os.environ["ZBRUN"])}
     if argv[0] not in tools:
         raise SystemExit(f"unknown program {argv[0]} (zbplan or zbrun)")
     full = [tools[argv[0]]] + [a.replace("{file}", os.path.basename(path)).replace("{out}", os.path.join(scratch, "out"))
