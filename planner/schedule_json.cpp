@@ -182,7 +182,7 @@ std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const st
   if (j.contains("optimizer")) {
     const auto& o = j["optimizer"];
     if (o == kOptimizerSync || o == kOptimizerPostValidation) s.optimizer = o.get<std::string>();
-    else r.error("/optimizer", "expected \"" + std::string(kOptimizerSync) + "\" or \"" + kOptimizerPostValidation + "\", got " + o.dump());
+    else r.error("/optimizer", "expected \"" + std::string(kOptimizerSync) + "\" or \"" + kOptimizerPostValidation + "\", got " + json_excerpt(o));
   }
 
   const auto& placement = j["placement"];

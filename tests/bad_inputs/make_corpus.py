@@ -128,7 +128,11 @@ problem("deeply-nested-p.json", '{"p": ' + "[" * 100000 + "]" * 100000 + ', "m":
         ": /p: expected an integer, got [[[[")
 
 # --- Schedule files: zbplan validate / simulate, zbrun --local ----------------------------------
-zbh1 = planned("--method", "zb-h1", "-p", "2", "-m", "4", "--tf", "1", "--tb", "1", "--tw", "0.5", "--mem-limit", "1p")
+# The synchronous optimizer keeps the lowered files to F/B/W, send/recv and OPT_STEP; the
+# post-validation chain (SEND_STATE, VALIDATE, ...) gets its own files below.
+zbh1 = planned("--method", "zb-h1", "-p", "2", "-m", "4", "--tf", "1", "--tb", "1", "--tw", "0.5", "--mem-limit", "1p",
+               "--optimizer", "sync")
+postval = planned("--method", "zb-h1", "-p", "2", "-m", "4", "--tf", "1", "--tb", "1", "--tw", "0.5", "--mem-limit", "1p")
 compute = planned("--method", "zb-h1", "-p", "2", "-m", "4", "--tf", "1", "--tb", "1", "--tw", "0.5", "--compute-only")
 
 
@@ -144,12 +148,13 @@ def find(ops, type_, mb):
 
 text = dump_schedule(zbh1)
 schedule("truncated.json", text[: len(text) // 2],
-         ":33:49: invalid JSON: parse error at line 33, column 49: syntax error while parsing value - unexpected end of input")
+         ":34:17: invalid JSON: parse error at line 34, column 17: syntax error while parsing value - invalid string: "
+         "missing closing quote")
 schedule("number-overflow.json", text.replace('"m": 4,', '"m": 4e999999,', 1),
-         ":7:8: invalid JSON: number overflow parsing '4e999999' (beyond the range of a double)")
+         ":8:8: invalid JSON: number overflow parsing '4e999999' (beyond the range of a double)")
 # One long line (minified): the message shows 60 characters either side of the error, not the line.
 schedule("minified.json", json.dumps(zbh1).replace('"OPT_STEP"}]', '"OPT_STEP"}}', 1),
-         ":1:1383: invalid JSON: parse error at line 1, column 1383: syntax error while parsing array - unexpected '}'; expected ']'")
+         ":1:1549: invalid JSON: parse error at line 1, column 1549: syntax error while parsing array - unexpected '}'; expected ']'")
 schedule("empty.json", "", ":1:1: invalid JSON: parse error at line 1, column 1")
 schedule("not-an-object.json", "[]", ": /: expected a schedule object, got array")
 schedule("missing-stages.json", edit(zbh1, lambda d: d.pop("stages")), ": /: missing required field 'stages'")
@@ -165,7 +170,8 @@ schedule("p-1e9.json", edit(zbh1, lambda d: d.update(p=1000000000, chunks=100000
          ": schedule has p = 1000000000 but its problem has p = 2")
 schedule("m-1e9.json", edit(zbh1, lambda d: d.update(m=1000000000)), ": schedule has m = 1000000000 but its problem has m = 4")
 schedule("unknown-op.json", edit(zbh1, lambda d: d["stages"][0][0].update(type="X")),
-         ': /stages/0/0/type: unknown op type "X" (expected F, B, W, BW, SEND_F, RECV_F, SEND_B, RECV_B or OPT_STEP)')
+         ': /stages/0/0/type: unknown op type "X" (expected F, B, W, BW, SEND_F, RECV_F, SEND_B, RECV_B, OPT_STEP, SEND_STATE, RECV_STATE, '
+         'SEND_VALID, RECV_VALID or VALIDATE)')
 schedule("mb-negative.json", edit(zbh1, lambda d: d["stages"][0][0].update(mb=-5)),
          ": /stages/0/0/mb: expected a non-negative integer, got -5")
 schedule("mb-string.json", edit(zbh1, lambda d: d["stages"][0][0].update(mb="0")),
@@ -265,7 +271,17 @@ schedule("slot-missing.json", edit(zbh1, lambda d: d["stages"][0][0].pop("slot")
 schedule("opt-step-missing.json", edit(zbh1, lambda d: d["stages"][0].pop()),
          ": stage 0: OPT_STEP is missing (it must end every stage)")
 schedule("opt-step-twice.json", edit(zbh1, lambda d: d["stages"][1].insert(0, {"type": "OPT_STEP"})),
-         ": stage 1, op 0 (OPT_STEP): OPT_STEP must be the stage's last op")
+         ": stage 1, op 21 (OPT_STEP): second OPT_STEP on this stage")
+schedule("validate-after-w.json", edit(postval, lowered_deadlock),
+         ": stage 0, op 8 (VALIDATE): must come before the stage's first W (op 4 (W0)): the rollback it may do needs the "
+         "previous step's gradients")
+def state_first(d):
+    ops = d["stages"][1]
+    ops.insert(0, ops.pop(next(i for i, op in enumerate(ops) if op["type"] == "RECV_STATE")))
+
+
+schedule("state-chain-out-of-order.json", edit(postval, state_first), ": stage 1, op 0 (RECV_STATE): must be among the stage's last ops, in the order RECV_STATE, "
+         "SEND_STATE, OPT_STEP (the state passes on once all of this stage's gradients are made)")
 schedule("placement-mismatch.json", edit(zbh1, lambda d: d["problem"].update(placement=[[1], [0]])),
          ": /problem/placement: differs from the schedule's /placement")
 schedule("placement-out-of-range.json", edit(zbh1, lambda d: d.update(placement=[[0], [7]])),
