@@ -42,7 +42,7 @@ cli plan --method zb-v -p 3 -m 5 --tf 1,2,1 --tb 1 --tw 1 --tcomm 0.2 --compute-
 cli plan --method 1f1b-i -p 2 -m 4 --chunks 2 --tf 1 --tb 1 --tw 1 -o out.json
 cli simulate s.json --trace t.json
 cli validate c.json
-cli show s.json -o s.svg --width 400
+cli show s.json -o s.svg
 cli show c.json -o s.html --measured trace.json
 cli export s.json --format pytorch-csv -o out.csv
 cli import in.csv --tf 1 --tb 2 --tw 1 -o out.json
