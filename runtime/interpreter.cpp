@@ -6,6 +6,7 @@
 #include <cmath>
 #include <exception>
 #include <stdexcept>
+#include <thread>
 
 namespace zbpp {
 
@@ -141,7 +142,8 @@ bool Interpreter::run_ops(Pass pass, std::string* err) {
     size_t bytes_before = is_compute(ops[i].type) ? compute_->activation_bytes() : 0;
     bool ok;
     try {
-      if (i == fail_at_) throw std::runtime_error("injected failure (--fail-at)");
+      truncate_ = false;
+      if (i == fault_at_) inject_fault();
       ok = is_optimizer_op(ops[i].type) ? run_optimizer_op(ops[i], err) : run_op(i, err);
     } catch (const std::exception& e) {
       *err = e.what();
@@ -153,6 +155,8 @@ bool Interpreter::run_ops(Pass pass, std::string* err) {
     }
     if (is_compute(ops[i].type)) {
       compute_ran_ = true;
+      if (!pace_.empty()) std::this_thread::sleep_until(start_ + std::chrono::duration_cast<Clock::duration>(
+                                                                   std::chrono::duration<double>(t0 + pace_[i])));
       double t1 = std::chrono::duration<double>(Clock::now() - start_).count();
       report_.spans.push_back({t0, t1, i});
       size_t bytes = compute_->activation_bytes();
@@ -163,6 +167,26 @@ bool Interpreter::run_ops(Pass pass, std::string* err) {
     }
   }
   return true;
+}
+
+void Interpreter::inject_fault() {
+  switch (fault_) {
+    case Fault::kError:
+      throw std::runtime_error("injected failure (--fail-at)");
+    case Fault::kHang:
+      // Stuck outside the transport, as a rank in a runaway kernel would be. Under MPI the job's
+      // abort kills this process; in-process the thread notices the abort and ends.
+      while (!transport_->aborted()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      throw std::runtime_error("hung here (--fault hang) until another rank stopped the run");
+    case Fault::kTruncate:
+      truncate_ = true;
+      return;
+  }
+}
+
+// A send under Fault::kTruncate loses the second half of its message.
+void Interpreter::cut(std::vector<float>* data) {
+  if (truncate_) data->resize(data->size() / 2);
 }
 
 // This rank's contributions to the state vector (gradient norms, NaN/inf flag, losses, span and
@@ -238,13 +262,16 @@ bool Interpreter::run_optimizer_op(const Op& op, std::string* err) {
     if (!transport_->recv(op.peer, kind, &msg, timeout_s_, err)) return false;
     *into = unpack_doubles(msg.data);
     if (into->size() != l.size()) {
-      *err = "optimizer state of " + std::to_string(into->size()) + " values, expected " + std::to_string(l.size());
+      *err = "optimizer state of " + std::to_string(into->size()) + " values, expected " + std::to_string(l.size()) +
+             " (a truncated message)";
       return false;
     }
     return true;
   };
   auto send = [&](MessageKind kind, const std::vector<double>& values) {
-    return transport_->send(op.peer, kind, Message{-1, -1, pack_doubles(values)}, err);
+    Message msg{-1, -1, pack_doubles(values)};
+    cut(&msg.data);
+    return transport_->send(op.peer, kind, std::move(msg), err);
   };
   switch (op.type) {
     case OpType::RECV_VALID:
@@ -303,6 +330,12 @@ bool Interpreter::run_op(int index, std::string* err) {
                ", expected microbatch " + std::to_string(op.mb) + " for virtual stage " + std::to_string(vs);
         return false;
       }
+      // The backend reads activation_size() values from it: a short message must stop here.
+      if (msg.data.size() != static_cast<size_t>(compute_->activation_size())) {
+        *err = "received " + std::to_string(msg.data.size()) + " values, expected " +
+               std::to_string(compute_->activation_size()) + " (a truncated message)";
+        return false;
+      }
       box(inbox_, kind, vs) = std::move(msg.data);
       return true;
     }
@@ -310,6 +343,7 @@ bool Interpreter::run_op(int index, std::string* err) {
     case OpType::SEND_B: {
       MessageKind kind = op.type == OpType::SEND_F ? kActivation : kGradient;
       Message msg{op.mb, kind == kActivation ? vs + 1 : vs - 1, take(box(outbox_, kind, vs), "output")};
+      cut(&msg.data);
       return transport_->send(op.peer, kind, std::move(msg), err);
     }
     case OpType::F: {

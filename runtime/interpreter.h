@@ -64,8 +64,17 @@ class Interpreter {
   std::vector<StepReport> take_reports();
   /// The number of the next step (after resuming from a checkpoint of that many steps).
   void start_at(int step) { step_ = step; }
-  /// Fault injection for tests: the op at `index` fails instead of running (-1: none).
-  void fail_at(int index) { fail_at_ = index; }
+  /// Fault injection for tests, at the op at `index` (-1: none). kError: the op fails instead of
+  /// running. kHang: the rank stops there, answering nothing, until another rank ends the run.
+  /// kTruncate: the op (a send) sends only the first half of its message.
+  enum class Fault { kError, kHang, kTruncate };
+  void set_fault(int index, Fault fault) {
+    fault_at_ = index;
+    fault_ = fault;
+  }
+  /// Pacing: op i lasts at least min_seconds[i] (the rest is slept), so a run on too few cores
+  /// still follows the plan's timing. Empty: no pacing.
+  void set_pace(std::vector<double> min_seconds) { pace_ = std::move(min_seconds); }
   /// Fault injection: this rank's gradients get a NaN before the next step's optimizer step.
   void inject_nonfinite_next_step() { inject_nonfinite_ = true; }
 
@@ -76,6 +85,8 @@ class Interpreter {
   bool run_optimizer_op(const Op& op, std::string* err);
   void add_own_state();
   void validate_previous();
+  void inject_fault();
+  void cut(std::vector<float>* data);
   std::string where(int index) const;
 
   const Schedule& schedule_;
@@ -94,7 +105,10 @@ class Interpreter {
   StepReport report_;                // the step running now
   std::vector<StepReport> finished_;
   int step_ = 0;
-  int fail_at_ = -1;
+  int fault_at_ = -1;
+  Fault fault_ = Fault::kError;
+  bool truncate_ = false;
+  std::vector<double> pace_;  ///< the send running now sends half its message (Fault::kTruncate)
   bool inject_nonfinite_ = false;
 
   // Post-validation. The state vector: per-tensor squared norms, then per rank a NaN/inf flag,

@@ -3,6 +3,7 @@
 // (transport_local.h) and MPI (transport_mpi.h).
 #pragma once
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -45,6 +46,48 @@ class Transport {
   virtual bool allreduce_sum(std::vector<double>* values, double timeout_s, std::string* err) = 0;
   /// Tells the other ranks this one failed, so they stop waiting for it.
   virtual void abort(const std::string& why) = 0;
+  /// Whether another rank has failed. In-process, a rank stuck outside the transport polls this to
+  /// stop; under MPI a failure ends every process, so it stays false.
+  virtual bool aborted() const { return false; }
 };
+
+/// What a rank that timed out learns by following who waits on whom: `chain` starts at the silent
+/// peer, each next entry is the rank the previous one waits on.
+enum class WaitEnd {
+  kNotWaiting,  ///< the chain's last rank waits for no message (stuck in an op, or gone)
+  kNoAnswer,    ///< the chain's last rank did not answer a query (hung, or busy for too long)
+  kCycle,       ///< the chain's last rank is one already in it: the ranks wait on each other
+  kAllReduce,   ///< the chain's last rank waits in the all-reduce, for every rank
+};
+
+/// "rank 1 waits on rank 0, which waits for no message: rank 0 is stuck", so the message of every
+/// rank that times out names the rank that stopped the pipeline, not merely its own neighbour.
+inline std::string blame_text(const std::vector<int>& chain, WaitEnd end) {
+  if (chain.empty()) return "";
+  auto rank = [](int r) { return "rank " + std::to_string(r); };
+  std::string text;
+  for (size_t i = 0; i + 1 < chain.size(); ++i) text += (i ? ", " : "") + rank(chain[i]) + " waits on " + rank(chain[i + 1]);
+  const std::string last = rank(chain.back());
+  const std::string which = chain.size() > 1 ? ", which" : last;
+  switch (end) {
+    case WaitEnd::kNotWaiting:
+      return text + which + " waits for no message: " + last + " is stuck";
+    case WaitEnd::kNoAnswer:
+      return text + which + " does not answer: " + last + " is stuck";
+    case WaitEnd::kAllReduce:
+      return text + which + " waits in the all-reduce";
+    case WaitEnd::kCycle: {
+      // The loop: from after the earlier visit of the last rank, or the whole chain when the last
+      // rank is the one asking (it waits on the chain's first).
+      auto earlier = std::find(chain.begin(), chain.end() - 1, chain.back());
+      std::vector<int> loop(earlier == chain.end() - 1 ? chain.begin() : earlier + 1, chain.end());
+      std::sort(loop.begin(), loop.end());
+      std::string names;
+      for (size_t i = 0; i < loop.size(); ++i) names += (i ? ", " : "") + std::to_string(loop[i]);
+      return text + ": ranks " + names + " wait on each other (deadlock)";
+    }
+  }
+  return text;
+}
 
 }  // namespace zbpp

@@ -2,6 +2,7 @@
 // all-reduce collects every rank's values and sums them in rank order.
 #include "runtime/transport_local.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <condition_variable>
@@ -14,7 +15,7 @@ namespace zbpp {
 
 class LocalHub {
  public:
-  explicit LocalHub(int ranks) : ranks_(ranks), contributions_(ranks) {}
+  explicit LocalHub(int ranks) : ranks_(ranks), contributions_(ranks), waiting_on_(ranks, kNone) {}
 
   int ranks() const { return ranks_; }
 
@@ -27,13 +28,16 @@ class LocalHub {
   bool recv(int from, int to, MessageKind kind, Message* msg, double timeout_s, std::string* err) {
     std::unique_lock<std::mutex> lock(mu_);
     auto& q = queues_[{from, to, kind}];
+    waiting_on_[to] = from;
     bool ready = cv_.wait_for(lock, seconds(timeout_s), [&] { return !q.empty() || !failure_.empty(); });
     if (!q.empty()) {
+      waiting_on_[to] = kNone;
       *msg = std::move(q.front());
       q.pop_front();
       return true;
     }
-    *err = ready ? "stopped: " + failure_ : "nothing after " + format_seconds(timeout_s);
+    *err = ready ? "stopped: " + failure_ : "nothing after " + format_seconds(timeout_s) + "; " + blame(from);
+    waiting_on_[to] = kNone;
     return false;
   }
 
@@ -41,15 +45,18 @@ class LocalHub {
     std::unique_lock<std::mutex> lock(mu_);
     long generation = generation_;
     contributions_[rank] = *values;
+    waiting_on_[rank] = kAllReduce;
     if (++arrived_ == ranks_) {
       result_.assign(values->size(), 0.0);
       for (const auto& c : contributions_)
         for (size_t i = 0; i < c.size() && i < result_.size(); ++i) result_[i] += c[i];
       arrived_ = 0;
       ++generation_;
+      waiting_on_[rank] = kNone;
       cv_.notify_all();
     } else {
       bool done = cv_.wait_for(lock, seconds(timeout_s), [&] { return generation_ != generation || !failure_.empty(); });
+      waiting_on_[rank] = kNone;
       if (generation_ == generation) {
         *err = done ? "stopped: " + failure_ : "all-reduce: not every rank arrived after " + format_seconds(timeout_s);
         return false;
@@ -65,7 +72,27 @@ class LocalHub {
     cv_.notify_all();
   }
 
+  bool aborted() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return !failure_.empty();
+  }
+
  private:
+  static constexpr int kNone = -1, kAllReduce = -2;
+
+  // Follows who waits on whom from `peer` (under the lock), to name the rank that stopped.
+  std::string blame(int peer) const {
+    std::vector<int> chain{peer};
+    while (true) {
+      int next = waiting_on_[chain.back()];
+      if (next == kNone) return blame_text(chain, WaitEnd::kNotWaiting);
+      if (next == kAllReduce) return blame_text(chain, WaitEnd::kAllReduce);
+      bool seen = std::find(chain.begin(), chain.end(), next) != chain.end();
+      chain.push_back(next);
+      if (seen) return blame_text(chain, WaitEnd::kCycle);
+    }
+  }
+
   static std::chrono::duration<double> seconds(double s) { return std::chrono::duration<double>(s); }
   static std::string format_seconds(double s) {
     char buf[32];
@@ -82,6 +109,7 @@ class LocalHub {
   int arrived_ = 0;
   long generation_ = 0;
   std::string failure_;
+  std::vector<int> waiting_on_;  ///< per rank: the peer whose message it waits for, kNone or kAllReduce
 };
 
 namespace {
@@ -102,6 +130,7 @@ class LocalTransport final : public Transport {
     return hub_->allreduce_sum(rank_, values, timeout_s, err);
   }
   void abort(const std::string& why) override { hub_->abort(why); }
+  bool aborted() const override { return hub_->aborted(); }
 
  private:
   std::shared_ptr<LocalHub> hub_;

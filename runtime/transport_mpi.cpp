@@ -1,10 +1,16 @@
 // MPI transport (see transport_mpi.h). Sends are MPI_Isend of a small header plus the floats,
 // kept until complete; receives probe with a deadline so a missing peer becomes an error, not a
 // hang. Tags are the message kind: MPI keeps messages of one tag between two ranks in order.
+//
+// A rank whose wait times out names the rank that stopped the pipeline, not just its silent
+// neighbour: it asks that neighbour whom it waits on (a query tag), then that rank, and so on,
+// until a rank does not answer within a grace period (it is stuck) or the chain closes (a
+// deadlock). Every waiting loop answers queries, so only a rank that is stuck fails to.
 #include "runtime/transport_mpi.h"
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -16,6 +22,11 @@ namespace zbpp {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Tags of the who-waits-on-whom exchange, apart from the message kinds (0..3).
+constexpr int kQueryTag = 16, kAnswerTag = 17;
+// What a rank answers when it is not waiting for one peer.
+constexpr int kNotWaiting = -1, kInAllReduce = -2;
 
 std::string seconds_text(double s) {
   char buf[32];
@@ -59,26 +70,37 @@ class MpiTransport final : public Transport {
     auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
     MPI_Status status;
     int flag = 0;
+    waiting_on_ = peer;
     while (true) {
       MPI_Iprobe(peer, kind, MPI_COMM_WORLD, &flag, &status);
       if (flag) break;
       progress();
       if (Clock::now() > deadline) {
-        *err = "nothing after " + seconds_text(timeout_s);
+        *err = "nothing after " + seconds_text(timeout_s) + "; " + blame(peer, timeout_s);
         return false;
       }
       std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
+    waiting_on_ = kNotWaiting;
     int count = 0;
     MPI_Get_count(&status, MPI_BYTE, &count);
     std::vector<char> bytes(static_cast<size_t>(count));
     MPI_Recv(bytes.data(), count, MPI_BYTE, peer, kind, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     int header[3];
+    const std::string from = " from rank " + std::to_string(peer);
     if (count < static_cast<int>(sizeof header)) {
-      *err = "malformed message from rank " + std::to_string(peer);
+      *err = "a message of " + std::to_string(count) + " bytes" + from + ", shorter than its header";
       return false;
     }
     std::memcpy(header, bytes.data(), sizeof header);
+    // The header's length must match what arrived: a truncated message is an error, not a read
+    // past the buffer.
+    const long long expected = static_cast<long long>(sizeof header) + 4LL * header[2];
+    if (header[2] < 0 || expected != count) {
+      *err = "a truncated message" + from + ": " + std::to_string(count) + " bytes, its header says " +
+             std::to_string(expected);
+      return false;
+    }
     msg->mb = header[0];
     msg->to_vs = header[1];
     msg->data.resize(static_cast<size_t>(header[2]));
@@ -93,6 +115,7 @@ class MpiTransport final : public Transport {
                    &request);
     auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
     int done = 0;
+    waiting_on_ = kInAllReduce;
     while (true) {
       MPI_Test(&request, &done, MPI_STATUS_IGNORE);
       if (done) break;
@@ -103,6 +126,7 @@ class MpiTransport final : public Transport {
       }
       std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
+    waiting_on_ = kNotWaiting;
     *values = std::move(out);
     return true;
   }
@@ -115,17 +139,65 @@ class MpiTransport final : public Transport {
     MPI_Request request = MPI_REQUEST_NULL;
   };
 
-  // Drops sends that have completed.
+  // Drops sends that have completed, and answers queries of ranks that timed out.
   void progress() {
     for (auto it = pending_.begin(); it != pending_.end();) {
       int done = 0;
       MPI_Test(&it->request, &done, MPI_STATUS_IGNORE);
       it = done ? pending_.erase(it) : std::next(it);
     }
+    int flag = 0;
+    MPI_Status status;
+    while (MPI_Iprobe(MPI_ANY_SOURCE, kQueryTag, MPI_COMM_WORLD, &flag, &status) == MPI_SUCCESS && flag) {
+      int unused = 0;
+      MPI_Recv(&unused, 1, MPI_INT, status.MPI_SOURCE, kQueryTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      send_int(status.MPI_SOURCE, kAnswerTag, waiting_on_);
+    }
+  }
+
+  void send_int(int peer, int tag, int value) {
+    pending_.emplace_back();
+    Pending& q = pending_.back();
+    q.bytes.resize(sizeof value);
+    std::memcpy(q.bytes.data(), &value, sizeof value);
+    MPI_Isend(q.bytes.data(), static_cast<int>(q.bytes.size()), MPI_BYTE, peer, tag, MPI_COMM_WORLD, &q.request);
+  }
+
+  // After a wait on `peer` timed out: asks along the chain of waits who stopped (see the top).
+  // Each rank gets a grace period to answer; a rank busy in an op longer than that reads as stuck.
+  std::string blame(int peer, double timeout_s) {
+    const auto grace = std::chrono::duration<double>(std::clamp(timeout_s / 4, 0.2, 2.0));
+    std::vector<int> chain{peer};
+    while (true) {
+      const int asked = chain.back();
+      if (asked == rank_) {  // the chain came back here: this rank waits on the first
+        return blame_text(chain, WaitEnd::kCycle);
+      }
+      send_int(asked, kQueryTag, 0);
+      auto until = Clock::now() + grace;
+      int flag = 0, next = kNotWaiting;
+      MPI_Status status;
+      while (true) {
+        MPI_Iprobe(asked, kAnswerTag, MPI_COMM_WORLD, &flag, &status);
+        if (flag) break;
+        progress();
+        if (Clock::now() > until) return blame_text(chain, WaitEnd::kNoAnswer);
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+      std::vector<char> bytes(sizeof next);
+      MPI_Recv(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, asked, kAnswerTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      std::memcpy(&next, bytes.data(), sizeof next);
+      if (next == kNotWaiting) return blame_text(chain, WaitEnd::kNotWaiting);
+      if (next == kInAllReduce) return blame_text(chain, WaitEnd::kAllReduce);
+      bool seen = std::find(chain.begin(), chain.end(), next) != chain.end();
+      chain.push_back(next);
+      if (seen) return blame_text(chain, WaitEnd::kCycle);
+    }
   }
 
   int rank_ = 0, size_ = 1;
   std::list<Pending> pending_;
+  int waiting_on_ = kNotWaiting;  ///< what this rank answers a query: the peer it waits for
 };
 
 }  // namespace

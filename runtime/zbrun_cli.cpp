@@ -58,6 +58,8 @@ struct Options {
   bool single_gpu = false;      ///< every stage in this process on GPU 0, one SM partition each
   AdamWConfig adamw;
   std::string fail_at;  ///< "RANK:OP": that rank fails at that op index (tests of error handling)
+  std::string fault = "error";  ///< how it fails: "error", "hang" or "truncate" (a send)
+  double pace = 0;  ///< > 0: each compute op lasts at least this many seconds per planned time unit
   std::string layer_split;  ///< "a,b,...": blocks per virtual stage
   std::string inject;       ///< "STEP:RANK": a NaN gradient on RANK at STEP
   int inject_step = -1, inject_rank = -1;
@@ -314,6 +316,15 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
   for (int c = 0; c < s.chunks; ++c) vss.push_back(s.placement[rank][c]);
   auto compute = backend.make_compute(vss);
   Interpreter interp(s, rank, compute.get(), transport, o.adamw, o.timeout_s);
+  const auto fault = o.fault == "hang"       ? Interpreter::Fault::kHang
+                     : o.fault == "truncate" ? Interpreter::Fault::kTruncate
+                                             : Interpreter::Fault::kError;
+  if (o.pace > 0) {
+    std::vector<double> min_seconds;
+    for (const Op& op : s.stages[rank])
+      min_seconds.push_back(is_compute(op.type) ? o.pace * from_quanta(op_duration(op, rank, file.problem)) : 0.0);
+    interp.set_pace(std::move(min_seconds));
+  }
   auto stop = [&](const std::string& why) {
     {
       std::lock_guard<std::mutex> lock(*print_mu);
@@ -405,11 +416,14 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
     transport->abort("rank " + std::to_string(rank) + " failed");
     return 1;
   };
+  // When each step's run_step returned: the steady-state period is the mean gap after the first.
+  std::vector<std::chrono::steady_clock::time_point> step_ends;
   for (int step = first_step; step < o.steps; ++step) {
     std::string why;
     if (step == o.inject_step && rank == o.inject_rank) interp.inject_nonfinite_next_step();
-    interp.fail_at(rank == o.fail_rank && step == o.fail_step ? o.fail_op : -1);
+    interp.set_fault(rank == o.fail_rank && step == o.fail_step ? o.fail_op : -1, fault);
     if (!interp.run_step(data.step_batches(model, step, s.m), &why)) return failed("step " + std::to_string(step), why);
+    step_ends.push_back(std::chrono::steady_clock::now());
     report_finished();
     if (!o.checkpoint.empty() && (step + 1) % o.every == 0) {
       // Validate the last step first (post-validation), so the checkpoint holds final weights.
@@ -426,6 +440,13 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
   if (!o.dump_weights.empty() && !dump_weights(o, *compute, rank, err, print_mu)) return 1;
   if (!o.trace.empty() && !write_trace(o, file, planned, last_report, transport, out, err, print_mu)) return 1;
   if (!o.profile.empty() && !write_profile(o, file, model, profile, transport, out, err, print_mu)) return 1;
+  // Measured steady-state period per rank (iterations back to back, the first left out: it
+  // allocates); the slowest rank's is the run's.
+  std::vector<double> periods(s.p, 0.0);
+  const int gaps = static_cast<int>(step_ends.size()) - 1;
+  if (gaps > 0) periods[rank] = std::chrono::duration<double>(step_ends.back() - step_ends.front()).count() / gaps;
+  if (!gather(transport, &periods, o, "gathering measured periods", err, print_mu)) return 1;
+  const double measured_period = *std::max_element(periods.begin(), periods.end());
   // Peak activation memory per rank, measured, beside the plan's (in the problem's memory unit).
   std::vector<double> peaks(s.p, 0.0);
   peaks[rank] = static_cast<double>(peak_bytes);
@@ -447,9 +468,18 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
     // The plan's time per iteration in a run (issue 10): the steady-state period of iterations back
     // to back under this optimizer, beside one iteration alone; in the problem's unit (ms after --profile).
     std::vector<Diag> unused;
-    if (auto it = simulate_iterations(s, file.problem, {}, &unused))
+    auto it = simulate_iterations(s, file.problem, {}, &unused);
+    if (it)
       out << "  planned per iteration: period " << format_quanta(it->period) << " (steady state), one alone "
           << format_quanta(it->wall) << " (in the problem's time unit)\n";
+    if (gaps > 0) {
+      out << "  measured per iteration: period " << f4(measured_period) << " s (steady state: steps "
+          << first_step + 1 << ".." << o.steps - 1 << ", slowest rank)";
+      if (o.pace > 0 && it)
+        out << " = " << f4(measured_period / o.pace) << " time units at --pace " << g9(o.pace) << " s, planned "
+            << format_quanta(it->period);
+      out << "\n";
+    }
     out << "  optimizer " << s.optimizer;
     if (s.optimizer == kOptimizerPostValidation)
       out << ": " << rolled_back << " speculative step" << (rolled_back == 1 ? "" : "s")
@@ -462,7 +492,9 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
     for (int r = 0; r < s.p; ++r) out << (r ? ", " : "") << format_quanta(planned.peak_memory[r]);
     out << "] (in the problem's memory unit)\n";
     out << "  weights digest " << digest << "\n";
-    if (metrics) metrics << "{\"final\": true, \"weights_digest\": \"" << digest << "\"}\n";
+    if (metrics)
+      metrics << "{\"final\": true, \"weights_digest\": \"" << digest << "\", \"measured_period_seconds\": "
+              << g9(gaps > 0 ? measured_period : 0) << "}\n";
   }
   return 0;
 }
@@ -595,6 +627,14 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
                  "STEP:RANK: a NaN in that rank's gradients at that step (the step is skipped on every rank)");
   app.add_option("--fail-at", o.fail_at,
                  "RANK:OP[@STEP]: make that rank fail at that op of that step (default 0), to test error handling");
+  app.add_option("--fault", o.fault,
+                 "how --fail-at fails: error (the op fails), hang (the rank stops answering), truncate (a send op "
+                 "sends half its message)")
+      ->check(CLI::IsMember({"error", "hang", "truncate"}));
+  app.add_option("--pace", o.pace,
+                 "S: every compute op lasts at least S seconds per time unit of its planned duration (sleeping the "
+                 "rest), so a run follows the plan's timing where cores are too few for one rank each")
+      ->check(positive);
   app.add_option("--checkpoint", o.checkpoint,
                  "directory for checkpoints: DIR/step<N>.rank<R>.ckpt, the weights and optimizer state after N steps, "
                  "written atomically");
@@ -712,6 +752,14 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
   }
   if (o.fail_step < 0 || o.fail_step >= o.steps)
     return fail("--fail-at " + o.fail_at + ": no such step (0.." + std::to_string(o.steps - 1) + ")");
+  if (o.fault != "error" && o.fail_rank < 0) return fail("--fault " + o.fault + " needs --fail-at RANK:OP");
+  if (o.fault == "truncate" && o.fail_rank >= 0) {
+    const Op& op = s.stages[o.fail_rank][o.fail_op];
+    if (!is_send(op.type))
+      return fail("--fault truncate: op " + std::to_string(o.fail_op) + " of rank " + std::to_string(o.fail_rank) +
+                  " is " + op_short(op) + ", not a send");
+    if (cuda) return fail("--fault truncate: only with --backend cpu (CUDA messages carry device handles)");
+  }
   if (!o.dump_weights.empty() && world_rank == 0) {
     std::ofstream probe(o.dump_weights + "/.zbrun-probe");
     if (!probe) return fail(o.dump_weights + ": cannot write into this directory (--dump-weights)");
