@@ -184,6 +184,11 @@ std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const st
     if (o == kOptimizerSync || o == kOptimizerPostValidation) s.optimizer = o.get<std::string>();
     else r.error("/optimizer", "expected \"" + std::string(kOptimizerSync) + "\" or \"" + kOptimizerPostValidation + "\", got " + json_excerpt(o));
   }
+  if (j.contains("objective")) {
+    const auto& o = j["objective"];
+    if (o == "period" || o == "wall") out.objective = o.get<std::string>();
+    else r.error("/objective", "expected \"period\" or \"wall\", got " + json_excerpt(o));
+  }
 
   const auto& placement = j["placement"];
   if (!placement.is_array()) {
@@ -240,10 +245,11 @@ std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const st
   return out;
 }
 
-std::optional<ScheduleFile> load_schedule_file(const std::string& path, std::vector<Diag>* diags) {
-  std::string text;
-  if (!read_text_file(path, &text, diags)) return std::nullopt;
-  auto j = parse_json_text(text, path, diags);
+std::optional<ScheduleFile> load_schedule_file(const std::string& path, std::vector<Diag>* diags, std::string* text) {
+  std::string own;
+  std::string& t = text ? *text : own;
+  if (!read_text_file(path, &t, diags)) return std::nullopt;
+  auto j = parse_json_text(t, path, diags);
   if (!j) return std::nullopt;
   return schedule_from_json(*j, path, diags);
 }

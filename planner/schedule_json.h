@@ -21,6 +21,7 @@ namespace zbpp {
 struct ScheduleFile {
   Schedule schedule;
   Problem problem;
+  std::string objective;  ///< what the planner minimised, "period" or "wall"; empty when not recorded
 };
 
 /// Parses JSON text; a syntax error becomes `file:line:col: message` followed by the line and a caret.
@@ -30,8 +31,9 @@ bool read_text_file(const std::string& path, std::string* text, std::vector<Diag
 
 /// Reads a schedule from parsed JSON. Every wrong field is reported with its JSON pointer.
 std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const std::string& file, std::vector<Diag>* diags);
-/// Reads and parses a schedule file from disk.
-std::optional<ScheduleFile> load_schedule_file(const std::string& path, std::vector<Diag>* diags);
+/// Reads and parses a schedule file from disk; `text`, when given, receives the file's text.
+std::optional<ScheduleFile> load_schedule_file(const std::string& path, std::vector<Diag>* diags,
+                                               std::string* text = nullptr);
 /// Reads a problem file from disk (schema/problem.schema.json) into a ProblemInput.
 bool load_problem_file(const std::string& path, ProblemInput* out, std::vector<Diag>* diags);
 

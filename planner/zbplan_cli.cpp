@@ -131,6 +131,17 @@ void print_iterations(std::ostream& out, const Schedule& s, const IterationTimel
       << format_quanta(it.wall) << " first op to last step\n";
 }
 
+// What was minimised, and the wall clock against the ramp bound (what a synchronous step costs at least).
+void print_objective(std::ostream& out, const std::string& objective, const Schedule& s, const Problem& pr,
+                     const Timeline& t) {
+  const Ticks bound = wall_lower_bound(pr, s.placement);
+  out << "  objective    ";
+  if (objective.empty()) out << "not recorded";
+  else out << objective << " (" << (objective == "wall" ? "wall clock" : "span") << " minimised)";
+  out << "; wall clock " << format_quanta(t.makespan) << " against the ramp bound " << format_quanta(bound) << " (gap "
+      << fixed(bound > 0 ? static_cast<double>(t.makespan - bound) / bound : 0, 4) << ")\n";
+}
+
 bool write_file(const std::string& path, const std::string& text, std::ostream& err) {
   std::ofstream f(path, std::ios::binary);
   f << text;
@@ -227,10 +238,7 @@ int write_planned(const PlanResult& planned, const IterationFlags& iteration_fla
   for (const auto& note : planned.notes) out << "  " << note << "\n";
   print_figures(out, schedule, planned.problem, *timeline);
   if (iterations) print_iterations(out, schedule, *iterations);
-  out << "  objective    " << objective_name(objective) << " (" << (objective == Objective::kWall ? "wall clock" : "span")
-      << " minimised); wall clock " << format_quanta(timeline->makespan) << " against the ramp bound "
-      << format_quanta(bound) << " (gap " << fixed(bound > 0 ? static_cast<double>(timeline->makespan - bound) / bound : 0, 4)
-      << ")\n";
+  print_objective(out, objective_name(objective), schedule, planned.problem, *timeline);
   return 0;
 }
 
@@ -283,6 +291,7 @@ int cmd_simulate(const std::string& path, const std::string& trace_path, const I
     if (!iterations) return fail(err, diags);
     print_iterations(out, file.schedule, *iterations);
   }
+  print_objective(out, file.objective, file.schedule, file.problem, timeline);
   if (!trace_path.empty()) {
     Schedule timed = compute_projection(file.schedule);  // the Timeline indexes compute ops
     if (!write_file(trace_path, timeline_trace(timed, timeline).dump() + "\n", err)) return kExitInvalid;

@@ -325,14 +325,18 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
       min_seconds.push_back(is_compute(op.type) ? o.pace * from_quanta(op_duration(op, rank, file.problem)) : 0.0);
     interp.set_pace(std::move(min_seconds));
   }
-  auto stop = [&](const std::string& why) {
+  // Prints "zbrun: TEXT", tells the other ranks this one failed, and gives the exit code.
+  auto stop_with = [&](const std::string& text) {
     {
       std::lock_guard<std::mutex> lock(*print_mu);
-      err << "zbrun: rank " << rank << ": " << why << "\n";
+      err << "zbrun: " << text << "\n";
     }
     transport->abort("rank " + std::to_string(rank) + " failed");
     return 1;
   };
+  auto stop = [&](const std::string& why) { return stop_with("rank " + std::to_string(rank) + ": " + why); };
+  // A failed step names itself first: "zbrun: step 3, rank 1, op 7 (...): ...".
+  auto failed = [&](const std::string& what, const std::string& why) { return stop_with(what + ", " + why); };
   // Every rank must replay the same file: compare the hashes of their texts (as two exact halves).
   std::vector<double> hashes(2 * static_cast<size_t>(s.p), 0.0);
   hashes[2 * rank] = static_cast<double>(o.schedule_hash >> 32);
@@ -407,14 +411,6 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
                 << ", \"skipped\": " << (report.skipped ? "true" : "false") << ", \"replays\": " << report.replays
                 << ", \"held\": " << (report.held ? "true" : "false") << "}\n";
     }
-  };
-  auto failed = [&](const std::string& what, const std::string& why) {
-    {
-      std::lock_guard<std::mutex> lock(*print_mu);
-      err << "zbrun: " << what << ", " << why << "\n";
-    }
-    transport->abort("rank " + std::to_string(rank) + " failed");
-    return 1;
   };
   // When each step's run_step returned: the steady-state period is the mean gap after the first.
   std::vector<std::chrono::steady_clock::time_point> step_ends;
@@ -694,12 +690,9 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
     return finish(1);
   };
   std::vector<Diag> diags;
-  auto file = load_schedule_file(o.schedule_file, &diags);
-  if (file) {
-    std::string text;
-    read_text_file(o.schedule_file, &text, &diags);
-    o.schedule_hash = text_hash(text);
-  }
+  std::string schedule_text;
+  auto file = load_schedule_file(o.schedule_file, &diags, &schedule_text);
+  o.schedule_hash = text_hash(schedule_text);
   if (file) diags = validate(file->schedule, file->problem, o.schedule_file);
   if (!diags.empty()) {
     std::string text;

@@ -62,7 +62,7 @@ class CpuCompute final : public Compute {
  public:
   CpuCompute(const GptConfig& config, const std::vector<int>& vss, int total_vs, int microbatches, std::uint64_t seed,
              const AdamWConfig& adamw)
-      : c_(config), total_vs_(total_vs), m_(microbatches), adamw_(adamw), losses_(microbatches, 0.0),
+      : c_(config), m_(microbatches), adamw_(adamw), losses_(microbatches, 0.0),
         has_loss_(microbatches, false) {
     LayerSplit split = layer_split(config, total_vs);
     const int C = c_.channels;
@@ -425,7 +425,7 @@ class CpuCompute final : public Compute {
   }
 
   GptConfig c_;
-  int total_vs_, m_;
+  int m_;
   AdamWConfig adamw_;
   std::vector<std::unique_ptr<Chunk>> chunks_;
   std::vector<std::vector<int>> inputs_, targets_;

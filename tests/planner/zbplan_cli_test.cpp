@@ -213,6 +213,12 @@ TEST_CASE("zbplan: plan and simulate report iterations back to back, and show --
         std::string::npos);
   Run sim = zbplan({"simulate", post, "--iterations", "5", "--state-latency", "0"});
   CHECK(sim.out.find("5 iterations back to back take 24.6 each") != std::string::npos);
+  // simulate says what the file was planned for, and its wall clock against the ramp bound
+  // (3 forwards and hops of 1.1, then 24 busy: 27.3).
+  CHECK(sim.out.find("  objective    period (span minimised); wall clock 27.3 against the ramp bound 27.3 (gap 0.0000)\n") !=
+        std::string::npos);
+  Run sim_sync = zbplan({"simulate", sync});
+  CHECK(sim_sync.out.find("  objective    wall (wall clock minimised); wall clock 27.3 against") != std::string::npos);
   Run shown = zbplan({"show", post, "--iterations", "3", "-o", tmp("cli_iter.svg")});
   REQUIRE(shown.code == 0);
   std::ifstream in(tmp("cli_iter.svg"));
