@@ -106,8 +106,44 @@ std::string check_layer_split(const GptConfig& c, int virtual_stages) {
   return "";
 }
 
-int global_tensor_id_block(int block, int k) { return 2 + block * 12 + k; }
-int global_tensor_count(const GptConfig& c) { return 2 + 12 * c.layers + 3; }
+int global_tensor_id_block(int block, int k) { return 2 + block * kBlockTensors + k; }
+int global_tensor_count(const GptConfig& c) { return 2 + kBlockTensors * c.layers + 3; }
+
+std::vector<TensorSpec> stage_tensors(const GptConfig& config, int vs, int total_vs) {
+  const LayerSplit split = layer_split(config, total_vs);
+  const long C = config.channels;
+  // GPT-2's initialisation: N(0, 0.02), the residual projections scaled by 1/sqrt(2 layers).
+  const float std_dev = 0.02f, proj_std = 0.02f / std::sqrt(2.0f * config.layers);
+  std::vector<TensorSpec> out;
+  auto normal = [&](int id, long size, float s) { out.push_back({id, size, s, 0.0f, false}); };
+  auto constant = [&](int id, long size, float v) { out.push_back({id, size, 0.0f, v, true}); };
+  if (vs == 0) {
+    normal(0, config.vocab * C, std_dev);
+    normal(1, config.seq * C, std_dev);
+  }
+  for (int l = split.first[vs]; l < split.first[vs] + split.count[vs]; ++l) {
+    auto id = [l](BlockTensor k) { return global_tensor_id_block(l, k); };
+    constant(id(LN1W), C, 1);
+    constant(id(LN1B), C, 0);
+    normal(id(QKVW), 3 * C * C, std_dev);
+    constant(id(QKVB), 3 * C, 0);
+    normal(id(ATTPROJW), C * C, proj_std);
+    constant(id(ATTPROJB), C, 0);
+    constant(id(LN2W), C, 1);
+    constant(id(LN2B), C, 0);
+    normal(id(FCW), 4 * C * C, std_dev);
+    constant(id(FCB), 4 * C, 0);
+    normal(id(FCPROJW), 4 * C * C, proj_std);
+    constant(id(FCPROJB), C, 0);
+  }
+  if (vs == total_vs - 1) {
+    const int head = 2 + kBlockTensors * config.layers;
+    constant(head, C, 1);
+    constant(head + 1, C, 0);
+    normal(head + 2, config.vocab * C, std_dev);
+  }
+  return out;
+}
 
 void init_tensor(std::vector<float>* values, std::uint64_t seed, int global_id, float std_dev, float constant,
                  bool use_constant) {

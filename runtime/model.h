@@ -38,10 +38,38 @@ LayerSplit layer_split(const GptConfig& config, int virtual_stages);
 /// model's layers. Empty string when it fits, else why not.
 std::string check_layer_split(const GptConfig& config, int virtual_stages);
 
+/// The parameter tensors of a transformer block, in their global order.
+enum BlockTensor { LN1W, LN1B, QKVW, QKVB, ATTPROJW, ATTPROJB, LN2W, LN2B, FCW, FCB, FCPROJW, FCPROJB, kBlockTensors };
+
 /// A parameter tensor's place in the whole model, so every partition initialises, orders and
 /// reduces it the same way: 0 wte, 1 wpe, then 12 per block, then lnf weight, lnf bias, lm head.
 int global_tensor_id_block(int block, int k);
 int global_tensor_count(const GptConfig& config);
+
+/// How one parameter tensor starts: its global id and size, and a constant or N(0, std_dev).
+struct TensorSpec {
+  int id = 0;
+  long size = 0;
+  float std_dev = 0, constant = 0;
+  bool use_constant = false;
+};
+
+/// The parameter tensors virtual stage `vs` of `total_vs` holds, in global order: the one table
+/// every backend builds its parameters from, so all of them start from the same weights.
+std::vector<TensorSpec> stage_tensors(const GptConfig& config, int vs, int total_vs);
+
+/// The field of a backend's chunk that holds tensor `id` (the chunk has wte, wpe, lnfw, lnfb, lmw,
+/// blocks[i][k] and `first`, its first block).
+template <class ChunkT>
+auto* tensor_field(ChunkT& chunk, int id, const GptConfig& config) {
+  const int head = 2 + kBlockTensors * config.layers;
+  if (id == 0) return &chunk.wte;
+  if (id == 1) return &chunk.wpe;
+  if (id == head) return &chunk.lnfw;
+  if (id == head + 1) return &chunk.lnfb;
+  if (id == head + 2) return &chunk.lmw;
+  return &chunk.blocks[(id - 2) / kBlockTensors - chunk.first][(id - 2) % kBlockTensors];
+}
 
 /// Fills `values` with the tensor's deterministic initial values (depends on seed and id only).
 void init_tensor(std::vector<float>* values, std::uint64_t seed, int global_id, float std_dev, float constant,

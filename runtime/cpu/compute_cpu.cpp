@@ -29,7 +29,6 @@ struct Tensor {
 };
 
 // Parameter tensors of one block, in their global order.
-enum BlockTensor { LN1W, LN1B, QKVW, QKVB, ATTPROJW, ATTPROJB, LN2W, LN2B, FCW, FCB, FCPROJW, FCPROJB, kBlockTensors };
 
 // What one block keeps for one microbatch: forward activations, then the output gradients B
 // computes and W consumes.
@@ -65,8 +64,6 @@ class CpuCompute final : public Compute {
       : c_(config), m_(microbatches), adamw_(adamw), losses_(microbatches, 0.0),
         has_loss_(microbatches, false) {
     LayerSplit split = layer_split(config, total_vs);
-    const int C = c_.channels;
-    const float std_dev = 0.02f, proj_std = 0.02f / std::sqrt(2.0f * config.layers);
     for (int vs : vss) {
       auto chunk = std::make_unique<Chunk>();
       chunk->vs = vs;
@@ -74,38 +71,12 @@ class CpuCompute final : public Compute {
       chunk->head = vs == total_vs - 1;
       chunk->first = split.first[vs];
       chunk->count = split.count[vs];
-      auto init = [&](Tensor* t, size_t n, int id, float stdv, float constant, bool use_constant) {
-        t->init(n, id);
-        init_tensor(&t->value, seed, id, stdv, constant, use_constant);
-        chunk->tensors.push_back(t);
-      };
-      if (chunk->embed) {
-        init(&chunk->wte, static_cast<size_t>(c_.vocab) * C, 0, std_dev, 0, false);
-        init(&chunk->wpe, static_cast<size_t>(c_.seq) * C, 1, std_dev, 0, false);
-      }
       chunk->blocks.resize(chunk->count);
-      for (int i = 0; i < chunk->count; ++i) {
-        auto& b = chunk->blocks[i];
-        int l = chunk->first + i;
-        size_t c = C;
-        init(&b[LN1W], c, global_tensor_id_block(l, LN1W), 0, 1, true);
-        init(&b[LN1B], c, global_tensor_id_block(l, LN1B), 0, 0, true);
-        init(&b[QKVW], 3 * c * c, global_tensor_id_block(l, QKVW), std_dev, 0, false);
-        init(&b[QKVB], 3 * c, global_tensor_id_block(l, QKVB), 0, 0, true);
-        init(&b[ATTPROJW], c * c, global_tensor_id_block(l, ATTPROJW), proj_std, 0, false);
-        init(&b[ATTPROJB], c, global_tensor_id_block(l, ATTPROJB), 0, 0, true);
-        init(&b[LN2W], c, global_tensor_id_block(l, LN2W), 0, 1, true);
-        init(&b[LN2B], c, global_tensor_id_block(l, LN2B), 0, 0, true);
-        init(&b[FCW], 4 * c * c, global_tensor_id_block(l, FCW), std_dev, 0, false);
-        init(&b[FCB], 4 * c, global_tensor_id_block(l, FCB), 0, 0, true);
-        init(&b[FCPROJW], 4 * c * c, global_tensor_id_block(l, FCPROJW), proj_std, 0, false);
-        init(&b[FCPROJB], c, global_tensor_id_block(l, FCPROJB), 0, 0, true);
-      }
-      if (chunk->head) {
-        int base = 2 + 12 * config.layers;
-        init(&chunk->lnfw, C, base, 0, 1, true);
-        init(&chunk->lnfb, C, base + 1, 0, 0, true);
-        init(&chunk->lmw, static_cast<size_t>(c_.vocab) * C, base + 2, std_dev, 0, false);
+      for (const TensorSpec& spec : stage_tensors(config, vs, total_vs)) {
+        Tensor* t = tensor_field(*chunk, spec.id, config);
+        t->init(static_cast<size_t>(spec.size), spec.id);
+        init_tensor(&t->value, seed, spec.id, spec.std_dev, spec.constant, spec.use_constant);
+        chunk->tensors.push_back(t);
       }
       chunks_.push_back(std::move(chunk));
     }

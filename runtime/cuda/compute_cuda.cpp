@@ -31,7 +31,6 @@ struct Param {
   bf16* value16 = nullptr;  ///< what GEMMs and bias epilogues read
 };
 
-enum BlockTensor { LN1W, LN1B, QKVW, QKVB, ATTPROJW, ATTPROJB, LN2W, LN2B, FCW, FCB, FCPROJW, FCPROJB, kBlockTensors };
 
 struct Buf {
   void* p = nullptr;
@@ -105,7 +104,6 @@ class CudaCompute final : public Compute {
 
     LayerSplit split = layer_split(config, total_vs);
     const int C = c_.channels;
-    const float std_dev = 0.02f, proj_std = 0.02f / std::sqrt(2.0f * config.layers);
     for (int vs : vss) {
       auto ch = std::make_unique<Chunk>();
       ch->vs = vs;
@@ -113,37 +111,11 @@ class CudaCompute final : public Compute {
       ch->head = vs == total_vs - 1;
       ch->first = split.first[vs];
       ch->count = split.count[vs];
-      auto init = [&](Param* p, long n, int id, float stdv, float constant, bool use_constant) {
-        make_param(p, n, id, seed, stdv, constant, use_constant);
-        ch->params.push_back(p);
-      };
-      if (ch->embed) {
-        init(&ch->wte, static_cast<long>(c_.vocab) * C, 0, std_dev, 0, false);
-        init(&ch->wpe, static_cast<long>(c_.seq) * C, 1, std_dev, 0, false);
-      }
       ch->blocks.resize(ch->count);
-      for (int i = 0; i < ch->count; ++i) {
-        auto& b = ch->blocks[i];
-        int l = ch->first + i;
-        long c = C;
-        init(&b[LN1W], c, global_tensor_id_block(l, LN1W), 0, 1, true);
-        init(&b[LN1B], c, global_tensor_id_block(l, LN1B), 0, 0, true);
-        init(&b[QKVW], 3 * c * c, global_tensor_id_block(l, QKVW), std_dev, 0, false);
-        init(&b[QKVB], 3 * c, global_tensor_id_block(l, QKVB), 0, 0, true);
-        init(&b[ATTPROJW], c * c, global_tensor_id_block(l, ATTPROJW), proj_std, 0, false);
-        init(&b[ATTPROJB], c, global_tensor_id_block(l, ATTPROJB), 0, 0, true);
-        init(&b[LN2W], c, global_tensor_id_block(l, LN2W), 0, 1, true);
-        init(&b[LN2B], c, global_tensor_id_block(l, LN2B), 0, 0, true);
-        init(&b[FCW], 4 * c * c, global_tensor_id_block(l, FCW), std_dev, 0, false);
-        init(&b[FCB], 4 * c, global_tensor_id_block(l, FCB), 0, 0, true);
-        init(&b[FCPROJW], 4 * c * c, global_tensor_id_block(l, FCPROJW), proj_std, 0, false);
-        init(&b[FCPROJB], c, global_tensor_id_block(l, FCPROJB), 0, 0, true);
-      }
-      if (ch->head) {
-        int base = 2 + 12 * config.layers;
-        init(&ch->lnfw, C, base, 0, 1, true);
-        init(&ch->lnfb, C, base + 1, 0, 0, true);
-        init(&ch->lmw, static_cast<long>(c_.vocab) * C, base + 2, std_dev, 0, false);
+      for (const TensorSpec& spec : stage_tensors(config, vs, total_vs)) {
+        Param* p = tensor_field(*ch, spec.id, config);
+        make_param(p, spec.size, spec.id, seed, spec.std_dev, spec.constant, spec.use_constant);
+        ch->params.push_back(p);
       }
       chunks_.push_back(std::move(ch));
     }
