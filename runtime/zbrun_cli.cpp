@@ -54,6 +54,7 @@ struct Options {
   std::uint64_t seed = 1;
   double timeout_s = 10;
   bool local = false, quiet = false;
+  bool check = false;  ///< check every input, say what would run, and stop before training
   std::string backend = "cpu";  ///< "cpu" or "cuda"
   bool single_gpu = false;      ///< every stage in this process on GPU 0, one SM partition each
   AdamWConfig adamw;
@@ -617,6 +618,8 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
                "--backend cuda with every stage in this process on GPU 0, each on its own SM partition "
                "(green contexts) or, where those are unavailable, its own stream");
   app.add_flag("--quiet", o.quiet, "print only the summary");
+  app.add_flag("--check", o.check,
+               "check the schedule, model, data, output paths and rank count, say what would run, and exit (0: ok)");
   app.add_option("--layer-split", o.layer_split,
                  "blocks per virtual stage, e.g. 1,2,2,1 (default: even, the first and last take fewer)");
   app.add_option("--inject-nonfinite", o.inject,
@@ -767,13 +770,21 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
   std::vector<Diag> unused;
   const Timeline planned = *simulate_timeline(s, file->problem, &unused);  // validated above
   std::mutex print_mu;
+  if (mpi && world_size != s.p)
+    return fail(o.schedule_file + ": planned for " + std::to_string(s.p) + " ranks, but " + std::to_string(world_size) +
+                (world_size == 1 ? " rank is" : " ranks are") + " running" +
+                (world_size == 1 ? " (start it with mpirun -n " + std::to_string(s.p) + ", or add --local)" : ""));
+  if (o.check) {
+    // Everything above is what a run checks before it trains; say what it would run.
+    if (world_rank == 0)
+      out << o.schedule_file << ": ok: " << s.method << " (" << s.optimizer << ") on " << s.p << " ranks (p=" << s.p
+          << ", m=" << s.m << ", chunks=" << s.chunks << "), model " << model->name << " (" << model->layers
+          << " layers), " << o.steps << " steps on " << o.backend << (mpi ? " under MPI" : " in one process") << "\n";
+    return finish(0);
+  }
 
   if (mpi) {
 #ifdef ZBPP_HAVE_MPI
-    if (world_size != s.p)
-      return fail(o.schedule_file + ": planned for " + std::to_string(s.p) + " ranks, but " + std::to_string(world_size) +
-                  (world_size == 1 ? " rank is" : " ranks are") + " running" +
-                  (world_size == 1 ? " (start it with mpirun -n " + std::to_string(s.p) + ", or add --local)" : ""));
     if (cuda) {
 #ifdef ZBPP_HAVE_NCCL
       return finish(run_nccl_rank(o, *file, *model, *data, planned, out, err, &print_mu));

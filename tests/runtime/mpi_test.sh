@@ -41,6 +41,10 @@ check "... digest $got equals the in-process run's $local" '[ -n "$got" ] && [ "
 out=$(timeout 60 mpirun -n 2 "$zbrun" "$tmp/mpi_zb-h1_p4.json" --steps 1 2>&1); code=$?
 check "a 4-rank schedule under 2 ranks exits non-zero" '[ $code -ne 0 ]'
 check "... saying so" 'echo "$out" | grep -q "planned for 4 ranks, but 2 ranks are running"'
+out=$(timeout 60 mpirun -n 2 "$zbrun" "$tmp/mpi_zb-h1_p4.json" --check 2>&1); code=$?
+check "... and so does --check" '[ $code -ne 0 ] && echo "$out" | grep -q "planned for 4 ranks, but 2 ranks are running"'
+out=$(timeout 60 mpirun -n 4 "$zbrun" "$tmp/mpi_zb-h1_p4.json" --check 2>&1); code=$?
+check "--check under 4 ranks: ok, once" '[ $code -eq 0 ] && [ "$(echo "$out" | grep -c ": ok: zb-h1 (sync) on 4 ranks")" = 1 ]'
 
 out=$(timeout 60 mpirun -n 1 "$zbrun" "$tmp/mpi_zb-h1_p2.json" --steps 1 : -n 1 "$zbrun" "$tmp/mpi_zb-v_p2.json" --steps 1 2>&1); code=$?
 check "ranks given different schedule files exit non-zero" '[ $code -ne 0 ] && [ $code -ne 124 ]'

@@ -69,6 +69,14 @@ TEST_CASE("zbrun: bad inputs are refused with a message and exit 1") {
   r = call(zbrun_local, {"zbrun", good, "--local", "--model", bad_model});
   CHECK(r.code == 1);
   CHECK(r.err == "zbrun: " + bad_model + ": channels (30) must be a multiple of heads (4)\n");
+  // --check runs the same checks and stops before training.
+  r = call(zbrun_local, {"zbrun", good, "--local", "--model", bad_model, "--check"});
+  CHECK(r.code == 1);
+  CHECK(r.err == "zbrun: " + bad_model + ": channels (30) must be a multiple of heads (4)\n");
+  r = call(zbrun_local, {"zbrun", good, "--local", "--check", "--steps", "1000000"});
+  CHECK(r.code == 0);
+  CHECK(r.out == good + ": ok: zb-h1 (post-validation) on 2 ranks (p=2, m=4, chunks=1), model tiny (4 layers), "
+                        "1000000 steps on cpu in one process\n");
   r = call(zbrun_local, {"zbrun", good, "--local", "--data", tmp("no_such_corpus.txt")});
   CHECK(r.code == 1);
   CHECK(r.err == "zbrun: " + tmp("no_such_corpus.txt") + ": cannot open data file (or say --data synthetic)\n");
