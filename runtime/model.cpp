@@ -93,7 +93,7 @@ LayerSplit layer_split(const GptConfig& config, int virtual_stages) {
 
 std::string check_layer_split(const GptConfig& c, int virtual_stages) {
   if (c.split.empty()) return "";
-  int sum = 0;
+  long long sum = 0;  // the counts come from the command line: no overflow on a long list
   for (int n : c.split) {
     if (n < 0) return "--layer-split: block counts must be non-negative";
     sum += n;

@@ -720,6 +720,8 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
       char* end = nullptr;
       long n = std::strtol(item.c_str(), &end, 10);
       if (item.empty() || *end != '\0') return fail("--layer-split: '" + o.layer_split + "' is not a list of integers");
+      if (n < 0 || n > model->layers)
+        return fail("--layer-split: " + item + " is not a block count of this model (0.." + std::to_string(model->layers) + ")");
       model->split.push_back(static_cast<int>(n));
     }
   }

@@ -195,6 +195,13 @@ TEST_CASE("zbrun: --layer-split moves blocks between stages without changing the
   r = call(zbrun_local, {"zbrun", s, "--local", "--layer-split", "1,2"});
   CHECK(r.code == 1);
   CHECK(r.err == "zbrun: --layer-split sums to 3 blocks, but the model has 4\n");
+  // Counts beyond the model (which once overflowed the sum) are refused one by one.
+  r = call(zbrun_local, {"zbrun", s, "--local", "--layer-split", "2147483647,2147483647"});
+  CHECK(r.code == 1);
+  CHECK(r.err == "zbrun: --layer-split: 2147483647 is not a block count of this model (0..4)\n");
+  r = call(zbrun_local, {"zbrun", s, "--local", "--layer-split", "-1,5"});
+  CHECK(r.code == 1);
+  CHECK(r.err == "zbrun: --layer-split: -1 is not a block count of this model (0..4)\n");
 }
 
 TEST_CASE("zbrun: a NaN gradient on one rank skips that step on every rank, and training goes on") {
