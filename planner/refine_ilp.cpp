@@ -102,16 +102,19 @@ struct Incumbent {
   Schedule schedule;
   Timeline timeline;
   Ticks cost = 0, total = 0;  // cost by the objective; total: the tie-breaker
+  // Per stage, where its cost is measured from: its own start for the period, the global start
+  // (the first op anywhere; stage 0's F_0, at 0) for the wall clock. Every stage starts with F_0
+  // at the same time in every schedule of the model's space, so these never change.
+  std::vector<Ticks> origin;
 };
 
-// Where stage s's cost is measured from: its own start for the period, the global start (the
-// first op anywhere; stage 0's F_0, at 0) for the wall clock.
-Ticks cost_origin(const Timeline& t, int s, Objective objective) {
-  if (objective == Objective::kPeriod) return t.ops[s].front().start;
-  Ticks first = t.ops[s].front().start;
-  for (const auto& ops : t.ops)
-    if (!ops.empty()) first = std::min(first, ops.front().start);
-  return first;
+std::vector<Ticks> cost_origins(const Timeline& t, Objective objective) {
+  std::vector<Ticks> origin(t.ops.size());
+  Ticks first = t.ops[0].front().start;
+  for (const auto& ops : t.ops) first = std::min(first, ops.front().start);
+  for (size_t s = 0; s < t.ops.size(); ++s)
+    origin[s] = objective == Objective::kPeriod ? t.ops[s].front().start : first;
+  return origin;
 }
 
 struct Solve {
@@ -129,19 +132,19 @@ struct Solve {
 // Ops that start at or after `t_drop` are left out (a horizon for big problems): each stage's end is
 // then its last modelled op's end plus the incumbent's rest of that stage, an estimate that the
 // exact simulation after the solve confirms or rejects.
-Solve solve_window(const Problem& pr, const Incumbent& inc, Objective objective, const std::vector<int>& lo,
-                   const std::vector<int>& hi, Ticks t_drop, double seconds, int threads, double tie_weight,
-                   Ticks known_bound) {
+// The objective enters through inc.origin and inc.cost.
+Solve solve_window(const Problem& pr, const Incumbent& inc, const std::vector<int>& lo, const std::vector<int>& hi,
+                   Ticks t_drop, double seconds, int threads, double tie_weight, Ticks known_bound) {
   const auto built_from = Clock::now();
   const int p = pr.p, n = 3 * pr.m;
   const double comm = from_quanta(pr.t_comm);
   const double c_inc = from_quanta(inc.cost);
   auto dur = [&](int s, const Op& op) { return from_quanta(op_duration(op, s, pr)); };
   std::vector<double> stage_start(p, 0.0);  // the simulator's start of F_0, the same in every schedule
-  std::vector<double> origin(p, 0.0);       // what C measures stage s from (cost_origin)
+  std::vector<double> origin(p, 0.0);       // what C measures stage s from (Incumbent::origin)
   for (int s = 0; s < p; ++s) {
     stage_start[s] = from_quanta(inc.timeline.ops[s][0].start);
-    origin[s] = from_quanta(cost_origin(inc.timeline, s, objective));
+    origin[s] = from_quanta(inc.origin[s]);
   }
 
   // Ops that start before the window's earliest op keep their times: constants.
@@ -182,7 +185,7 @@ Solve solve_window(const Problem& pr, const Incumbent& inc, Objective objective,
     // the wall clock: the stage starts at stage_start, the same in every schedule, and is then busy).
     Ticks floor_ticks = known_bound;
     for (int s = 0; s < p; ++s) {
-      Ticks from_origin = inc.timeline.ops[s][0].start - cost_origin(inc.timeline, s, objective);
+      Ticks from_origin = inc.timeline.ops[s][0].start - inc.origin[s];
       floor_ticks = std::max(floor_ticks, from_origin + pr.busy_time(s));
     }
     lb.push_back(std::min(from_quanta(floor_ticks), c_inc));
@@ -384,7 +387,7 @@ void window_positions(const Incumbent& inc, Ticks t0, Ticks len, std::vector<int
 // How much idle time stages [s_begin, s_end) have in [t0, t0 + len): the idle of a stage whose
 // cost is the incumbent's (the longest span, or a last end at the makespan) counts 1000 times
 // (rounded to a rank, not a measure).
-double window_idle(const Incumbent& inc, Objective objective, Ticks t0, Ticks len, int s_begin, int s_end) {
+double window_idle(const Incumbent& inc, Ticks t0, Ticks len, int s_begin, int s_end) {
   double total = 0;
   for (int s = s_begin; s < s_end; ++s) {
     const auto& t = inc.timeline.ops[s];
@@ -394,7 +397,7 @@ double window_idle(const Incumbent& inc, Objective objective, Ticks t0, Ticks le
       if (b > a) idle += b - a;
       if (t[i].start >= t0 + len) break;
     }
-    bool longest = !t.empty() && t.back().end - cost_origin(inc.timeline, s, objective) == inc.cost;
+    bool longest = !t.empty() && t.back().end - inc.origin[s] == inc.cost;
     total += static_cast<double>(idle) * (longest ? 1000.0 : 1.0);
   }
   return total;
@@ -421,6 +424,7 @@ std::optional<IlpResult> refine_ilp(const Problem& pr, const Schedule& warm_in, 
   inc.timeline = *simulate_timeline(inc.schedule, pr, &unused);
   inc.cost = cost_of(inc.timeline, objective);
   inc.total = total_span(inc.timeline);
+  inc.origin = cost_origins(inc.timeline, objective);
 
   const int p = pr.p, n = 3 * pr.m;
   // Span bounds hold for the wall clock too (wall >= span); the ramp bound only for the wall.
@@ -463,8 +467,8 @@ std::optional<IlpResult> refine_ilp(const Problem& pr, const Schedule& warm_in, 
     result.status = "optimal";
   } else if (result.mode == "full") {
     std::vector<int> lo(p, 0), hi(p, n);
-    Solve sv = solve_window(pr, inc, objective, lo, hi, std::numeric_limits<Ticks>::max(),
-                            options.seconds - elapsed(), options.threads, 0.0, known);
+    Solve sv = solve_window(pr, inc, lo, hi, std::numeric_limits<Ticks>::max(), options.seconds - elapsed(),
+                            options.threads, 0.0, known);
     ++result.windows;
     result.nodes += sv.nodes;
     result.binaries = sv.binaries;
@@ -496,7 +500,7 @@ std::optional<IlpResult> refine_ilp(const Problem& pr, const Schedule& warm_in, 
       for (Ticks t0 = 0; t0 < inc.timeline.makespan; t0 += std::max<Ticks>(1, len / 2))
         for (int s0 = 0; s0 < p; s0 += kBlock / 2) {
           windows.push_back({t0, s0});
-          score.push_back(window_idle(inc, objective, t0, len, s0, std::min(p, s0 + kBlock)));
+          score.push_back(window_idle(inc, t0, len, s0, std::min(p, s0 + kBlock)));
           if (s0 + kBlock >= p) break;
         }
       std::vector<size_t> order(windows.size());
@@ -531,7 +535,7 @@ std::optional<IlpResult> refine_ilp(const Problem& pr, const Schedule& warm_in, 
           for (int s = 0; s < p; ++s)
             if (hi[s] < n) t_drop = std::max(t_drop, inc.timeline.ops[s][hi[s]].start + 1);
         }
-        Solve sv = solve_window(pr, inc, objective, lo, hi, t_drop,
+        Solve sv = solve_window(pr, inc, lo, hi, t_drop,
                                 std::min(left - last_build_seconds - 0.2, std::max(1.0, options.seconds / 10)),
                                 options.threads, tie_weight, known);
         last_build_seconds = sv.build_seconds;
