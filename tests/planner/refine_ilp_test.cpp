@@ -126,6 +126,32 @@ TEST_CASE("ilp: the window search keeps microbatch order and never loses to the 
   }
 }
 
+TEST_CASE("ilp (wall): the window search shortens the wall clock and never loses to the warm start") {
+  std::mt19937 rng(11);
+  int ran = 0;
+  for (int trial = 0; trial < 2; ++trial) {
+    Problem pr = random_problem(rng, 4, 8, trial == 1);
+    std::vector<Diag> diags;
+    Schedule warm = generate_1f1b(pr);
+    if (!validate(warm, pr).empty()) continue;
+    IlpOptions options;
+    options.objective = Objective::kWall;
+    options.seconds = 1;
+    options.full_model_binaries = 0;  // force the LNS
+    options.window_ops = 4;
+    auto r = refine_ilp(pr, warm, options, &diags);
+    REQUIRE(r);
+    CHECK(r->mode == "lns");
+    CHECK(r->windows > 0);
+    const Ticks warm_wall = simulate_cost(warm, pr, Objective::kWall);
+    check_result(*r, pr, warm_wall);
+    CHECK(r->cost < warm_wall);
+    CHECK(from_quanta(cost_lower_bound(pr, Objective::kWall, warm.placement)) <= r->lower_bound + 1e-9);
+    ++ran;
+  }
+  CHECK(ran == 2);
+}
+
 TEST_CASE("ilp: p=32, m=256 returns a valid schedule no worse than the heuristic within its limit") {
   std::mt19937 rng(32);
   std::uniform_real_distribution<double> t(9, 12);
