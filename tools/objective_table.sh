@@ -41,7 +41,10 @@ ilp_score() {
       /bound: wall clock >= / {bound = $5; src = $6; st = $NF; gsub(/[(),]/, "", src); gsub(/[()]/, "", st)}
       END {printf "%.4f %.4f %s %s\n", (wall - busy) / wall, (bound - busy) / bound, src, st}'
 }
-header=$(printf "%-6s %3s %4s %3s | %-15s | %-15s | %-11s | %-10s" model p m mem "period-opt s/w" "wall-opt s/w" "hand (wall)" "ramp bound")
+# The last column is padded only when another follows it.
+last="%s"
+[ -n "$ilp" ] && last="%-10s"
+header=$(printf "%-6s %3s %4s %3s | %-15s | %-15s | %-11s | $last" model p m mem "period-opt s/w" "wall-opt s/w" "hand (wall)" "ramp bound")
 [ -n "$ilp" ] && header+=$(printf " | %s" "ilp wall (${ilp} s): wall / bound (source, status)")
 echo "$header"
 grep -v '^#' "$here/tests/golden/table5.tsv" | while IFS=$'\t' read -r model p m tf tb tw tc rest; do
@@ -52,7 +55,7 @@ grep -v '^#' "$here/tests/golden/table5.tsv" | while IFS=$'\t' read -r model p m
     read -r ws ww _ < <(score "$busy" --method heuristic --mem-limit "$mem" --objective wall "${common[@]}")
     hand=$([ "$mem" = 1p ] && echo zb-h1 || echo zb-h2)
     read -r _ hw _ < <(score "$busy" --method "$hand" --mem-limit "$mem" "${common[@]}")
-    line=$(printf "%-6s %3s %4s %3s | %s / %s | %s / %s | %s %s | %-10s" "$model" "$p" "$m" "$mem" "$ps" "$pw" "$ws" "$ww" "$hand" "$hw" "$bound")
+    line=$(printf "%-6s %3s %4s %3s | %s / %s | %s / %s | %s %s | $last" "$model" "$p" "$m" "$mem" "$ps" "$pw" "$ws" "$ww" "$hand" "$hw" "$bound")
     if [ -n "$ilp" ]; then
       read -r iw ib isrc ist < <(ilp_score "$busy" --mem-limit "$mem" "${common[@]}")
       line+=$(printf " | %s / %s (%s, %s)" "$iw" "$ib" "$isrc" "$ist")
