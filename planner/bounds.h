@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "planner/problem.h"
+#include "planner/simulate.h"
 
 namespace zbpp {
 
@@ -26,14 +27,16 @@ struct SpanBounds {
   std::string which;        ///< name of the bound that gives `best` ("busy", "memory", "critical-path")
 };
 
-/// What a plan knows about its own quality; written to the schedule file as "solver".
+/// What a plan knows about its own quality; written to the schedule file as "solver". Its figures
+/// measure the plan's objective: the span (kPeriod) or the wall clock, i.e. the makespan (kWall).
 struct SolverReport {
-  std::string status;        ///< "optimal" (span meets a certified bound), "time_limit", "local_optimum", "not_run"
-  Ticks objective = 0;       ///< the schedule's exact simulated span
-  double best_bound = 0;     ///< certified lower bound on any schedule's span (time units)
-  std::string bound_source;  ///< "busy", "memory", "critical-path" or "cbc"
+  Objective cost = Objective::kPeriod;  ///< what `objective` and `best_bound` measure
+  std::string status;        ///< "optimal" (the cost meets a certified bound), "time_limit", "local_optimum", "not_run"
+  Ticks objective = 0;       ///< the schedule's exact simulated cost (span or wall clock)
+  double best_bound = 0;     ///< certified lower bound on any schedule's cost (time units)
+  std::string bound_source;  ///< "busy", "memory", "critical-path", "ramp" (wall only) or "cbc"
   double gap = 0;            ///< (objective - best_bound) / objective
-  double bubble_rate_bound = 0;  ///< the bubble rate a span equal to best_bound would have
+  double bubble_rate_bound = 0;  ///< the bubble rate a cost equal to best_bound would have
   double seconds = 0;        ///< time spent in the ILP (0 when it did not run)
   long nodes = 0;            ///< CBC branch-and-bound nodes
 };
@@ -41,13 +44,24 @@ struct SolverReport {
 /// The report of a schedule no solver has seen: its span against the combinatorial bounds.
 SolverReport bound_report(const Problem& problem, Ticks span);
 
+/// The same by `objective`: with kWall, `cost` is the wall clock and the bound is the larger of the
+/// span bounds (wall >= span) and the ramp bound of `placement` (wall_lower_bound, simulate.h).
+SolverReport bound_report(const Problem& problem, Ticks cost, Objective objective,
+                          const std::vector<std::vector<int>>& placement);
+
+/// A certified lower bound on the cost by `objective` of every valid schedule of `problem` (with
+/// `placement`, which only the wall bound uses); `which` gets the name of the bound that gives it.
+Ticks cost_lower_bound(const Problem& problem, Objective objective, const std::vector<std::vector<int>>& placement,
+                       std::string* which = nullptr);
+
 /// Lower bounds on the simulated span of every valid schedule of `problem`.
 SpanBounds span_lower_bounds(const Problem& problem);
 
-/// The bubble rate a span would have: (span - max busy) / span; 0 for a zero span.
+/// The bubble rate a span would have: (span - max busy) / span; 0 for a zero span. The same
+/// formula gives the wall-clock bubble of a makespan.
 double bubble_rate_of_span(const Problem& problem, Ticks span);
 
-/// Relative gap between a schedule's span and a bound: (span - bound) / span, at least 0.
+/// Relative gap between a schedule's cost and a bound: (cost - bound) / cost, at least 0.
 double relative_gap(Ticks span, double bound);
 
 }  // namespace zbpp

@@ -115,39 +115,37 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
     if (method == "ilp") {
 #ifdef ZBPP_HAVE_CBC
       IlpOptions ilp;
+      ilp.objective = options.objective;
       ilp.seconds = options.time_limit > 0 ? options.time_limit : 10;
       ilp.threads = options.threads;
       if (options.progress)
         ilp.progress = [&](const IlpProgress& at) {
           char line[200];
-          double span = from_quanta(at.incumbent);
+          double cost = from_quanta(at.incumbent);
           std::snprintf(line, sizeof line, "ilp: %6.1f s  models %4d  incumbent %.6f (bubble %.4f)  bound %.6f  gap %.4f %%",
-                        at.seconds, at.windows, span, bubble_rate_of_span(pr, at.incumbent), at.bound,
+                        at.seconds, at.windows, cost, bubble_rate_of_span(pr, at.incumbent), at.bound,
                         100 * relative_gap(at.incumbent, at.bound * kQuantaPerUnit));
           options.progress(line);
         };
       auto refined = refine_ilp(pr, *s, ilp, diags);
       if (!refined) return std::nullopt;
       notes.push_back("ilp (CBC, " + format_quanta(*to_quanta(ilp.seconds)) +
-                      " s limit), warm-started from the heuristic: " + refined->summary());
-      // The MILP minimises the span; under the wall objective keep its schedule only if it is no worse.
-      if (options.objective == Objective::kPeriod ||
-          simulate_cost(refined->schedule, pr, Objective::kWall) <= simulate_cost(*s, pr, Objective::kWall)) {
-        ilp_report = bound_report(pr, refined->span);
-        if (refined->lower_bound > ilp_report->best_bound) {
-          ilp_report->best_bound = refined->lower_bound;
-          ilp_report->bound_source = "cbc";
-        }
-        ilp_report->gap = relative_gap(refined->span, ilp_report->best_bound * kQuantaPerUnit);
-        ilp_report->bubble_rate_bound =
-            bubble_rate_of_span(pr, static_cast<Ticks>(std::llround(ilp_report->best_bound * kQuantaPerUnit)));
-        ilp_report->status = refined->status;
-        ilp_report->seconds = refined->seconds;
-        ilp_report->nodes = refined->nodes;
-        s = std::move(refined->schedule);
-      } else {
-        notes.push_back("ilp: its schedule has a longer wall clock than the heuristic's; kept the heuristic's");
+                      " s limit, minimising the " + (options.objective == Objective::kWall ? "wall clock" : "span") +
+                      "), warm-started from the heuristic: " + refined->summary());
+      // The MILP minimises the plan's objective and never returns a schedule worse than its warm
+      // start by it, so its schedule replaces the heuristic's; its report carries CBC's bound.
+      ilp_report = bound_report(pr, refined->cost, options.objective, s->placement);
+      if (refined->lower_bound > ilp_report->best_bound) {
+        ilp_report->best_bound = refined->lower_bound;
+        ilp_report->bound_source = "cbc";
       }
+      ilp_report->gap = relative_gap(refined->cost, ilp_report->best_bound * kQuantaPerUnit);
+      ilp_report->bubble_rate_bound =
+          bubble_rate_of_span(pr, static_cast<Ticks>(std::llround(ilp_report->best_bound * kQuantaPerUnit)));
+      ilp_report->status = refined->status;
+      ilp_report->seconds = refined->seconds;
+      ilp_report->nodes = refined->nodes;
+      s = std::move(refined->schedule);
 #else
       diags->push_back({"", "", -1, -1, "", "the ilp method needs CBC: install coinor-libcbc-dev and rebuild"});
       return std::nullopt;
@@ -183,10 +181,14 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
     diags->insert(diags->end(), found.begin(), found.end());
     return std::nullopt;
   }
-  // Every plan says how far from optimal it can be: its span against the certified bounds.
-  SolverReport report = ilp_report ? *ilp_report : bound_report(pr, simulate_span(*s, pr));
+  // Every plan says how far from optimal it can be: its cost by the objective (span or wall
+  // clock) against the certified bounds.
+  SolverReport report = ilp_report ? *ilp_report
+                                   : bound_report(pr, simulate_cost(*s, pr, options.objective), options.objective,
+                                                  s->placement);
   char line[200];
-  std::snprintf(line, sizeof line, "bound: span >= %s (%s), bubble rate >= %.4f, gap %.4f %% (%s)",
+  std::snprintf(line, sizeof line, "bound: %s >= %s (%s), bubble rate >= %.4f, gap %.4f %% (%s)",
+                report.cost == Objective::kWall ? "wall clock" : "span",
                 format_quanta(static_cast<Ticks>(std::llround(report.best_bound * kQuantaPerUnit))).c_str(),
                 report.bound_source.c_str(), report.bubble_rate_bound, 100 * report.gap, report.status.c_str());
   notes.push_back(line);

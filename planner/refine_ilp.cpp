@@ -1,12 +1,14 @@
 // Appendix G as a MILP for CBC, whole or window by window (see refine_ilp.h).
 //
 // Variables: E, the end time of each op; one binary per pair of ops on a stage whose order is free;
-// C, the span to minimise. Orders the problem implies are constraints, not binaries: each kind in
+// C, the cost to minimise. Orders the problem implies are constraints, not binaries: each kind in
 // microbatch order and F_j before B_j' and W_j', B_j before W_j' for j <= j'. So every stage's
 // first op is F_0 and its last W_{m-1}, and the span of stage s is E[W_{m-1}] - start of F_0.
 // F_0 is pinned to the time the simulator starts it (its input's arrival): the simulator starts
 // every op as early as it can, and with the first op pinned nothing in the model can gain by
 // waiting, so the model's optimum is the simulator's (no schedule file can express idling).
+// For the period C bounds every stage's span; for the wall clock C bounds every stage's last end
+// measured from the global start (stage 0's F_0, at 0): the makespan.
 //
 // A window frees, on every stage, the order of the ops the incumbent starts in one time range;
 // every other pair keeps the incumbent's order. Ops that start before the window cannot move
@@ -32,11 +34,12 @@ namespace zbpp {
 
 std::string IlpResult::summary() const {
   char buf[320];
-  double gap = relative_gap(span, lower_bound * kQuantaPerUnit);
+  double gap = relative_gap(cost, lower_bound * kQuantaPerUnit);
   std::snprintf(buf, sizeof buf,
-                "span %s (warm start %s), lower bound %.6f, gap %.4f %%, %s, %s model, %d model(s), %ld nodes, %.1f s",
-                format_quanta(span).c_str(), format_quanta(warm_span).c_str(), lower_bound, 100 * gap,
-                status.c_str(), mode.c_str(), windows, nodes, seconds);
+                "%s %s (warm start %s), lower bound %.6f, gap %.4f %%, %s, %s model, %d model(s), %ld nodes, %.1f s",
+                objective == Objective::kWall ? "wall" : "span", format_quanta(cost).c_str(),
+                format_quanta(warm_cost).c_str(), lower_bound, 100 * gap, status.c_str(), mode.c_str(), windows,
+                nodes, seconds);
   return buf;
 }
 
@@ -85,7 +88,9 @@ bool implied_before(const Op& x, const Op& y) {
 }
 
 // Sum over stages of (last end - first start): the tie-breaker that lets the search accept a
-// schedule that leaves the longest stage as it is but shortens others (room for the next window).
+// schedule that leaves the costliest stage as it is but shortens others (room for the next window).
+// Stage starts are the same in every schedule, so this is the sum of stage ends: it serves the
+// period and the wall clock alike.
 Ticks total_span(const Timeline& t) {
   Ticks sum = 0;
   for (const auto& ops : t.ops)
@@ -96,8 +101,21 @@ Ticks total_span(const Timeline& t) {
 struct Incumbent {
   Schedule schedule;
   Timeline timeline;
-  Ticks span = 0, total = 0;
+  Ticks cost = 0, total = 0;  // cost by the objective; total: the tie-breaker
+  // Per stage, where its cost is measured from: its own start for the period, the global start
+  // (the first op anywhere; stage 0's F_0, at 0) for the wall clock. Every stage starts with F_0
+  // at the same time in every schedule of the model's space, so these never change.
+  std::vector<Ticks> origin;
 };
+
+std::vector<Ticks> cost_origins(const Timeline& t, Objective objective) {
+  std::vector<Ticks> origin(t.ops.size());
+  Ticks first = t.ops[0].front().start;
+  for (const auto& ops : t.ops) first = std::min(first, ops.front().start);
+  for (size_t s = 0; s < t.ops.size(); ++s)
+    origin[s] = objective == Objective::kPeriod ? t.ops[s].front().start : first;
+  return origin;
+}
 
 struct Solve {
   std::optional<Schedule> schedule;  // the order CBC found (not yet checked)
@@ -110,19 +128,24 @@ struct Solve {
 };
 
 // One MILP over the incumbent with stage s's ops at positions [lo[s], hi[s]) free to reorder.
-// `tie_weight` > 0 adds that weight times the sum of the stages' spans to the objective.
-// Ops that start at or after `t_drop` are left out (a horizon for big problems): each stage's span is
+// `tie_weight` > 0 adds that weight times the sum of the stages' ends to the objective.
+// Ops that start at or after `t_drop` are left out (a horizon for big problems): each stage's end is
 // then its last modelled op's end plus the incumbent's rest of that stage, an estimate that the
 // exact simulation after the solve confirms or rejects.
+// The objective enters through inc.origin and inc.cost.
 Solve solve_window(const Problem& pr, const Incumbent& inc, const std::vector<int>& lo, const std::vector<int>& hi,
                    Ticks t_drop, double seconds, int threads, double tie_weight, Ticks known_bound) {
   const auto built_from = Clock::now();
   const int p = pr.p, n = 3 * pr.m;
   const double comm = from_quanta(pr.t_comm);
-  const double c_inc = from_quanta(inc.span);
+  const double c_inc = from_quanta(inc.cost);
   auto dur = [&](int s, const Op& op) { return from_quanta(op_duration(op, s, pr)); };
   std::vector<double> stage_start(p, 0.0);  // the simulator's start of F_0, the same in every schedule
-  for (int s = 0; s < p; ++s) stage_start[s] = from_quanta(inc.timeline.ops[s][0].start);
+  std::vector<double> origin(p, 0.0);       // what C measures stage s from (Incumbent::origin)
+  for (int s = 0; s < p; ++s) {
+    stage_start[s] = from_quanta(inc.timeline.ops[s][0].start);
+    origin[s] = from_quanta(inc.origin[s]);
+  }
 
   // Ops that start before the window's earliest op keep their times: constants.
   Ticks t_fix = -1;
@@ -147,7 +170,8 @@ Solve solve_window(const Problem& pr, const Incumbent& inc, const std::vector<in
       if (inc.timeline.ops[s][i].start < t_fix) continue;
       col[s][i] = static_cast<int>(lb.size());
       const Op& op = inc.schedule.stages[s][i];
-      double lo_e = stage_start[s] + dur(s, op), hi_e = stage_start[s] + c_inc;
+      // Every op of a schedule that costs no more than the incumbent ends by origin + C_incumbent.
+      double lo_e = stage_start[s] + dur(s, op), hi_e = origin[s] + c_inc;
       if (i == 0) hi_e = lo_e;  // F_0 pinned
       lb.push_back(lo_e);
       ub.push_back(std::max(lo_e, hi_e));
@@ -157,8 +181,13 @@ Solve solve_window(const Problem& pr, const Incumbent& inc, const std::vector<in
     if (col[s][last[s]] >= 0) obj[col[s][last[s]]] = tie_weight;
   const int col_c = static_cast<int>(lb.size());
   {
+    // C is at least the certified bound and each stage's busy time from its cost's origin (for
+    // the wall clock: the stage starts at stage_start, the same in every schedule, and is then busy).
     Ticks floor_ticks = known_bound;
-    for (int s = 0; s < p; ++s) floor_ticks = std::max(floor_ticks, pr.busy_time(s));
+    for (int s = 0; s < p; ++s) {
+      Ticks from_origin = inc.timeline.ops[s][0].start - inc.origin[s];
+      floor_ticks = std::max(floor_ticks, from_origin + pr.busy_time(s));
+    }
     lb.push_back(std::min(from_quanta(floor_ticks), c_inc));
     ub.push_back(c_inc + 1e-6);
     obj.push_back(1.0);
@@ -219,15 +248,15 @@ Solve solve_window(const Problem& pr, const Incumbent& inc, const std::vector<in
       if (op.type == OpType::F && s > 0) precede(s - 1, pos[s - 1][key(op)], s, i, comm + dur(s, op));
       if (op.type == OpType::B && s + 1 < p) precede(s + 1, pos[s + 1][key(op)], s, i, comm + dur(s, op));
     }
-    // C >= E[last] + the rest of the stage - start of stage s.
+    // C >= E[last] + the rest of the stage - origin of stage s (its start, or the global start).
     const double rest = end_of(s, n - 1) - end_of(s, last[s]);
-    Row r{{{col_c, 1.0}}, rest - stage_start[s], inf};
+    Row r{{{col_c, 1.0}}, rest - origin[s], inf};
     if (col[s][last[s]] >= 0) r.terms.push_back({col[s][last[s]], -1.0});
     else r.lo += end_of(s, last[s]);
     rows.push_back(std::move(r));
   }
   // Disjunctions: with o = 1, x then y; with o = 0, y then x. Two ops of one stage end at most
-  // the incumbent's span apart (every end lies in [stage start, stage start + span]).
+  // the incumbent's cost apart (every end lies in [stage start, origin + cost], origin <= start).
   const double big_m = c_inc + 1.0;
   for (const Pair& q : pairs) {
     const auto& ops = inc.schedule.stages[q.s];
@@ -355,8 +384,9 @@ void window_positions(const Incumbent& inc, Ticks t0, Ticks len, std::vector<int
   }
 }
 
-// How much idle time stages [s_begin, s_end) have in [t0, t0 + len): a longest stage's idle counts
-// 1000 times (rounded to a rank, not a measure).
+// How much idle time stages [s_begin, s_end) have in [t0, t0 + len): the idle of a stage whose
+// cost is the incumbent's (the longest span, or a last end at the makespan) counts 1000 times
+// (rounded to a rank, not a measure).
 double window_idle(const Incumbent& inc, Ticks t0, Ticks len, int s_begin, int s_end) {
   double total = 0;
   for (int s = s_begin; s < s_end; ++s) {
@@ -367,7 +397,7 @@ double window_idle(const Incumbent& inc, Ticks t0, Ticks len, int s_begin, int s
       if (b > a) idle += b - a;
       if (t[i].start >= t0 + len) break;
     }
-    bool longest = !t.empty() && t.back().end - t.front().start == inc.span;
+    bool longest = !t.empty() && t.back().end - inc.origin[s] == inc.cost;
     total += static_cast<double>(idle) * (longest ? 1000.0 : 1.0);
   }
   return total;
@@ -390,20 +420,24 @@ std::optional<IlpResult> refine_ilp(const Problem& pr, const Schedule& warm_in, 
   if (!validate(inc.schedule, pr).empty()) return fail("the warm start is not a valid schedule");
   if (!kinds_in_microbatch_order(inc.schedule)) return fail("the warm start must run F's, B's and W's in microbatch order");
   std::vector<Diag> unused;
+  const Objective objective = options.objective;
   inc.timeline = *simulate_timeline(inc.schedule, pr, &unused);
-  inc.span = inc.timeline.span;
+  inc.cost = cost_of(inc.timeline, objective);
   inc.total = total_span(inc.timeline);
+  inc.origin = cost_origins(inc.timeline, objective);
 
   const int p = pr.p, n = 3 * pr.m;
-  const Ticks known = std::max(options.known_bound, span_lower_bounds(pr).best);
+  // Span bounds hold for the wall clock too (wall >= span); the ramp bound only for the wall.
+  const Ticks known = std::max(options.known_bound, cost_lower_bound(pr, objective, inc.schedule.placement));
   IlpResult result;
-  result.warm_span = inc.span;
+  result.objective = objective;
+  result.warm_cost = inc.cost;
   result.lower_bound = from_quanta(known);
   double last_report = -1;
   auto report = [&](bool force) {
     if (!options.progress || (!force && elapsed() - last_report < 1.0)) return;
     last_report = elapsed();
-    options.progress({elapsed(), inc.span, result.lower_bound, result.windows});
+    options.progress({elapsed(), inc.cost, result.lower_bound, result.windows});
   };
   // A candidate order replaces the incumbent only if the exact simulator says it is better.
   auto consider = [&](std::optional<Schedule> candidate) {
@@ -411,15 +445,15 @@ std::optional<IlpResult> refine_ilp(const Problem& pr, const Schedule& warm_in, 
     std::vector<Diag> why;
     auto t = simulate_timeline(*candidate, pr, &why);
     if (!t) return false;
-    Ticks total = total_span(*t);
-    if (t->span > inc.span || (t->span == inc.span && total >= inc.total)) return false;
+    Ticks total = total_span(*t), cost = cost_of(*t, objective);
+    if (cost > inc.cost || (cost == inc.cost && total >= inc.total)) return false;
     inc.schedule = std::move(*candidate);
     inc.timeline = std::move(*t);
-    inc.span = inc.timeline.span;
+    inc.cost = cost;
     inc.total = total;
     return true;
   };
-  auto met_bound = [&] { return inc.span <= known; };
+  auto met_bound = [&] { return inc.cost <= known; };
 
   // Whole model: one binary per free pair on every stage.
   long full_binaries = 0;
@@ -442,8 +476,8 @@ std::optional<IlpResult> refine_ilp(const Problem& pr, const Schedule& warm_in, 
     consider(std::move(sv.schedule));
     // CBC's bound holds for every schedule (the model loses nothing). Optimal only if the
     // simulated incumbent meets it: a CBC solution the validator rejected proves nothing.
-    result.lower_bound = std::max(result.lower_bound, std::min(sv.bound, from_quanta(inc.span)));
-    if (sv.optimal && from_quanta(inc.span) <= sv.bound + 1e-6) result.status = "optimal";
+    result.lower_bound = std::max(result.lower_bound, std::min(sv.bound, from_quanta(inc.cost)));
+    if (sv.optimal && from_quanta(inc.cost) <= sv.bound + 1e-6) result.status = "optimal";
   } else {
     // Large-neighbourhood search: time windows holding about window_ops ops on the busiest stage,
     // half-overlapping, swept from start to end; windows grow when a sweep finds nothing.
@@ -459,8 +493,8 @@ std::optional<IlpResult> refine_ilp(const Problem& pr, const Schedule& warm_in, 
       const Ticks len = std::max<Ticks>(1, window_ops * mean_op);
       // A window is a time range on a block of up to kBlock consecutive stages (half-overlapping
       // blocks), so one model stays small however deep the pipeline is.
-      // Windows holding idle time of a longest stage come first (only those can shorten the
-      // span directly), then those holding other idle time, then the rest, each in time order.
+      // Windows holding idle time of a costliest stage come first (only those can shorten the
+      // cost directly), then those holding other idle time, then the rest, each in time order.
       std::vector<std::pair<Ticks, int>> windows;
       std::vector<double> score;
       for (Ticks t0 = 0; t0 < inc.timeline.makespan; t0 += std::max<Ticks>(1, len / 2))
@@ -524,11 +558,11 @@ std::optional<IlpResult> refine_ilp(const Problem& pr, const Schedule& warm_in, 
   }
   if (met_bound()) result.status = "optimal";
   result.proven_optimal = result.status == "optimal";
-  // Optimal means the bound meets the span (to CBC's tolerance): report them equal.
-  if (result.proven_optimal) result.lower_bound = from_quanta(inc.span);
+  // Optimal means the bound meets the cost (to CBC's tolerance): report them equal.
+  if (result.proven_optimal) result.lower_bound = from_quanta(inc.cost);
   result.schedule = std::move(inc.schedule);
   result.schedule.method = "ilp";
-  result.span = inc.span;
+  result.cost = inc.cost;
   result.seconds = elapsed();
   report(true);
   return result;

@@ -1,6 +1,7 @@
 // The ILP of appendix G, solved by COIN-OR CBC and warm-started from a heuristic schedule: it
-// searches the op order of every stage for the smallest span under the memory limit, and reports
-// how far the result may still be from optimal.
+// searches the op order of every stage for the smallest cost under the memory limit, and reports
+// how far the result may still be from optimal. The cost is the objective's (simulate.h): the
+// longest stage span (kPeriod, the paper's) or the wall clock, first op to last op (kWall).
 //
 // Small problems get the whole model (CBC proves optimality). Larger ones get a large-neighbourhood
 // search: the same model with every stage's order fixed outside one time window of the incumbent,
@@ -16,40 +17,45 @@
 #include "planner/diag.h"
 #include "planner/ir.h"
 #include "planner/problem.h"
+#include "planner/simulate.h"
 
 namespace zbpp {
 
 /// A snapshot of a running refinement, for progress lines.
 struct IlpProgress {
   double seconds = 0;   ///< since the refinement started
-  Ticks incumbent = 0;  ///< the best span so far (exact)
+  Ticks incumbent = 0;  ///< the best cost so far (exact)
   double bound = 0;     ///< the best lower bound so far, in time units
   int windows = 0;      ///< subproblems solved so far
 };
 
 struct IlpOptions {
+  Objective objective = Objective::kPeriod;  ///< what the model minimises: the span or the wall clock
   double seconds = 10;          ///< wall-clock limit of the whole refinement; the best schedule is kept
   int threads = 1;              ///< CBC threads
-  Ticks known_bound = 0;        ///< a certified bound on the span: stop once the schedule meets it
+  Ticks known_bound = 0;        ///< a certified bound on the objective's cost: stop once the schedule meets it
   int full_model_binaries = 150;  ///< solve the whole model when it has at most this many order variables
   int window_ops = 10;          ///< LNS: about this many ops per stage are free in one window
   std::function<void(const IlpProgress&)> progress;  ///< called about once a second (and at the end)
 };
 
+/// Every cost below is by `objective`: the span (kPeriod) or the wall clock (kWall).
 struct IlpResult {
-  Schedule schedule;            ///< never worse than the warm start
-  Ticks span = 0;               ///< exact simulated span of `schedule`
-  Ticks warm_span = 0;          ///< the warm start's span
-  double lower_bound = 0;       ///< best certified bound on the optimal span, in time units
+  Objective objective = Objective::kPeriod;  ///< what `cost` and `lower_bound` measure
+  Schedule schedule;            ///< never worse than the warm start by the objective
+  Ticks cost = 0;               ///< exact simulated cost of `schedule`
+  Ticks warm_cost = 0;          ///< the warm start's cost
+  double lower_bound = 0;       ///< best certified bound on the optimal cost, in time units
   double model_objective = -1;  ///< full model: CBC's objective of the schedule it returned (-1: none)
-  bool proven_optimal = false;  ///< the span meets the bound (or CBC closed the whole model)
+  bool proven_optimal = false;  ///< the cost meets the bound (or CBC closed the whole model)
   std::string status;           ///< "optimal", "time_limit" or "local_optimum" (no window improves)
   std::string mode;             ///< "full" or "lns"
   int binaries = 0;             ///< order variables in the largest model solved
   long nodes = 0;               ///< branch-and-bound nodes, summed over all solves
   int windows = 0;              ///< models solved
   double seconds = 0;           ///< wall time spent
-  std::string summary() const;  ///< "span 1152.6 (warm start 1160.2), lower bound 1140.1, gap 1.1 %, ..."
+  /// "span 1152.6 (warm start 1160.2), lower bound 1140.1, gap 1.1 %, ..." ("wall ..." for kWall)
+  std::string summary() const;
 };
 
 /// Refines `warm` (one chunk per stage; F's, B's and W's each in microbatch order on every stage,

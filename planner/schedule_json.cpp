@@ -296,7 +296,8 @@ std::string schedule_to_json_text(const Schedule& s, const Problem& pr, const Ti
     out << "  \"iterations\": " << it.dump() << ",\n";
   }
   if (solver) {
-    nlohmann::json j = {{"status", solver->status},         {"objective", from_quanta(solver->objective)},
+    nlohmann::json j = {{"cost", objective_name(solver->cost)},
+                        {"status", solver->status},         {"objective", from_quanta(solver->objective)},
                         {"best_bound", solver->best_bound}, {"bound_source", solver->bound_source},
                         {"gap", solver->gap},               {"bubble_rate_bound", solver->bubble_rate_bound},
                         {"seconds", solver->seconds},       {"nodes", solver->nodes}};

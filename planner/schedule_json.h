@@ -40,7 +40,7 @@ bool load_problem_file(const std::string& path, ProblemInput* out, std::vector<D
 /// The file's text: header fields, the problem, the simulated figures (and, for a lowered
 /// schedule, those of several iterations back to back) and one op per line.
 /// `objective` and `wall_bound` (when >= 0) record what the planner minimised and the ramp bound;
-/// `solver`, the plan's certified bound on the span and its gap ("solver").
+/// `solver`, the plan's certified bound on its cost (span or wall clock) and its gap ("solver").
 std::string schedule_to_json_text(const Schedule& schedule, const Problem& problem, const Timeline& timeline,
                                   const IterationTimeline* iterations = nullptr, const std::string& objective = "",
                                   Ticks wall_bound = -1, const SolverReport* solver = nullptr);

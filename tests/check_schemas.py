@@ -72,6 +72,21 @@ expect(errors(schedule_validator, no_gap), "schema rejects a solver report witho
 if os.path.exists(os.path.join(tmp, "schema_ilp.json")):
     ilp_doc = load(os.path.join(tmp, "schema_ilp.json"))
     expect(ilp_doc["solver"]["best_bound"] <= ilp_doc["solver"]["objective"] + 1e-9, "ilp file: bound <= objective")
+    # The wall-clock ILP (the default objective with a synchronous optimizer) reports the wall clock.
+    out = os.path.join(tmp, "schema_ilp_wall.json")
+    run = subprocess.run([zbplan, "plan", "--method", "ilp", "--optimizer", "sync", "-o", out] + common +
+                         ["--time-limit", "0.5", "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    expect(run.returncode == 0, f"zbplan plan --method ilp --optimizer sync {run.stderr.strip()}")
+    wall_doc = load(out)
+    errs = errors(schedule_validator, wall_doc)
+    expect(not errs, f"wall ilp schedule file matches schedule.schema.json {errs[:3]}")
+    solver = wall_doc["solver"]
+    expect(solver["cost"] == "wall" and abs(solver["objective"] - wall_doc["makespan"]) < 1e-9,
+           "wall ilp file: the solver reports the wall clock")
+    expect(wall_doc["wall_lower_bound"] - 1e-9 <= solver["best_bound"] <= solver["objective"] + 1e-9,
+           "wall ilp file: ramp bound <= best_bound <= objective")
+    bad_cost = json.loads(json.dumps(wall_doc)); bad_cost["solver"]["cost"] = "span"
+    expect(errors(schedule_validator, bad_cost), "schema rejects an unknown solver cost")
 neg = dict(doc["problem"], t_f=-1)
 expect(errors(problem_validator, neg), "schema rejects a negative t_f")
 

@@ -62,10 +62,10 @@ int main(int argc, char** argv) {
     if (!r) continue;
     ++solved;
     Ticks bound = span_lower_bounds(*pr).best;
-    double gain = 1.0 - static_cast<double>(r->span) / static_cast<double>(heuristic->span);
+    double gain = 1.0 - static_cast<double>(r->cost) / static_cast<double>(heuristic->span);
     double gap_before = relative_gap(heuristic->span, static_cast<double>(bound));
-    double gap_after = relative_gap(r->span, r->lower_bound * kQuantaPerUnit);
-    better += r->span < heuristic->span;
+    double gap_after = relative_gap(r->cost, r->lower_bound * kQuantaPerUnit);
+    better += r->cost < heuristic->span;
     optimal_before += heuristic->span <= bound;
     optimal_after += r->proven_optimal;
     sum_gain += gain;
@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
     sum_gap_before += gap_before;
     sum_gap_after += gap_after;
     std::printf("%3d %2d %3d %5s | %9.6f %9.6f | %9.6f %9.4f | %7.4f | %s, %.1f s\n", i, in.p, in.m,
-                in.mem_limit.c_str(), bubble_rate_of_span(*pr, heuristic->span), bubble_rate_of_span(*pr, r->span),
+                in.mem_limit.c_str(), bubble_rate_of_span(*pr, heuristic->span), bubble_rate_of_span(*pr, r->cost),
                 bubble_rate_of_span(*pr, bound), 100 * gain, 100 * gap_after, r->status.c_str(), r->seconds);
     std::fflush(stdout);
   }

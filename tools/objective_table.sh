@@ -4,9 +4,22 @@
 # and with --objective wall (first op to last op, what a synchronous step costs), each scored both
 # ways as a bubble rate; the best hand schedule that fits (ZB-H1 at 1p, ZB-H2 at 2p) by wall; and
 # the ramp bound, the least wall-clock bubble any schedule can have.
-# Usage: tools/objective_table.sh [path/to/zbplan]
+# With --ilp SECONDS, also the ILP minimising the wall clock (--method ilp --objective wall) with
+# that time limit: its wall-clock bubble, the bubble of the bound it certified (the span bounds,
+# the ramp bound or CBC's, whichever is largest), that bound's source and the ILP's status.
+# --mem 1p|2p keeps only those cells (the default run, without --ilp, takes about a minute).
+# Usage: tools/objective_table.sh [--ilp SECONDS] [--mem 1p|2p] [path/to/zbplan]
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
+ilp=""
+mems=(1p 2p)
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --ilp) ilp="$2"; shift 2 ;;
+    --mem) mems=("$2"); shift 2 ;;
+    *) break ;;
+  esac
+done
 zbplan="${1:-$here/build/planner/zbplan}"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
@@ -18,15 +31,35 @@ score() {
     awk -v busy="$busy" '/span         / {span = $2} /ramp bound/ {sub(/.*wall clock /, ""); wall = $1; bound = $6}
       END {printf "%.4f %.4f %.4f\n", (span - busy) / span, (wall - busy) / wall, (bound - busy) / bound}'
 }
-printf "%-6s %3s %4s %3s | %-15s | %-15s | %-11s | %s\n" model p m mem "period-opt s/w" "wall-opt s/w" "hand (wall)" "ramp bound"
+# Prints "wall_bubble bound_bubble source status" of the wall-minimising ILP, from its
+# "bound: wall clock >= B (source), ..., gap G % (status)" line.
+ilp_score() {
+  local busy=$1
+  shift
+  "$zbplan" plan -o "$tmp/i.json" --optimizer sync --method ilp --objective wall --time-limit "$ilp" --quiet "$@" |
+    awk -v busy="$busy" '/makespan     / {wall = $2}
+      /bound: wall clock >= / {bound = $5; src = $6; st = $NF; gsub(/[(),]/, "", src); gsub(/[()]/, "", st)}
+      END {printf "%.4f %.4f %s %s\n", (wall - busy) / wall, (bound - busy) / bound, src, st}'
+}
+# The last column is padded only when another follows it.
+last="%s"
+[ -n "$ilp" ] && last="%-10s"
+header=$(printf "%-6s %3s %4s %3s | %-15s | %-15s | %-11s | $last" model p m mem "period-opt s/w" "wall-opt s/w" "hand (wall)" "ramp bound")
+[ -n "$ilp" ] && header+=$(printf " | %s" "ilp wall (${ilp} s): wall / bound (source, status)")
+echo "$header"
 grep -v '^#' "$here/tests/golden/table5.tsv" | while IFS=$'\t' read -r model p m tf tb tw tc rest; do
   busy=$(awk "BEGIN {print $m * ($tf + $tb + $tw)}")
   common=(-p "$p" -m "$m" --tf "$tf" --tb "$tb" --tw "$tw" --tcomm "$tc")
-  for mem in 1p 2p; do
+  for mem in "${mems[@]}"; do
     read -r ps pw bound < <(score "$busy" --method heuristic --mem-limit "$mem" --objective period "${common[@]}")
     read -r ws ww _ < <(score "$busy" --method heuristic --mem-limit "$mem" --objective wall "${common[@]}")
     hand=$([ "$mem" = 1p ] && echo zb-h1 || echo zb-h2)
     read -r _ hw _ < <(score "$busy" --method "$hand" --mem-limit "$mem" "${common[@]}")
-    printf "%-6s %3s %4s %3s | %s / %s | %s / %s | %s %s | %s\n" "$model" "$p" "$m" "$mem" "$ps" "$pw" "$ws" "$ww" "$hand" "$hw" "$bound"
+    line=$(printf "%-6s %3s %4s %3s | %s / %s | %s / %s | %s %s | $last" "$model" "$p" "$m" "$mem" "$ps" "$pw" "$ws" "$ww" "$hand" "$hw" "$bound")
+    if [ -n "$ilp" ]; then
+      read -r iw ib isrc ist < <(ilp_score "$busy" --mem-limit "$mem" "${common[@]}")
+      line+=$(printf " | %s / %s (%s, %s)" "$iw" "$ib" "$isrc" "$ist")
+    fi
+    echo "$line"
   done
 done

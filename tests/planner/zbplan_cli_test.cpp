@@ -268,6 +268,29 @@ TEST_CASE("zbplan: every plan records its certified bound, and ilp takes --time-
   CHECK(si["gap"].get<double>() >= 0);
   CHECK(zbplan({"validate", tmp("cli_ilp.json")}).code == 0);
 
+  CHECK(si["cost"] == "period");
+
+  // --objective wall: the ILP minimises the wall clock and its report says so: the value is the
+  // file's makespan, the bound at least the ramp bound and at most the value.
+  Run w = with({"plan", "--method", "ilp", "--objective", "wall", "--time-limit", "1", "--quiet", "-o",
+                tmp("cli_ilp_wall.json")});
+  INFO(w.err);
+  REQUIRE(w.code == 0);
+  CHECK(w.out.find("  bound: wall clock >= ") != std::string::npos);
+  CHECK(w.out.find("minimising the wall clock), warm-started from the heuristic: wall ") != std::string::npos);
+  CHECK(w.out.find("kept the heuristic") == std::string::npos);
+  auto wall_file = nlohmann::json::parse(std::ifstream(tmp("cli_ilp_wall.json")));
+  auto sw = wall_file["solver"];
+  CHECK(sw["cost"] == "wall");
+  CHECK(sw["objective"].get<double>() == Approx(wall_file["makespan"].get<double>()).margin(1e-9));
+  CHECK(sw["best_bound"].get<double>() <= sw["objective"].get<double>() + 1e-9);
+  CHECK(sw["best_bound"].get<double>() >= wall_file["wall_lower_bound"].get<double>() - 1e-9);
+  Run hw = with({"plan", "--method", "heuristic", "--objective", "wall", "-o", tmp("cli_heuristic_wall.json")});
+  REQUIRE(hw.code == 0);
+  auto heuristic_wall = nlohmann::json::parse(std::ifstream(tmp("cli_heuristic_wall.json")));
+  CHECK(heuristic_wall["solver"]["cost"] == "wall");
+  CHECK(wall_file["makespan"].get<double>() <= heuristic_wall["makespan"].get<double>() + 1e-9);
+
   Run q = with({"plan", "--method", "ilp", "--ilp-seconds", "0.5", "--quiet", "-o", tmp("cli_ilp_quiet.json")});
   CHECK(q.code == 0);
   CHECK(q.err.empty());
