@@ -30,6 +30,17 @@ std::optional<OpType> from_pytorch(const std::string& name) {
   return std::nullopt;
 }
 
+// A cell as error messages quote it: at most 20 characters, control bytes as '?', so a
+// megabyte-long or binary cell cannot flood the terminal.
+std::string quoted_cell(const std::string& cell) {
+  constexpr size_t kShown = 20;
+  std::string out = cell.substr(0, kShown);
+  for (char& c : out)
+    if (std::iscntrl(static_cast<unsigned char>(c))) c = '?';
+  if (cell.size() > kShown) out += "... (" + std::to_string(cell.size()) + " characters)";
+  return out;
+}
+
 }  // namespace
 
 std::string export_pytorch_csv(const Schedule& s) {
@@ -64,8 +75,7 @@ std::optional<Schedule> import_pytorch_csv(const std::string& text, const std::s
     std::string cell;
     int index = 0;
     while (std::getline(fields, cell, ',')) {
-      std::string where = "row " + std::to_string(row) + ", cell " + std::to_string(index) + " ('" + cell + "')";
-      ++index;
+      const int at = index++;
       if (cell.empty() || cell == "None") continue;  // PyTorch writes idle steps this way
       size_t i = 0;
       while (i < cell.size() && std::isdigit(static_cast<unsigned char>(cell[i]))) ++i;
@@ -74,7 +84,8 @@ std::optional<Schedule> import_pytorch_csv(const std::string& text, const std::s
       auto type = from_pytorch(cell.substr(i, j - i));
       bool digits_after = j < cell.size() && std::all_of(cell.begin() + j, cell.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
       if (i == 0 || !type || !digits_after || i > 6 || cell.size() - j > 7) {
-        diags->push_back({file, "", -1, -1, "", where + ": expected <stage><F|I|W|B><microbatch>, e.g. 0F3"});
+        diags->push_back({file, "", -1, -1, "", "row " + std::to_string(row) + ", cell " + std::to_string(at) + " ('" +
+                                                  quoted_cell(cell) + "'): expected <stage><F|I|W|B><microbatch>, e.g. 0F3"});
         ok = false;
         continue;
       }

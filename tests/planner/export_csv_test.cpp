@@ -61,3 +61,15 @@ TEST_CASE("pytorch csv: malformed cells and inconsistent rows are located") {
   CHECK_FALSE(import_pytorch_csv("", "s.csv", &diags));
   CHECK(format_diag(diags.at(0)) == "s.csv: no rows: expected one row of actions per rank");
 }
+
+TEST_CASE("pytorch csv: a bad cell is quoted short, without control bytes") {
+  std::vector<Diag> diags;
+  CHECK_FALSE(import_pytorch_csv("0F0," + std::string(100000, 'x') + "\n", "s.csv", &diags));
+  REQUIRE(diags.size() == 1);
+  CHECK(format_diag(diags[0]) ==
+        "s.csv: row 0, cell 1 ('xxxxxxxxxxxxxxxxxxxx... (100000 characters)'): expected <stage><F|I|W|B><microbatch>, e.g. 0F3");
+  diags.clear();
+  CHECK_FALSE(import_pytorch_csv(std::string("0F\x1b[2J\0", 7), "s.csv", &diags));
+  REQUIRE(diags.size() == 1);
+  CHECK(format_diag(diags[0]) == "s.csv: row 0, cell 0 ('0F?[2J?'): expected <stage><F|I|W|B><microbatch>, e.g. 0F3");
+}
