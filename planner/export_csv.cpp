@@ -4,8 +4,11 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <tuple>
 #include <set>
 #include <sstream>
+
+#include "planner/deps.h"
 
 namespace zbpp {
 
@@ -135,6 +138,57 @@ std::optional<Schedule> import_pytorch_csv(const std::string& text, const std::s
       s.stages[r].push_back({c.type, c.mb, chunk});
     }
   return s;
+}
+
+namespace {
+
+// One message between two ranks: whose product (virtual stage, microbatch) and the action on the
+// rank that sends or receives it.
+struct Message {
+  int vs, mb, stage, index;
+};
+
+// An action as the CSV spells it: "1I0" for our B of virtual stage 1, microbatch 0.
+std::string csv_action(const Schedule& s, int stage, int index) {
+  const Op& op = s.stages[stage][index];
+  return std::to_string(s.placement[stage][op.chunk]) + pytorch_name(op.type) + std::to_string(op.mb);
+}
+
+}  // namespace
+
+bool check_message_order(const Schedule& s, const std::string& file, std::vector<Diag>* diags) {
+  // As lowering places them: a SEND right after the op that makes the output, a RECV right
+  // before the op that needs it. Keyed by (kind, from rank, to rank).
+  VirtualStageMap map(s.placement);
+  const int last = map.virtual_stages() - 1;
+  std::map<std::tuple<int, int, int>, std::vector<Message>> sent, received;
+  for (int st = 0; st < s.p; ++st)
+    for (int i = 0; i < static_cast<int>(s.stages[st].size()); ++i) {
+      const Op& op = s.stages[st][i];
+      const int vs = map.vs(st, op.chunk);
+      if (op.type == OpType::F && vs < last && map.stage_of[vs + 1] != st)
+        sent[{0, st, map.stage_of[vs + 1]}].push_back({vs, op.mb, st, i});
+      if ((op.type == OpType::B || op.type == OpType::BW) && vs > 0 && map.stage_of[vs - 1] != st)
+        sent[{1, st, map.stage_of[vs - 1]}].push_back({vs, op.mb, st, i});
+      auto dep = dependency_of(op, st, map);
+      if (dep && dep->remote && op.type != OpType::W)
+        received[{dep->what == Product::Forward ? 0 : 1, map.stage_of[dep->vs], st}].push_back({dep->vs, dep->mb, st, i});
+    }
+  for (const auto& [channel, in] : received) {
+    const auto& out = sent[channel];
+    for (size_t n = 0; n < in.size() && n < out.size(); ++n) {
+      if (in[n].vs == out[n].vs && in[n].mb == out[n].mb) continue;
+      const char* what = std::get<0>(channel) == 0 ? "activation" : "gradient";
+      diags->push_back({file, "", -1, -1, "",
+                        "row " + std::to_string(in[n].stage) + ": " + csv_action(s, in[n].stage, in[n].index) +
+                            " needs stage " + std::to_string(in[n].vs) + "'s " + what + " of microbatch " +
+                            std::to_string(in[n].mb) + " from row " + std::to_string(out[n].stage) +
+                            ", which sends " + csv_action(s, out[n].stage, out[n].index) +
+                            "'s first: messages between two ranks arrive in the order they are sent"});
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace zbpp

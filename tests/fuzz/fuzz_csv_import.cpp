@@ -1,7 +1,8 @@
 // libFuzzer harness: PyTorch pipelining CSV -> import_pytorch_csv -> the problem `zbplan import`
 // builds (the CSV's shape, placeholder times) -> validate. A CSV the importer accepts must export
-// back to the same schedule; one that also validates must simulate, and lower (both optimizers)
-// to a schedule that validates and simulates for several iterations, as `zbplan import` does.
+// back to the same schedule; one that also validates must simulate, and once its messages pass
+// check_message_order it must lower (both optimizers) to a schedule that validates and simulates
+// for several iterations, as `zbplan import` does.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -61,6 +62,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!diags.empty()) return 0;
   fuzz::require(simulate_timeline(*imported, *problem, &diags).has_value(), "a validated import does not simulate",
                 diags);
+  if (!check_message_order(*imported, "fuzz.csv", &diags)) {  // zbplan import stops here too
+    fuzz::require(!diags.empty(), "message order rejected without a diagnostic");
+    return 0;
+  }
   require_lowers(*imported, *problem, kOptimizerSync);
   require_lowers(*imported, *problem, kOptimizerPostValidation);
   return 0;
