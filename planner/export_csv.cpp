@@ -87,8 +87,9 @@ std::optional<Schedule> import_pytorch_csv(const std::string& text, const std::s
       auto type = from_pytorch(cell.substr(i, j - i));
       bool digits_after = j < cell.size() && std::all_of(cell.begin() + j, cell.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
       if (i == 0 || !type || !digits_after || i > 6 || cell.size() - j > 7) {
-        diags->push_back({file, "", -1, -1, "", "row " + std::to_string(row) + ", cell " + std::to_string(at) + " ('" +
-                                                  quoted_cell(cell) + "'): expected <stage><F|I|W|B><microbatch>, e.g. 0F3"});
+        diags->push_back({file, "", -1, -1, "",
+                          "row " + std::to_string(row) + ", cell " + std::to_string(at) + " ('" + quoted_cell(cell) +
+                              "'): expected <stage><F|I|W|B><microbatch>, e.g. 0F3"});
         ok = false;
         continue;
       }
@@ -171,8 +172,9 @@ bool check_message_order(const Schedule& s, const std::string& file, std::vector
       if ((op.type == OpType::B || op.type == OpType::BW) && vs > 0 && map.stage_of[vs - 1] != st)
         sent[{1, st, map.stage_of[vs - 1]}].push_back({vs, op.mb, st, i});
       auto dep = dependency_of(op, st, map);
-      if (dep && dep->remote && op.type != OpType::W)
-        received[{dep->what == Product::Forward ? 0 : 1, map.stage_of[dep->vs], st}].push_back({dep->vs, dep->mb, st, i});
+      if (!dep || !dep->remote || op.type == OpType::W) continue;
+      const int kind = dep->what == Product::Forward ? 0 : 1;
+      received[{kind, map.stage_of[dep->vs], st}].push_back({dep->vs, dep->mb, st, i});
     }
   for (const auto& [channel, in] : received) {
     const auto& out = sent[channel];

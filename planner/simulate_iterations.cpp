@@ -74,8 +74,9 @@ struct IterSim {
       channel_of[st].assign(s.stages[st].size(), -1);
       for (size_t i = 0; i < s.stages[st].size(); ++i) {
         const Op& op = s.stages[st][i];
-        if (is_send(op.type) || is_recv(op.type))
-          channel_of[st][i] = static_cast<int>(std::lower_bound(keys.begin(), keys.end(), key_of(st, op)) - keys.begin());
+        if (!is_send(op.type) && !is_recv(op.type)) continue;
+        auto found = std::lower_bound(keys.begin(), keys.end(), key_of(st, op));
+        channel_of[st][i] = static_cast<int>(found - keys.begin());
       }
     }
   }

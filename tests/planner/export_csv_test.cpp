@@ -67,7 +67,8 @@ TEST_CASE("pytorch csv: a bad cell is quoted short, without control bytes") {
   CHECK_FALSE(import_pytorch_csv("0F0," + std::string(100000, 'x') + "\n", "s.csv", &diags));
   REQUIRE(diags.size() == 1);
   CHECK(format_diag(diags[0]) ==
-        "s.csv: row 0, cell 1 ('xxxxxxxxxxxxxxxxxxxx... (100000 characters)'): expected <stage><F|I|W|B><microbatch>, e.g. 0F3");
+        "s.csv: row 0, cell 1 ('xxxxxxxxxxxxxxxxxxxx... (100000 characters)'): expected "
+        "<stage><F|I|W|B><microbatch>, e.g. 0F3");
   diags.clear();
   CHECK_FALSE(import_pytorch_csv(std::string("0F\x1b[2J\0", 7), "s.csv", &diags));
   REQUIRE(diags.size() == 1);
@@ -98,6 +99,6 @@ TEST_CASE("pytorch csv: messages between two ranks must be consumed in the order
   auto forwards = import_pytorch_csv("0F1,0F0,0I0,0I1,0W0,0W1\n1F0,1F1,1I0,1I1,1W0,1W1\n", "s.csv", &diags);
   REQUIRE(forwards);
   CHECK_FALSE(check_message_order(*forwards, "s.csv", &diags));
-  CHECK(diags.at(0).message.find("1F0 needs stage 0's activation of microbatch 0 from row 0, which sends 0F1's first") !=
-        std::string::npos);
+  CHECK(diags.at(0).message.find("1F0 needs stage 0's activation of microbatch 0 from row 0, which sends 0F1's "
+                                 "first") != std::string::npos);
 }

@@ -104,7 +104,9 @@ std::optional<IterationTimeline> reference_iterations(const Schedule& s, const P
   std::vector<Ticks> free_at(p, 0);
   std::vector<std::vector<Ticks>> arrived(k);
   std::vector<bool> waiting(p, false);
-  auto validation = [](OpType t) { return t == OpType::RECV_VALID || t == OpType::SEND_VALID || t == OpType::VALIDATE; };
+  auto validation = [](OpType t) {
+    return t == OpType::RECV_VALID || t == OpType::SEND_VALID || t == OpType::VALIDATE;
+  };
   auto advance = [&](int st) {
     bool moved = false;
     while (iter[st] < k) {
@@ -182,7 +184,8 @@ void require_same_as_reference(const Schedule& s, const Problem& pr, int k) {
     REQUIRE(diags.size() == 1);
     const std::string prefix = "deadlock in iteration ";
     REQUIRE(diags[0].message.rfind(prefix, 0) == 0);
-    std::string iteration = diags[0].message.substr(prefix.size(), diags[0].message.find(' ', prefix.size()) - prefix.size());
+    const std::string& said = diags[0].message;
+    std::string iteration = said.substr(prefix.size(), said.find(' ', prefix.size()) - prefix.size());
     CHECK("stage " + std::to_string(diags[0].stage) + " op " + std::to_string(diags[0].op_index) + " iteration " +
               iteration == stuck);
     return;
