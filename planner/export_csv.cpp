@@ -4,8 +4,11 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <tuple>
 #include <set>
 #include <sstream>
+
+#include "planner/deps.h"
 
 namespace zbpp {
 
@@ -28,6 +31,17 @@ std::optional<OpType> from_pytorch(const std::string& name) {
   if (name == "W") return OpType::W;
   if (name == "B") return OpType::BW;
   return std::nullopt;
+}
+
+// A cell as error messages quote it: at most 20 characters, control bytes as '?', so a
+// megabyte-long or binary cell cannot flood the terminal.
+std::string quoted_cell(const std::string& cell) {
+  constexpr size_t kShown = 20;
+  std::string out = cell.substr(0, kShown);
+  for (char& c : out)
+    if (std::iscntrl(static_cast<unsigned char>(c))) c = '?';
+  if (cell.size() > kShown) out += "... (" + std::to_string(cell.size()) + " characters)";
+  return out;
 }
 
 }  // namespace
@@ -64,8 +78,7 @@ std::optional<Schedule> import_pytorch_csv(const std::string& text, const std::s
     std::string cell;
     int index = 0;
     while (std::getline(fields, cell, ',')) {
-      std::string where = "row " + std::to_string(row) + ", cell " + std::to_string(index) + " ('" + cell + "')";
-      ++index;
+      const int at = index++;
       if (cell.empty() || cell == "None") continue;  // PyTorch writes idle steps this way
       size_t i = 0;
       while (i < cell.size() && std::isdigit(static_cast<unsigned char>(cell[i]))) ++i;
@@ -74,7 +87,9 @@ std::optional<Schedule> import_pytorch_csv(const std::string& text, const std::s
       auto type = from_pytorch(cell.substr(i, j - i));
       bool digits_after = j < cell.size() && std::all_of(cell.begin() + j, cell.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
       if (i == 0 || !type || !digits_after || i > 6 || cell.size() - j > 7) {
-        diags->push_back({file, "", -1, -1, "", where + ": expected <stage><F|I|W|B><microbatch>, e.g. 0F3"});
+        diags->push_back({file, "", -1, -1, "",
+                          "row " + std::to_string(row) + ", cell " + std::to_string(at) + " ('" + quoted_cell(cell) +
+                              "'): expected <stage><F|I|W|B><microbatch>, e.g. 0F3"});
         ok = false;
         continue;
       }
@@ -124,6 +139,58 @@ std::optional<Schedule> import_pytorch_csv(const std::string& text, const std::s
       s.stages[r].push_back({c.type, c.mb, chunk});
     }
   return s;
+}
+
+namespace {
+
+// One message between two ranks: whose product (virtual stage, microbatch) and the action on the
+// rank that sends or receives it.
+struct Message {
+  int vs, mb, stage, index;
+};
+
+// An action as the CSV spells it: "1I0" for our B of virtual stage 1, microbatch 0.
+std::string csv_action(const Schedule& s, int stage, int index) {
+  const Op& op = s.stages[stage][index];
+  return std::to_string(s.placement[stage][op.chunk]) + pytorch_name(op.type) + std::to_string(op.mb);
+}
+
+}  // namespace
+
+bool check_message_order(const Schedule& s, const std::string& file, std::vector<Diag>* diags) {
+  // As lowering places them: a SEND right after the op that makes the output, a RECV right
+  // before the op that needs it. Keyed by (kind, from rank, to rank).
+  VirtualStageMap map(s.placement);
+  const int last = map.virtual_stages() - 1;
+  std::map<std::tuple<int, int, int>, std::vector<Message>> sent, received;
+  for (int st = 0; st < s.p; ++st)
+    for (int i = 0; i < static_cast<int>(s.stages[st].size()); ++i) {
+      const Op& op = s.stages[st][i];
+      const int vs = map.vs(st, op.chunk);
+      if (op.type == OpType::F && vs < last && map.stage_of[vs + 1] != st)
+        sent[{0, st, map.stage_of[vs + 1]}].push_back({vs, op.mb, st, i});
+      if ((op.type == OpType::B || op.type == OpType::BW) && vs > 0 && map.stage_of[vs - 1] != st)
+        sent[{1, st, map.stage_of[vs - 1]}].push_back({vs, op.mb, st, i});
+      auto dep = dependency_of(op, st, map);
+      if (!dep || !dep->remote || op.type == OpType::W) continue;
+      const int kind = dep->what == Product::Forward ? 0 : 1;
+      received[{kind, map.stage_of[dep->vs], st}].push_back({dep->vs, dep->mb, st, i});
+    }
+  for (const auto& [channel, in] : received) {
+    const auto& out = sent[channel];
+    for (size_t n = 0; n < in.size() && n < out.size(); ++n) {
+      if (in[n].vs == out[n].vs && in[n].mb == out[n].mb) continue;
+      const char* what = std::get<0>(channel) == 0 ? "activation" : "gradient";
+      diags->push_back({file, "", -1, -1, "",
+                        "row " + std::to_string(in[n].stage) + ": " + csv_action(s, in[n].stage, in[n].index) +
+                            " needs stage " + std::to_string(in[n].vs) + "'s " + what + " of microbatch " +
+                            std::to_string(in[n].mb) + " from row " + std::to_string(out[n].stage) +
+                            ", which sends " + csv_action(s, out[n].stage, out[n].index) +
+                            "'s first: messages between two ranks arrive in the order they are sent"});
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace zbpp

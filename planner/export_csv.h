@@ -22,4 +22,10 @@ std::string export_pytorch_csv(const Schedule& schedule);
 /// cell ("s.csv: row 2, cell 5 ('1X3'): ...").
 std::optional<Schedule> import_pytorch_csv(const std::string& text, const std::string& file, std::vector<Diag>* diags);
 
+/// For an imported schedule that validated: whether every rank consumes the activations and
+/// gradients another rank sends it in the order they are sent. zbrun pairs the n-th send between
+/// two ranks with the n-th receive, so a CSV that, say, sends 1I1 before 1I0 to a rank that runs
+/// 0I0 first cannot be lowered; false with a diagnostic naming both actions otherwise.
+bool check_message_order(const Schedule& imported, const std::string& file, std::vector<Diag>* diags);
+
 }  // namespace zbpp

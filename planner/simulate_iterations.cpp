@@ -3,11 +3,15 @@
 // them) plus the channel's latency; a compute op needs nothing else, since lowering put every
 // remote input's RECV before it and every local input earlier in the list. A synchronous
 // OPT_STEP ends for everybody at the last arrival plus the all-reduce latency.
+//
+// A worklist drives the stages, as in simulate.cpp: a stage runs until it blocks and is queued
+// again only when what it waits for happens (a SEND on its channel, or the last arrival at a
+// synchronous step), so the work is linear in the number of ops times iterations. The result
+// does not depend on the order stages run in: each RECV pairs with a fixed SEND.
 #include "planner/simulate_iterations.h"
 
 #include <algorithm>
-#include <map>
-#include <tuple>
+#include <cstdint>
 
 #include "planner/deps.h"
 
@@ -17,12 +21,129 @@ namespace {
 
 bool is_validation(OpType t) { return t == OpType::RECV_VALID || t == OpType::SEND_VALID || t == OpType::VALIDATE; }
 
+// One directed message channel (kind, from -> to): the times of its SENDs so far and how many of
+// them the receiver consumed.
+struct Channel {
+  int to = 0;
+  std::vector<Ticks> sent;
+  size_t received = 0;
+};
+
+struct IterSim {
+  const Schedule& s;
+  const Problem& pr;
+  const int p, k;
+  const bool sync;
+  IterationTimeline& out;
+  std::vector<Channel> channels;
+  std::vector<std::vector<int>> channel_of;  // [stage][op index] -> channel of a SEND/RECV, -1 otherwise
+  std::vector<int> iter, cursor, blocked_on;  // blocked_on: channel a stage waits on, -1 if none
+  std::vector<Ticks> free_at;
+  std::vector<std::vector<Ticks>> arrived;       // sync OPT_STEP: arrival times per iteration
+  std::vector<std::vector<int>> parked_at_step;  // sync OPT_STEP: stages waiting per iteration
+  std::vector<bool> waiting_at_step;
+  std::vector<int> work;
+
+  IterSim(const Schedule& schedule, const Problem& problem, int iterations, IterationTimeline& timeline)
+      : s(schedule), pr(problem), p(schedule.p), k(iterations), sync(schedule.optimizer != kOptimizerPostValidation),
+        out(timeline), iter(p, 0), cursor(p, 0), blocked_on(p, -1), free_at(p, 0), arrived(k), parked_at_step(k),
+        waiting_at_step(p, false) {
+    index_channels();
+  }
+
+  // Numbers the channels in use: a sorted list of (to, kind, from) keys, no map. A stage talks
+  // to a few peers only, so the list is about as long as the number of stages.
+  void index_channels() {
+    auto key = [&](int to, int kind, int from) {
+      return (static_cast<uint64_t>(to) * kMessageChannels + static_cast<uint64_t>(kind)) * static_cast<uint64_t>(p) +
+             static_cast<uint64_t>(from);
+    };
+    auto key_of = [&](int st, const Op& op) {
+      return is_send(op.type) ? key(op.peer, message_channel(op.type), st) : key(st, message_channel(op.type), op.peer);
+    };
+    std::vector<uint64_t> keys;
+    for (int st = 0; st < p; ++st)
+      for (const Op& op : s.stages[st])
+        if (is_send(op.type) || is_recv(op.type)) keys.push_back(key_of(st, op));
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    channels.resize(keys.size());
+    for (size_t c = 0; c < keys.size(); ++c) channels[c].to = static_cast<int>(keys[c] / kMessageChannels / p);
+    channel_of.resize(p);
+    for (int st = 0; st < p; ++st) {
+      channel_of[st].assign(s.stages[st].size(), -1);
+      for (size_t i = 0; i < s.stages[st].size(); ++i) {
+        const Op& op = s.stages[st][i];
+        if (!is_send(op.type) && !is_recv(op.type)) continue;
+        auto found = std::lower_bound(keys.begin(), keys.end(), key_of(st, op));
+        channel_of[st][i] = static_cast<int>(found - keys.begin());
+      }
+    }
+  }
+
+  Ticks latency(OpType t) const { return message_channel(t) <= 1 ? pr.t_comm : out.state_latency; }
+
+  // Runs stage st until it blocks or finishes, queueing the stages its SENDs and steps release.
+  void advance(int st) {
+    const auto& ops = s.stages[st];
+    while (iter[st] < k) {
+      const Op& op = ops[cursor[st]];
+      Ticks start = free_at[st], end = start;
+      bool skip = iter[st] == 0 && is_validation(op.type);
+      if (!skip && is_recv(op.type)) {
+        int c = channel_of[st][cursor[st]];
+        Channel& ch = channels[c];
+        if (ch.sent.size() <= ch.received) {
+          blocked_on[st] = c;
+          return;
+        }
+        start = end = std::max(start, ch.sent[ch.received++] + latency(op.type));
+      } else if (!skip && is_send(op.type)) {
+        Channel& ch = channels[channel_of[st][cursor[st]]];
+        ch.sent.push_back(start);
+        if (blocked_on[ch.to] == channel_of[st][cursor[st]]) {
+          blocked_on[ch.to] = -1;
+          work.push_back(ch.to);
+        }
+      } else if (op.type == OpType::OPT_STEP && sync) {
+        auto& at = arrived[iter[st]];
+        if (!waiting_at_step[st]) {
+          at.push_back(start);
+          waiting_at_step[st] = true;
+        }
+        if (static_cast<int>(at.size()) < p) {
+          parked_at_step[iter[st]].push_back(st);
+          return;
+        }
+        // The last arrival releases the others; each then computes the same end.
+        for (int other : parked_at_step[iter[st]]) work.push_back(other);
+        parked_at_step[iter[st]].clear();
+        end = *std::max_element(at.begin(), at.end()) + out.allreduce_latency;
+        waiting_at_step[st] = false;
+      } else if (is_compute(op.type)) {
+        end = start + op_duration(op, st, pr);
+      }
+      out.ops[iter[st]][st][cursor[st]] = {start, end};
+      free_at[st] = end;
+      if (++cursor[st] == static_cast<int>(ops.size())) cursor[st] = 0, ++iter[st];
+    }
+  }
+
+  void run() {
+    for (int st = p - 1; st >= 0; --st) work.push_back(st);
+    while (!work.empty()) {
+      int st = work.back();
+      work.pop_back();
+      advance(st);
+    }
+  }
+};
+
 }  // namespace
 
 std::optional<IterationTimeline> simulate_iterations(const Schedule& s, const Problem& pr,
                                                      const IterationOptions& options, std::vector<Diag>* diags) {
   const int p = s.p, k = std::max(2, options.iterations);
-  const bool sync = s.optimizer != kOptimizerPostValidation;
   IterationTimeline out;
   out.iterations = k;
   out.state_latency = options.state_latency >= 0 ? options.state_latency : pr.t_comm;
@@ -33,59 +154,13 @@ std::optional<IterationTimeline> simulate_iterations(const Schedule& s, const Pr
   for (int it = 0; it < k; ++it)
     for (int st = 0; st < p; ++st) out.ops[it][st].resize(s.stages[st].size());
 
-  std::map<std::tuple<int, int, int>, std::vector<Ticks>> sent;  // (kind, from, to) -> send times
-  std::map<std::tuple<int, int, int>, size_t> received;          // (kind, from, to) -> RECVs done
-  std::vector<int> iter(p, 0), cursor(p, 0);
-  std::vector<Ticks> free_at(p, 0);
-  std::vector<std::vector<Ticks>> arrived(k);  // sync OPT_STEP: arrival times per iteration
-  std::vector<bool> waiting_at_step(p, false);
-
-  auto latency = [&](int kind) { return kind <= 1 ? pr.t_comm : out.state_latency; };
-  // Runs stage st until it blocks or finishes; true when it ran at least one op.
-  auto advance = [&](int st) {
-    bool moved = false;
-    const auto& ops = s.stages[st];
-    while (iter[st] < k) {
-      const Op& op = ops[cursor[st]];
-      Ticks start = free_at[st], end = start;
-      bool skip = iter[st] == 0 && is_validation(op.type);
-      if (!skip && is_recv(op.type)) {
-        auto ch = std::make_tuple(message_channel(op.type), op.peer, st);
-        size_t n = received[ch];
-        auto found = sent.find(ch);
-        if (found == sent.end() || found->second.size() <= n) return moved;
-        start = end = std::max(start, found->second[n] + latency(std::get<0>(ch)));
-        ++received[ch];
-      } else if (!skip && is_send(op.type)) {
-        sent[{message_channel(op.type), st, op.peer}].push_back(start);
-      } else if (op.type == OpType::OPT_STEP && sync) {
-        auto& at = arrived[iter[st]];
-        if (!waiting_at_step[st]) {
-          at.push_back(start);
-          waiting_at_step[st] = true;
-        }
-        if (static_cast<int>(at.size()) < p) return moved;
-        end = *std::max_element(at.begin(), at.end()) + out.allreduce_latency;
-        waiting_at_step[st] = false;
-      } else if (is_compute(op.type)) {
-        end = start + op_duration(op, st, pr);
-      }
-      out.ops[iter[st]][st][cursor[st]] = {start, end};
-      free_at[st] = end;
-      moved = true;
-      if (++cursor[st] == static_cast<int>(ops.size())) cursor[st] = 0, ++iter[st];
-    }
-    return moved;
-  };
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (int st = 0; st < p; ++st) progress = advance(st) || progress;
-  }
+  IterSim sim(s, pr, k, out);
+  sim.run();
   for (int st = 0; st < p; ++st)
-    if (iter[st] < k) {
-      const Op& op = s.stages[st][cursor[st]];
-      diags->push_back({"", "", st, cursor[st], op_short(op),
-                        "deadlock in iteration " + std::to_string(iter[st]) + " of " + std::to_string(k) +
+    if (sim.iter[st] < k) {
+      const Op& op = s.stages[st][sim.cursor[st]];
+      diags->push_back({"", "", st, sim.cursor[st], op_short(op),
+                        "deadlock in iteration " + std::to_string(sim.iter[st]) + " of " + std::to_string(k) +
                             ": the stage waits here for ever"});
       return std::nullopt;
     }

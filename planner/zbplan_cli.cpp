@@ -442,6 +442,7 @@ int cmd_import(const std::string& path, const ProblemFlags& flags, const Iterati
   if (!problem) return fail(err, diags);
   diags = validate(*imported, *problem, path);
   if (!diags.empty()) return fail(err, diags);
+  if (!compute_only && !check_message_order(*imported, path, &diags)) return fail(err, diags);
   PlanResult planned{*imported, *problem, {}, {}};
   if (!compute_only && !lower_planned(&planned, &diags, iteration_flags.lower_options())) return fail(err, diags);
   return write_planned(planned, iteration_flags, output, out, err);

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs each libFuzzer harness of a -DZBPP_FUZZ=ON build for SECONDS (default 60), starting from
-# seeds made of real files: docs/examples problems, schedules zbplan writes, the bad-input corpus,
-# and zbplan command lines. New inputs accumulate in BUILD/fuzz/corpus/HARNESS; a crash leaves its
-# input in BUILD/fuzz/artifacts and fails the script.
+# seeds made of real files: docs/examples problems, schedules zbplan writes and their PyTorch
+# CSVs, the bad-input corpus, and zbplan command lines. New inputs accumulate in
+# BUILD/fuzz/corpus/HARNESS; a crash leaves its input in BUILD/fuzz/artifacts and fails the script.
 # Usage: tools/fuzz.sh BUILD [SECONDS] [HARNESS...] [-- LIBFUZZER_FLAGS...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,14 +13,14 @@ while [ $# -gt 0 ]; do
   if [ "$1" = "--" ]; then shift; extra=("$@"); break; fi
   harnesses+=("$1"); shift
 done
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(fuzz_problem fuzz_schedule fuzz_zbplan_cli)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(fuzz_problem fuzz_schedule fuzz_zbplan_cli fuzz_csv_import)
 zbplan=$build/planner/zbplan
 work=$build/fuzz
 mkdir -p "$work/artifacts"
 
 # Seeds (rebuilt each run; small files only, so libFuzzer's default input size stays small).
 seeds=$work/seeds
-rm -rf "$seeds"; mkdir -p "$seeds"/{fuzz_problem,fuzz_schedule,fuzz_zbplan_cli}
+rm -rf "$seeds"; mkdir -p "$seeds"/{fuzz_problem,fuzz_schedule,fuzz_zbplan_cli,fuzz_csv_import}
 cp docs/examples/*.problem.json "$seeds/fuzz_problem/"
 find tests/bad_inputs/problem -name '*.json' -size -16k -exec cp {} "$seeds/fuzz_problem/" \;
 find tests/bad_inputs/schedule -name '*.json' -size -16k -exec cp {} "$seeds/fuzz_schedule/" \;
@@ -33,6 +33,12 @@ plan --method heuristic -p 3 -m 5 --tf 1 --tb 1.5 --tw 0.7 --mem-limit 2p
 plan --method zb-v -p 2 -m 3 --tf 2 --tb 2 --tw 1
 plan --method 1f1b-i -p 2 -m 4 --chunks 2 --tf 1 --tb 1 --tw 1 --compute-only
 plan --method zb-h1 --problem docs/examples/heterogeneous-p4.problem.json
+# PyTorch CSVs: every planned schedule exported, the golden CSVs, and any CSV bad input.
+for s in "$seeds"/fuzz_schedule/planned*.json; do
+  "$zbplan" export "$s" --format pytorch-csv -o "$seeds/fuzz_csv_import/$(basename "$s" .json).csv" > /dev/null
+done
+cp tests/golden/*.csv "$seeds/fuzz_csv_import/"
+find tests/bad_inputs -name '*.csv' -size -16k -exec cp {} "$seeds/fuzz_csv_import/" \;
 # zbplan command lines, one argument a line (see tests/fuzz/fuzz_zbplan_cli.cpp for the fixtures).
 k=0
 cli() { k=$((k + 1)); printf '%s\n' "$@" | head -c -1 > "$seeds/fuzz_zbplan_cli/cli$k"; }
@@ -55,6 +61,7 @@ for h in "${harnesses[@]}"; do
   # -timeout: one input may take 10 s at most; -rss_limit_mb: 2 GiB; both count as failures.
   # Absolute paths: fuzz_zbplan_cli works in its own temporary directory.
   dict=$src/tests/fuzz/json.dict; [ "$h" = fuzz_zbplan_cli ] && dict=$src/tests/fuzz/cli.dict
+  [ "$h" = fuzz_csv_import ] && dict=$src/tests/fuzz/csv.dict
   if ! "$build/tests/fuzz/$h" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
       -dict="$dict" -artifact_prefix="$work/artifacts/$h-" "${extra[@]}" \
       "$work/corpus/$h" "$seeds/$h" > "$work/$h.log" 2>&1; then

@@ -61,3 +61,44 @@ TEST_CASE("pytorch csv: malformed cells and inconsistent rows are located") {
   CHECK_FALSE(import_pytorch_csv("", "s.csv", &diags));
   CHECK(format_diag(diags.at(0)) == "s.csv: no rows: expected one row of actions per rank");
 }
+
+TEST_CASE("pytorch csv: a bad cell is quoted short, without control bytes") {
+  std::vector<Diag> diags;
+  CHECK_FALSE(import_pytorch_csv("0F0," + std::string(100000, 'x') + "\n", "s.csv", &diags));
+  REQUIRE(diags.size() == 1);
+  CHECK(format_diag(diags[0]) ==
+        "s.csv: row 0, cell 1 ('xxxxxxxxxxxxxxxxxxxx... (100000 characters)'): expected "
+        "<stage><F|I|W|B><microbatch>, e.g. 0F3");
+  diags.clear();
+  CHECK_FALSE(import_pytorch_csv(std::string("0F\x1b[2J\0", 7), "s.csv", &diags));
+  REQUIRE(diags.size() == 1);
+  CHECK(format_diag(diags[0]) == "s.csv: row 0, cell 0 ('0F?[2J?'): expected <stage><F|I|W|B><microbatch>, e.g. 0F3");
+}
+
+TEST_CASE("pytorch csv: messages between two ranks must be consumed in the order they are sent") {
+  std::vector<Diag> diags;
+  // Planned schedules keep the order (lowering them validates), V-shape and interleaved included.
+  Problem one = test::make_problem(3, 5, 1, 1, 1);
+  Problem two = test::make_problem(2, 4, 1, 1, 1, 0, 0.5, 0.25, "", 2);
+  for (const Schedule& s : {generate_1f1b(one), generate_zb_h1(one), generate_zb_h2(one), generate_zb_v(two)}) {
+    auto back = import_pytorch_csv(export_pytorch_csv(s), "s.csv", &diags);
+    REQUIRE(back);
+    CHECK(check_message_order(*back, "s.csv", &diags));
+  }
+  CHECK(diags.empty());
+  // Rank 1 sends the gradient of microbatch 1 first; rank 0 needs microbatch 0's first.
+  auto swapped = import_pytorch_csv("0F0,0F1,0I0,0I1,0W0,0W1\n1F0,1F1,1I1,1I0,1W0,1W1\n", "s.csv", &diags);
+  REQUIRE(swapped);
+  CHECK_FALSE(check_message_order(*swapped, "s.csv", &diags));
+  REQUIRE(diags.size() == 1);
+  CHECK(format_diag(diags[0]) ==
+        "s.csv: row 0: 0I0 needs stage 1's gradient of microbatch 0 from row 1, which sends 1I1's first: messages "
+        "between two ranks arrive in the order they are sent");
+  // Activations too: rank 0 sends F1 first, rank 1 runs F0 first.
+  diags.clear();
+  auto forwards = import_pytorch_csv("0F1,0F0,0I0,0I1,0W0,0W1\n1F0,1F1,1I0,1I1,1W0,1W1\n", "s.csv", &diags);
+  REQUIRE(forwards);
+  CHECK_FALSE(check_message_order(*forwards, "s.csv", &diags));
+  CHECK(diags.at(0).message.find("1F0 needs stage 0's activation of microbatch 0 from row 0, which sends 0F1's "
+                                 "first") != std::string::npos);
+}

@@ -1,10 +1,17 @@
-// Tests for planner/simulate_iterations.cpp on a case small enough to time by hand.
+// Tests for planner/simulate_iterations.cpp: a case small enough to time by hand, and the worklist
+// against the round-robin simulator it replaced (kept here as the reference) on random schedules.
 #include "planner/simulate_iterations.h"
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <tuple>
 
 #include <catch2/catch.hpp>
 
 #include "planner/gen_baseline.h"
 #include "planner/lower.h"
+#include "planner/problem.h"
 #include "test_util.h"
 
 using namespace zbpp;
@@ -73,4 +80,175 @@ TEST_CASE("wall objective: the ramp bound by hand, and never above a real schedu
       Schedule v = generate_zb_v(two);
       CHECK(wall_lower_bound(two, v.placement) <= simulate_cost(v, two, Objective::kWall));
     }
+}
+
+namespace {
+
+// The round-robin simulator simulate_iterations replaced, kept as the reference its worklist must
+// match: every stage in turn runs as far as it can, until no stage moves (O(p) sweeps).
+std::optional<IterationTimeline> reference_iterations(const Schedule& s, const Problem& pr, int k,
+                                                      std::string* deadlock) {
+  const int p = s.p;
+  const bool sync = s.optimizer != kOptimizerPostValidation;
+  IterationTimeline out;
+  out.state_latency = pr.t_comm;
+  int hops = 0;
+  while ((1 << hops) < p) ++hops;
+  out.allreduce_latency = 2 * hops * pr.t_comm;
+  out.ops.assign(k, std::vector<std::vector<OpTiming>>(p));
+  for (int it = 0; it < k; ++it)
+    for (int st = 0; st < p; ++st) out.ops[it][st].resize(s.stages[st].size());
+  std::map<std::tuple<int, int, int>, std::vector<Ticks>> sent;
+  std::map<std::tuple<int, int, int>, size_t> received;
+  std::vector<int> iter(p, 0), cursor(p, 0);
+  std::vector<Ticks> free_at(p, 0);
+  std::vector<std::vector<Ticks>> arrived(k);
+  std::vector<bool> waiting(p, false);
+  auto validation = [](OpType t) {
+    return t == OpType::RECV_VALID || t == OpType::SEND_VALID || t == OpType::VALIDATE;
+  };
+  auto advance = [&](int st) {
+    bool moved = false;
+    while (iter[st] < k) {
+      const Op& op = s.stages[st][cursor[st]];
+      Ticks start = free_at[st], end = start;
+      bool skip = iter[st] == 0 && validation(op.type);
+      int kind = message_channel(op.type);
+      if (!skip && is_recv(op.type)) {
+        auto ch = std::make_tuple(kind, op.peer, st);
+        if (sent[ch].size() <= received[ch]) return moved;
+        start = end = std::max(start, sent[ch][received[ch]++] + (kind <= 1 ? pr.t_comm : out.state_latency));
+      } else if (!skip && is_send(op.type)) {
+        sent[{kind, st, op.peer}].push_back(start);
+      } else if (op.type == OpType::OPT_STEP && sync) {
+        auto& at = arrived[iter[st]];
+        if (!waiting[st]) at.push_back(start), waiting[st] = true;
+        if (static_cast<int>(at.size()) < p) return moved;
+        end = *std::max_element(at.begin(), at.end()) + out.allreduce_latency;
+        waiting[st] = false;
+      } else if (is_compute(op.type)) {
+        end = start + op_duration(op, st, pr);
+      }
+      out.ops[iter[st]][st][cursor[st]] = {start, end};
+      free_at[st] = end;
+      moved = true;
+      if (++cursor[st] == static_cast<int>(s.stages[st].size())) cursor[st] = 0, ++iter[st];
+    }
+    return moved;
+  };
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int st = 0; st < p; ++st) progress = advance(st) || progress;
+  }
+  for (int st = 0; st < p; ++st)
+    if (iter[st] < k) {
+      *deadlock = "stage " + std::to_string(st) + " op " + std::to_string(cursor[st]) + " iteration " +
+                  std::to_string(iter[st]);
+      return std::nullopt;
+    }
+  return out;
+}
+
+// A problem with per-stage times drawn from {0.5, 1, ..., 3} and T_comm from {0, 0.25, 0.5}.
+Problem random_problem(std::mt19937& rng, int p, int m, int chunks) {
+  ProblemInput in;
+  in.p = p;
+  in.m = m;
+  in.chunks = chunks;
+  auto times = [&] {
+    std::vector<double> t;
+    for (int st = 0; st < p; ++st) t.push_back(0.5 * static_cast<double>(1 + rng() % 6));
+    return t;
+  };
+  in.t_f = times();
+  in.t_b = times();
+  in.t_w = times();
+  in.t_comm = 0.25 * static_cast<double>(rng() % 3);
+  std::vector<Diag> diags;
+  auto pr = build_problem(in, "", &diags);
+  INFO(format_diags(diags));
+  REQUIRE(pr);
+  return *pr;
+}
+
+// Simulates with both and requires the same ops' times, or the same stuck stage, op and iteration.
+void require_same_as_reference(const Schedule& s, const Problem& pr, int k) {
+  IterationOptions o;
+  o.iterations = k;
+  std::vector<Diag> diags;
+  std::string stuck;
+  auto got = simulate_iterations(s, pr, o, &diags);
+  auto want = reference_iterations(s, pr, k, &stuck);
+  REQUIRE(got.has_value() == want.has_value());
+  if (!got) {
+    REQUIRE(diags.size() == 1);
+    const std::string prefix = "deadlock in iteration ";
+    REQUIRE(diags[0].message.rfind(prefix, 0) == 0);
+    const std::string& said = diags[0].message;
+    std::string iteration = said.substr(prefix.size(), said.find(' ', prefix.size()) - prefix.size());
+    CHECK("stage " + std::to_string(diags[0].stage) + " op " + std::to_string(diags[0].op_index) + " iteration " +
+              iteration == stuck);
+    return;
+  }
+  for (int it = 0; it < k; ++it)
+    for (int st = 0; st < s.p; ++st)
+      for (size_t i = 0; i < s.stages[st].size(); ++i) {
+        INFO("iteration " << it << ", stage " << st << ", op " << i);
+        REQUIRE(got->ops[it][st][i].start == want->ops[it][st][i].start);
+        REQUIRE(got->ops[it][st][i].end == want->ops[it][st][i].end);
+      }
+}
+
+}  // namespace
+
+TEST_CASE("iterations: the worklist gives the round-robin reference's times on random small schedules") {
+  std::mt19937 rng(20261123);
+  int deadlocks = 0, compared = 0;
+  for (int round = 0; round < 300; ++round) {
+    const int p = 1 + static_cast<int>(rng() % 5), m = 1 + static_cast<int>(rng() % 6);
+    const int method = static_cast<int>(rng() % 4);
+    Problem pr = random_problem(rng, p, m, method == 3 ? 2 : 1);
+    Schedule compute = method == 0 ? generate_1f1b(pr) : method == 1 ? generate_zb_h1(pr)
+                     : method == 2 ? generate_zb_h2(pr) : generate_zb_v(pr);
+    LowerOptions lo{rng() % 2 ? kOptimizerSync : kOptimizerPostValidation,
+                    rng() % 2 ? ValidateAt::kStart : ValidateAt::kFirstBackward};
+    Schedule s = lower_comms(compute, lo);
+    // Half the rounds swap a few neighbouring ops: other orders, some of which deadlock.
+    if (round % 2)
+      for (int swaps = 1 + static_cast<int>(rng() % 6); swaps > 0; --swaps) {
+        auto& ops = s.stages[rng() % p];
+        if (ops.size() < 2) continue;
+        size_t i = rng() % (ops.size() - 1);
+        std::swap(ops[i], ops[i + 1]);
+      }
+    INFO("round " << round << ", p=" << p << ", m=" << m << ", method " << method << ", " << lo.optimizer);
+    std::string stuck;
+    deadlocks += reference_iterations(s, pr, 3, &stuck) ? 0 : 1;
+    require_same_as_reference(s, pr, 2 + static_cast<int>(rng() % 3));
+    ++compared;
+  }
+  CHECK(compared == 300);
+  CHECK(deadlocks >= 10);  // the swaps do reach the deadlock path (and leave most rounds running)
+  CHECK(deadlocks <= 100);
+}
+
+TEST_CASE("iterations: a deadlock only the second iteration meets names its stage, iteration and op") {
+  // Stage 1 sends its full state back only after it received stage 0's partial state, which stage 0
+  // sends only after that full state arrived. The first iteration skips validation and finishes.
+  Problem pr = make_problem(2, 1, 1, 1, 1);
+  Schedule s = two_stages_one_microbatch(kOptimizerPostValidation);
+  auto& one = s.stages[1];
+  auto send_valid = std::find_if(one.begin(), one.end(), [](const Op& op) { return op.type == OpType::SEND_VALID; });
+  REQUIRE(send_valid != one.end());
+  Op moved = *send_valid;
+  one.erase(send_valid);
+  one.insert(one.end() - 1, moved);  // just before OPT_STEP, after RECV_STATE
+  std::vector<Diag> diags;
+  CHECK_FALSE(simulate_iterations(s, pr, {}, &diags));
+  REQUIRE(diags.size() == 1);
+  CHECK(diags[0].stage == 0);
+  CHECK(diags[0].op_index == 2);
+  CHECK(diags[0].op == "RECV_VALID");
+  CHECK(diags[0].message == "deadlock in iteration 1 of 3: the stage waits here for ever");
+  require_same_as_reference(s, pr, 3);
 }

@@ -1,0 +1,72 @@
+// libFuzzer harness: PyTorch pipelining CSV -> import_pytorch_csv -> the problem `zbplan import`
+// builds (the CSV's shape, placeholder times) -> validate. A CSV the importer accepts must export
+// back to the same schedule; one that also validates must simulate, and once its messages pass
+// check_message_order it must lower (both optimizers) to a schedule that validates and simulates
+// for several iterations, as `zbplan import` does.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "planner/export_csv.h"
+#include "planner/pipeline.h"
+#include "planner/problem.h"
+#include "planner/simulate.h"
+#include "planner/simulate_iterations.h"
+#include "planner/validate.h"
+#include "tests/fuzz/fuzz_util.h"
+
+using namespace zbpp;
+
+namespace {
+
+// Lowered with `optimizer`, the schedule must validate and run several iterations back to back.
+void require_lowers(const Schedule& imported, const Problem& problem, const char* optimizer) {
+  std::vector<Diag> diags;
+  PlanResult planned{imported, problem, {}, {}};
+  fuzz::require(lower_planned(&planned, &diags, {optimizer, ValidateAt::kFirstBackward}),
+                "an imported schedule that validates does not lower", diags);
+  fuzz::require(simulate_timeline(planned.schedule, planned.problem, &diags).has_value(),
+                "a lowered imported schedule does not simulate", diags);
+  fuzz::require(simulate_iterations(planned.schedule, planned.problem, {}, &diags).has_value(),
+                "a lowered imported schedule deadlocks over several iterations", diags);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  std::vector<Diag> diags;
+  auto imported = import_pytorch_csv(text, "fuzz.csv", &diags);
+  if (!imported) {
+    fuzz::require(!diags.empty(), "CSV rejected without a diagnostic");
+    (void)format_diags(diags);
+    return 0;
+  }
+  auto again = import_pytorch_csv(export_pytorch_csv(*imported), "exported.csv", &diags);
+  fuzz::require(again.has_value(), "an imported schedule exports to a CSV that does not import", diags);
+  fuzz::require(again->stages == imported->stages && again->placement == imported->placement,
+                "an imported schedule does not export and import back the same");
+  ProblemInput input;  // what zbplan import builds when no times are given
+  input.p = imported->p;
+  input.m = imported->m;
+  input.chunks = imported->chunks;
+  input.placement = imported->placement;
+  auto problem = build_problem(input, "fuzz.csv", &diags);
+  if (!problem) {
+    fuzz::require(!diags.empty(), "the CSV's shape was rejected without a diagnostic");
+    (void)format_diags(diags);
+    return 0;
+  }
+  diags = validate(*imported, *problem, "fuzz.csv");
+  (void)format_diags(diags);
+  if (!diags.empty()) return 0;
+  fuzz::require(simulate_timeline(*imported, *problem, &diags).has_value(), "a validated import does not simulate",
+                diags);
+  if (!check_message_order(*imported, "fuzz.csv", &diags)) {  // zbplan import stops here too
+    fuzz::require(!diags.empty(), "message order rejected without a diagnostic");
+    return 0;
+  }
+  require_lowers(*imported, *problem, kOptimizerSync);
+  require_lowers(*imported, *problem, kOptimizerPostValidation);
+  return 0;
+}
