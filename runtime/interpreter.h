@@ -107,8 +107,8 @@ class Interpreter {
   int step_ = 0;
   int fault_at_ = -1;
   Fault fault_ = Fault::kError;
-  bool truncate_ = false;
-  std::vector<double> pace_;  ///< the send running now sends half its message (Fault::kTruncate)
+  bool truncate_ = false;      ///< the send running now sends half its message (Fault::kTruncate)
+  std::vector<double> pace_;  ///< per op: the least seconds it lasts (set_pace)
   bool inject_nonfinite_ = false;
 
   // Post-validation. The state vector: per-tensor squared norms, then per rank a NaN/inf flag,

@@ -149,8 +149,8 @@ class MpiTransport final : public Transport {
     int flag = 0;
     MPI_Status status;
     while (MPI_Iprobe(MPI_ANY_SOURCE, kQueryTag, MPI_COMM_WORLD, &flag, &status) == MPI_SUCCESS && flag) {
-      int unused = 0;
-      MPI_Recv(&unused, 1, MPI_INT, status.MPI_SOURCE, kQueryTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      int unused = 0;  // queries carry one int, as bytes (send_int)
+      MPI_Recv(&unused, sizeof unused, MPI_BYTE, status.MPI_SOURCE, kQueryTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
       send_int(status.MPI_SOURCE, kAnswerTag, waiting_on_);
     }
   }

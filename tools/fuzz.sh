@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs each libFuzzer harness of a -DZBPP_FUZZ=ON build for SECONDS (default 60), starting from
 # seeds made of real files: docs/examples problems, schedules zbplan writes and their PyTorch
-# CSVs, the bad-input corpus, and zbplan command lines. New inputs accumulate in
+# CSVs, the bad-input corpus, and zbplan and zbrun command lines. New inputs accumulate in
 # BUILD/fuzz/corpus/HARNESS; a crash leaves its input in BUILD/fuzz/artifacts and fails the script.
 # Usage: tools/fuzz.sh BUILD [SECONDS] [HARNESS...] [-- LIBFUZZER_FLAGS...]
 set -euo pipefail
@@ -13,14 +13,14 @@ while [ $# -gt 0 ]; do
   if [ "$1" = "--" ]; then shift; extra=("$@"); break; fi
   harnesses+=("$1"); shift
 done
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(fuzz_problem fuzz_schedule fuzz_zbplan_cli fuzz_csv_import)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(fuzz_problem fuzz_schedule fuzz_zbplan_cli fuzz_csv_import fuzz_zbrun_cli)
 zbplan=$build/planner/zbplan
 work=$build/fuzz
 mkdir -p "$work/artifacts"
 
 # Seeds (rebuilt each run; small files only, so libFuzzer's default input size stays small).
 seeds=$work/seeds
-rm -rf "$seeds"; mkdir -p "$seeds"/{fuzz_problem,fuzz_schedule,fuzz_zbplan_cli,fuzz_csv_import}
+rm -rf "$seeds"; mkdir -p "$seeds"/{fuzz_problem,fuzz_schedule,fuzz_zbplan_cli,fuzz_csv_import,fuzz_zbrun_cli}
 cp docs/examples/*.problem.json "$seeds/fuzz_problem/"
 find tests/bad_inputs/problem -name '*.json' -size -16k -exec cp {} "$seeds/fuzz_problem/" \;
 find tests/bad_inputs/schedule -name '*.json' -size -16k -exec cp {} "$seeds/fuzz_schedule/" \;
@@ -53,15 +53,25 @@ cli show c.json -o s.html --measured trace.json
 cli export s.json --format pytorch-csv -o out.csv
 cli import in.csv --tf 1 --tb 2 --tw 1 -o out.json
 cli plan --help
+# zbrun command lines (tests/fuzz/fuzz_zbrun_cli.cpp adds --check --local and holds the fixtures).
+k=0
+run() { k=$((k + 1)); printf '%s\n' "$@" | head -c -1 > "$seeds/fuzz_zbrun_cli/run$k"; }
+run s.json --steps 3
+run v.json --model model.json --data data.txt --layer-split 1,1,0,1
+run s.json --fail-at 1:3@0 --fault truncate --checkpoint ck --every 2
+run c.json --inject-nonfinite 0:1 --pace 0.5
+run s.json --metrics m.jsonl --trace t.json --profile p.json --dump-weights . --resume
+run v.json --backend cuda --timeout 0.5 --lr 1e-3 --clip-norm 0
 
 status=0
 for h in "${harnesses[@]}"; do
   mkdir -p "$work/corpus/$h"
   echo "== $h: ${seconds} s"
   # -timeout: one input may take 10 s at most; -rss_limit_mb: 2 GiB; both count as failures.
-  # Absolute paths: fuzz_zbplan_cli works in its own temporary directory.
+  # Absolute paths: the CLI harnesses work in their own temporary directories.
   dict=$src/tests/fuzz/json.dict; [ "$h" = fuzz_zbplan_cli ] && dict=$src/tests/fuzz/cli.dict
   [ "$h" = fuzz_csv_import ] && dict=$src/tests/fuzz/csv.dict
+  [ "$h" = fuzz_zbrun_cli ] && dict=$src/tests/fuzz/zbrun.dict
   if ! "$build/tests/fuzz/$h" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
       -dict="$dict" -artifact_prefix="$work/artifacts/$h-" "${extra[@]}" \
       "$work/corpus/$h" "$seeds/$h" > "$work/$h.log" 2>&1; then
