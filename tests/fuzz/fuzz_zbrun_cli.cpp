@@ -1,6 +1,6 @@
 // libFuzzer harness: zbrun's command line and the inputs it reads (model file, data file, layer
 // split, fault and checkpoint flags), in-process. The input is the argument list, one argument per
-// line; every run gets --check (all of a run's input checks, no training) and --local (no MPI). It
+// line, after --check (all of a run's input checks, no training) and --local (no MPI). It
 // runs in a private temporary directory of real files: lowered schedules with each optimizer, a
 // compute-only one, a model file and a text corpus. Inputs with a '/' (which could leave the
 // directory) are skipped.
@@ -64,8 +64,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (args.size() > 32) return -1;  // -1: libFuzzer keeps the input out of the corpus
   for (const auto& a : args)
     if (a.find('/') != std::string::npos) return -1;
-  args.push_back("--check");
-  args.push_back("--local");
+  // First, so no fuzzed option can take them as its value (an input once made "--check" the
+  // value of --profile, and the run trained).
+  args.insert(args.begin(), {"--check", "--local"});
   std::string output;
   int code = call(zbrun_in_process, "zbrun", args, &output);
   zbpp::fuzz::require(code >= 0 && code <= 2, "zbrun returned an exit code other than 0, 1 or 2");
