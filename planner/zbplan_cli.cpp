@@ -17,6 +17,7 @@
 #include "planner/render_svg.h"
 #include "planner/pipeline.h"
 #include "planner/schedule_json.h"
+#include "planner/cli_file_name.h"
 #include "planner/simulate.h"
 #include "planner/simulate_iterations.h"
 #include "planner/trace.h"
@@ -172,7 +173,7 @@ struct ProblemFlags {
   bool require_times = true;  ///< plan needs real times; import may use placeholders
 
   void add_to(CLI::App* app) {
-    app->add_option("--problem", problem_file, "problem JSON file (schema/problem.schema.json); flags override it");
+    app->add_option("--problem", problem_file, "problem JSON file (schema/problem.schema.json); flags override it")->check(file_name());
     app->add_option("-p,--stages", p, "pipeline stages");
     app->add_option("-m,--microbatches", m, "microbatches per iteration");
     app->add_option("--tf", tf, "time of one F: one number, or one per stage \"a,b,c,...\"");
@@ -461,7 +462,7 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
   auto* plan = app.add_subcommand("plan", "plan a schedule for a problem and write the schedule file");
   plan->add_option("--method", method, method_help)->required();
   flags.add_to(plan);
-  plan->add_option("-o,--output", output, "schedule file to write")->required();
+  plan->add_option("-o,--output", output, "schedule file to write")->required()->check(file_name());
   bool compute_only = false;
   PlanOptions plan_options;
   plan->add_option("--time-limit,--ilp-seconds", plan_options.time_limit,
@@ -477,7 +478,7 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
 
   auto* simulate = app.add_subcommand("simulate", "validate a schedule file and print its predicted timeline figures");
   simulate->add_option("file", file, "schedule file")->required();
-  simulate->add_option("--trace", trace, "also write a Chrome/Perfetto trace of the predicted timeline");
+  simulate->add_option("--trace", trace, "also write a Chrome/Perfetto trace of the predicted timeline")->check(file_name());
   simulate_iterations_flags.add_to(simulate, false);
 
   auto* validate_cmd = app.add_subcommand("validate", "check a schedule file; exit 1 with located errors if it is invalid");
@@ -487,17 +488,17 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
   int show_width = 0;
   auto* show = app.add_subcommand("show", "draw a schedule file as SVG or a self-contained HTML page");
   show->add_option("file", file, "schedule file")->required();
-  show->add_option("-o,--output", show_out, "picture to write: .svg or .html")->required();
+  show->add_option("-o,--output", show_out, "picture to write: .svg or .html")->required()->check(file_name());
   show->add_option("--width", show_width, "drawing width in px (default: wide enough to show every block)")
       ->check(CLI::Range(100, 200000, "100..200000"));
-  show->add_option("--measured", show_measured, "a zbrun --trace file: draw the measured run under the plan");
+  show->add_option("--measured", show_measured, "a zbrun --trace file: draw the measured run under the plan")->check(file_name());
   IterationFlags show_iterations_flags;
   show_iterations_flags.add_to(show, false);
 
   auto* export_cmd = app.add_subcommand("export", "write a schedule in another tool's format");
   export_cmd->add_option("file", file, "schedule file")->required();
   export_cmd->add_option("--format", export_format, "pytorch-csv (torch.distributed.pipelining)");
-  export_cmd->add_option("-o,--output", export_out, "file to write")->required();
+  export_cmd->add_option("-o,--output", export_out, "file to write")->required()->check(file_name());
 
   ProblemFlags import_flags;
   std::string import_out;
@@ -511,7 +512,7 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
   import_cmd->add_option("--mem-b", import_flags.mem_b, "M_B");
   import_cmd->add_option("--mem-w", import_flags.mem_w, "M_W");
   import_cmd->add_option("--mem-limit", import_flags.mem_limit, "memory limit");
-  import_cmd->add_option("-o,--output", import_out, "schedule file to write")->required();
+  import_cmd->add_option("-o,--output", import_out, "schedule file to write")->required()->check(file_name());
   import_cmd->add_flag("--compute-only", import_compute_only, "do not lower");
   import_iterations.add_to(import_cmd, true);
 

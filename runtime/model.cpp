@@ -2,22 +2,30 @@
 #include "runtime/model.h"
 
 #include <cmath>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
+
+#include "planner/schedule_json.h"
 
 namespace zbpp {
 
 std::optional<GptConfig> load_gpt_config(const std::string& name_or_file, std::string* err) {
   GptConfig c;
   if (name_or_file == "tiny") return c;
-  std::ifstream in(name_or_file);
-  if (!in) {
-    *err = name_or_file + ": not 'tiny' and cannot open it as a model file";
+  // Read and parsed as schedule files are: a directory or unreadable file is refused, and a
+  // syntax error is located (file:line:col).
+  std::vector<Diag> diags;
+  std::string text;
+  std::optional<nlohmann::json> parsed;
+  if (read_text_file(name_or_file, &text, &diags)) parsed = parse_json_text(text, name_or_file, &diags);
+  if (!parsed) {
+    *err = diags.empty() || diags[0].message == "cannot open file"
+               ? name_or_file + ": not 'tiny' and cannot open it as a model file"
+               : format_diag(diags[0]);
     return std::nullopt;
   }
   try {
-    auto j = nlohmann::json::parse(in);
+    const nlohmann::json& j = *parsed;
     if (!j.is_object()) {
       *err = name_or_file + ": expected a model object {vocab, seq, channels, heads, layers, batch}";
       return std::nullopt;

@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "planner/cli_file_name.h"
 #include "planner/lower.h"
 #include "planner/schedule_json.h"
 #include "planner/simulate.h"
@@ -584,7 +585,7 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
   CLI::App app{"zbrun: replays a zbplan schedule file, training a GPT with split backward (B and W)"};
   Options o;
   app.add_option("schedule", o.schedule_file, "lowered schedule file from zbplan plan")->required();
-  app.add_option("--model", o.model, "\"tiny\" or a model JSON file {vocab, seq, channels, heads, layers, batch}");
+  app.add_option("--model", o.model, "\"tiny\" or a model JSON file {vocab, seq, channels, heads, layers, batch}")->check(file_name());
   // Checks with plain messages (CLI11's ranges print 300-digit bounds).
   auto positive = CLI::Validator(
       [](std::string& v) {
@@ -602,12 +603,12 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
       "NUMBER");
   app.add_option("--steps", o.steps, "training steps")->check(CLI::Range(1, 100000000, "1..100000000"));
   app.add_option("--seed", o.seed, "initialisation seed");
-  app.add_option("--data", o.data, "\"synthetic\" or a text file, read as bytes");
-  app.add_option("--metrics", o.metrics, "write one JSON object per step (JSON lines)");
+  app.add_option("--data", o.data, "\"synthetic\" or a text file, read as bytes")->check(file_name());
+  app.add_option("--metrics", o.metrics, "write one JSON object per step (JSON lines)")->check(file_name());
   app.add_option("--profile", o.profile,
-                 "measure T_F, T_B, T_W, T_comm (ms) and M_B, M_W (MiB) per stage and write them as a problem file for zbplan");
-  app.add_option("--dump-weights", o.dump_weights, "after training, write every weight tensor to DIR/tensor<id>.f32 (raw floats)");
-  app.add_option("--trace", o.trace, "write a Chrome/Perfetto trace of the last step: measured ops per rank, planned beside");
+                 "measure T_F, T_B, T_W, T_comm (ms) and M_B, M_W (MiB) per stage and write them as a problem file for zbplan")->check(file_name());
+  app.add_option("--dump-weights", o.dump_weights, "after training, write every weight tensor to DIR/tensor<id>.f32 (raw floats)")->check(file_name());
+  app.add_option("--trace", o.trace, "write a Chrome/Perfetto trace of the last step: measured ops per rank, planned beside")->check(file_name());
   app.add_option("--timeout", o.timeout_s, "seconds any wait may take before the run fails")->check(positive);
   app.add_option("--lr", o.adamw.lr, "AdamW learning rate")->check(positive);
   app.add_option("--clip-norm", o.adamw.clip_norm, "global gradient-norm clip (<= 0: off)")->check(finite);
@@ -636,7 +637,7 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
       ->check(positive);
   app.add_option("--checkpoint", o.checkpoint,
                  "directory for checkpoints: DIR/step<N>.rank<R>.ckpt, the weights and optimizer state after N steps, "
-                 "written atomically");
+                 "written atomically")->check(file_name());
   app.add_option("--every", o.every, "with --checkpoint: write one after every N steps")->check(CLI::Range(1, 1 << 30));
   app.add_flag("--resume", o.resume, "with --checkpoint: continue from the latest checkpoint every rank has");
   try {

@@ -73,6 +73,9 @@ TEST_CASE("zbplan: bad flags and impossible inputs give one-line errors and non-
   Run r = plan_with({"--method", "zb-h1", "-p", "4", "-m", "0", "--tf", "1", "--tb", "1", "--tw", "1"});
   CHECK(r.code == 1);
   CHECK(r.err == "zbplan: m (microbatches) must be at least 1, got 0\n");
+  r = zbplan({"plan", "--method", "zb-h1", "-p", "4", "-m", "8", "--tf", "1", "--tb", "1", "--tw", "1", "-o", "--quiet"});
+  CHECK(r.code == 2);  // not a file named "--quiet"
+  CHECK(r.err.find("'--quiet' looks like a flag, not a file name") != std::string::npos);
   r = plan_with({"--method", "zb-h1", "-p", "4", "-m", "8", "--tf", "-1", "--tb", "1", "--tw", "1"});
   CHECK(r.code == 1);
   CHECK(r.err == "zbplan: t_f must be positive and finite, got -1.0\n");

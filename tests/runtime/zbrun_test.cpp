@@ -69,10 +69,24 @@ TEST_CASE("zbrun: bad inputs are refused with a message and exit 1") {
   r = call(zbrun_local, {"zbrun", good, "--local", "--model", bad_model});
   CHECK(r.code == 1);
   CHECK(r.err == "zbrun: " + bad_model + ": channels (30) must be a multiple of heads (4)\n");
+  // A directory given as the model file (found by fuzz_zbrun_cli: reading it threw past the
+  // JSON error handling and aborted), and a model file with a syntax error, located.
+  r = call(zbrun_local, {"zbrun", good, "--local", "--model", ZBPP_TEST_TMP});
+  CHECK(r.code == 1);
+  CHECK(r.err == "zbrun: " + std::string(ZBPP_TEST_TMP) + ": not a regular file\n");
+  std::string broken_model = tmp("broken_model.json");
+  std::ofstream(broken_model) << "{\"layers\": 2,}";
+  r = call(zbrun_local, {"zbrun", good, "--local", "--model", broken_model});
+  CHECK(r.code == 1);
+  CHECK(r.err.find("zbrun: " + broken_model + ":1:14: invalid JSON") == 0);
   // --check runs the same checks and stops before training.
   r = call(zbrun_local, {"zbrun", good, "--local", "--model", bad_model, "--check"});
   CHECK(r.code == 1);
   CHECK(r.err == "zbrun: " + bad_model + ": channels (30) must be a multiple of heads (4)\n");
+  // A flag after a file option is not taken as its file name.
+  r = call(zbrun_local, {"zbrun", good, "--local", "--metrics", "--check"});
+  CHECK(r.code == 2);
+  CHECK(r.err.find("--metrics: '--check' looks like a flag, not a file name") != std::string::npos);
   r = call(zbrun_local, {"zbrun", good, "--local", "--check", "--steps", "1000000"});
   CHECK(r.code == 0);
   CHECK(r.out == good + ": ok: zb-h1 (post-validation) on 2 ranks (p=2, m=4, chunks=1), model tiny (4 layers), "
