@@ -585,7 +585,8 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
   CLI::App app{"zbrun: replays a zbplan schedule file, training a GPT with split backward (B and W)"};
   Options o;
   app.add_option("schedule", o.schedule_file, "lowered schedule file from zbplan plan")->required();
-  app.add_option("--model", o.model, "\"tiny\" or a model JSON file {vocab, seq, channels, heads, layers, batch}")->check(file_name());
+  app.add_option("--model", o.model, "\"tiny\" or a model JSON file {vocab, seq, channels, heads, layers, batch}")
+      ->check(file_name());
   // Checks with plain messages (CLI11's ranges print 300-digit bounds).
   auto positive = CLI::Validator(
       [](std::string& v) {
@@ -606,9 +607,15 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
   app.add_option("--data", o.data, "\"synthetic\" or a text file, read as bytes")->check(file_name());
   app.add_option("--metrics", o.metrics, "write one JSON object per step (JSON lines)")->check(file_name());
   app.add_option("--profile", o.profile,
-                 "measure T_F, T_B, T_W, T_comm (ms) and M_B, M_W (MiB) per stage and write them as a problem file for zbplan")->check(file_name());
-  app.add_option("--dump-weights", o.dump_weights, "after training, write every weight tensor to DIR/tensor<id>.f32 (raw floats)")->check(file_name());
-  app.add_option("--trace", o.trace, "write a Chrome/Perfetto trace of the last step: measured ops per rank, planned beside")->check(file_name());
+                 "measure T_F, T_B, T_W, T_comm (ms) and M_B, M_W (MiB) per stage and write them as a problem file "
+                 "for zbplan")
+      ->check(file_name());
+  app.add_option("--dump-weights", o.dump_weights,
+                 "after training, write every weight tensor to DIR/tensor<id>.f32 (raw floats)")
+      ->check(file_name());
+  app.add_option("--trace", o.trace,
+                 "write a Chrome/Perfetto trace of the last step: measured ops per rank, planned beside")
+      ->check(file_name());
   app.add_option("--timeout", o.timeout_s, "seconds any wait may take before the run fails")->check(positive);
   app.add_option("--lr", o.adamw.lr, "AdamW learning rate")->check(positive);
   app.add_option("--clip-norm", o.adamw.clip_norm, "global gradient-norm clip (<= 0: off)")->check(finite);
@@ -722,7 +729,8 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
       long n = std::strtol(item.c_str(), &end, 10);
       if (item.empty() || *end != '\0') return fail("--layer-split: '" + o.layer_split + "' is not a list of integers");
       if (n < 0 || n > model->layers)
-        return fail("--layer-split: " + item + " is not a block count of this model (0.." + std::to_string(model->layers) + ")");
+        return fail("--layer-split: " + item + " is not a block count of this model (0.." +
+                    std::to_string(model->layers) + ")");
       model->split.push_back(static_cast<int>(n));
     }
   }
