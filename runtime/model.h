@@ -58,6 +58,18 @@ struct TensorSpec {
 /// every backend builds its parameters from, so all of them start from the same weights.
 std::vector<TensorSpec> stage_tensors(const GptConfig& config, int vs, int total_vs);
 
+/// Fills in where a backend's chunk sits: its virtual stage, whether it embeds or ends with the
+/// head, its blocks (empty, one per block it runs, for stage_tensors to fill via tensor_field).
+template <class ChunkT>
+void place_chunk(ChunkT* chunk, int vs, int total_vs, const LayerSplit& split) {
+  chunk->vs = vs;
+  chunk->embed = vs == 0;
+  chunk->head = vs == total_vs - 1;
+  chunk->first = split.first[vs];
+  chunk->count = split.count[vs];
+  chunk->blocks.resize(chunk->count);
+}
+
 /// The field of a backend's chunk that holds tensor `id` (the chunk has wte, wpe, lnfw, lnfb, lmw,
 /// blocks[i][k] and `first`, its first block).
 template <class ChunkT>

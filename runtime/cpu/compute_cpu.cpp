@@ -66,12 +66,7 @@ class CpuCompute final : public Compute {
     LayerSplit split = layer_split(config, total_vs);
     for (int vs : vss) {
       auto chunk = std::make_unique<Chunk>();
-      chunk->vs = vs;
-      chunk->embed = vs == 0;
-      chunk->head = vs == total_vs - 1;
-      chunk->first = split.first[vs];
-      chunk->count = split.count[vs];
-      chunk->blocks.resize(chunk->count);
+      place_chunk(chunk.get(), vs, total_vs, split);
       for (const TensorSpec& spec : stage_tensors(config, vs, total_vs)) {
         Tensor* t = tensor_field(*chunk, spec.id, config);
         t->init(static_cast<size_t>(spec.size), spec.id);

@@ -106,12 +106,7 @@ class CudaCompute final : public Compute {
     const int C = c_.channels;
     for (int vs : vss) {
       auto ch = std::make_unique<Chunk>();
-      ch->vs = vs;
-      ch->embed = vs == 0;
-      ch->head = vs == total_vs - 1;
-      ch->first = split.first[vs];
-      ch->count = split.count[vs];
-      ch->blocks.resize(ch->count);
+      place_chunk(ch.get(), vs, total_vs, split);
       for (const TensorSpec& spec : stage_tensors(config, vs, total_vs)) {
         Param* p = tensor_field(*ch, spec.id, config);
         make_param(p, spec.size, spec.id, seed, spec.std_dev, spec.constant, spec.use_constant);
