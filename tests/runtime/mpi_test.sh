@@ -6,6 +6,11 @@
 set -u
 zbplan=$1 zbrun=$2 tmp=$3
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader OMPI_MCA_rmaps_base_oversubscribe=1
+# Under ASan (tools/ci-sanitize.sh): Open MPI's libraries have no frame pointers, so the fast
+# unwinder stops at their first frame, LeakSanitizer sees "<unknown module>" and cannot match
+# tools/sanitizers/lsan.supp -- every rank then exited 134 at the end of a good run. The slow
+# unwinder gives whole stacks, the suppressions match, and a leak of ours still fails the run.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
 passed=0 failed=0
 check() { if eval "$2"; then passed=$((passed + 1)); echo "ok      $1"; else failed=$((failed + 1)); echo "FAILED  $1"; fi; }
 digest() { grep -o 'weights digest [0-9a-f]*' | awk '{print $3}'; }
@@ -72,15 +77,16 @@ check "... within seconds, not the 30 s timeout ($elapsed s)" '[ $elapsed -lt 20
 # Iterations back to back (issue 10): the same plan lowered with post-validation runs faster than
 # with the synchronous optimizer, as the simulator predicts (zero-bubble period 24 against the wall
 # clock 27 here). 4 ranks share this machine's cores, so --pace makes each compute op last its
-# planned time (20 ms per unit, sleeping the rest): the run then measures the runtime's ordering and
+# planned time (50 ms per unit, sleeping the rest; the unpaced work, some 20-70 ms an iteration
+# with ASan, stays a few per cent): the run then measures the runtime's ordering and
 # messages -- no barrier between iterations -- not the speed of the cores.
 period() { grep -o 'measured per iteration: .* = [0-9.]* time units' | awk '{print $(NF-2)}'; }
 for opt in sync post-validation; do
   "$zbplan" plan --method heuristic --mem-limit 2p -p 4 -m 8 --tf 1 --tb 1 --tw 1 --optimizer "$opt" --objective period \
     -o "$tmp/mpi_paced_$opt.json" > /dev/null
 done
-sync_out=$(timeout 120 mpirun -n 4 "$zbrun" "$tmp/mpi_paced_sync.json" --steps 8 --quiet --pace 0.02 --clip-norm 100 2>&1)
-pv_out=$(timeout 120 mpirun -n 4 "$zbrun" "$tmp/mpi_paced_post-validation.json" --steps 8 --quiet --pace 0.02 --clip-norm 100 2>&1)
+sync_out=$(timeout 120 mpirun -n 4 "$zbrun" "$tmp/mpi_paced_sync.json" --steps 6 --quiet --pace 0.05 --clip-norm 100 2>&1)
+pv_out=$(timeout 120 mpirun -n 4 "$zbrun" "$tmp/mpi_paced_post-validation.json" --steps 6 --quiet --pace 0.05 --clip-norm 100 2>&1)
 sync_p=$(echo "$sync_out" | period); pv_p=$(echo "$pv_out" | period)
 planned() { grep -o 'measured per iteration: .*' | awk '{print $NF}'; }
 sync_plan=$(echo "$sync_out" | planned); pv_plan=$(echo "$pv_out" | planned)
