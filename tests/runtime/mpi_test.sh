@@ -21,27 +21,32 @@ ref=$("$zbrun" "$tmp/mpi_1f1b_p1.json" --local --steps 3 --quiet | digest)
 for p in 2 4; do
   for method in zb-h1 zb-v; do
     plan "$method" "$p"
-    got=$(timeout 120 mpirun -n "$p" "$zbrun" "$tmp/mpi_${method}_p$p.json" --steps 3 --quiet 2>&1 | digest)
-    check "mpirun -n $p $method: weights digest $got equals the no-pipeline run's $ref" '[ -n "$got" ] && [ "$got" = "$ref" ]'
+    out=$(timeout 120 mpirun -n "$p" "$zbrun" "$tmp/mpi_${method}_p$p.json" --steps 3 --quiet 2>&1); code=$?
+    got=$(echo "$out" | digest)
+    check "mpirun -n $p $method: exit 0 ($code), weights digest $got equals the no-pipeline run's $ref" \
+      '[ $code -eq 0 ] && [ -n "$got" ] && [ "$got" = "$ref" ]'
   done
 done
 
 # Post-validation: without clipping the same bits as sync; with clipping (every step here) the
 # same bits as the in-process run of the same file, rollbacks, replays and all.
 "$zbplan" plan --method zb-h1 -p 4 -m 8 --tf 1 --tb 1 --tw 0.5 -o "$tmp/mpi_pv_p4.json" > /dev/null
-got=$(timeout 120 mpirun -n 4 "$zbrun" "$tmp/mpi_pv_p4.json" --steps 3 --quiet --clip-norm 100 2>&1 | digest)
+out=$(timeout 120 mpirun -n 4 "$zbrun" "$tmp/mpi_pv_p4.json" --steps 3 --quiet --clip-norm 100 2>&1); code=$?
+got=$(echo "$out" | digest)
 sync=$("$zbrun" "$tmp/mpi_1f1b_p1.json" --local --steps 3 --quiet --clip-norm 100 | digest)
-check "mpirun -n 4 post-validation without clipping: digest $got equals sync's $sync" '[ -n "$got" ] && [ "$got" = "$sync" ]'
-out=$(timeout 120 mpirun -n 4 "$zbrun" "$tmp/mpi_pv_p4.json" --steps 6 2>&1)
+check "mpirun -n 4 post-validation without clipping: exit 0 ($code), digest $got equals sync's $sync" \
+  '[ $code -eq 0 ] && [ -n "$got" ] && [ "$got" = "$sync" ]'
+out=$(timeout 120 mpirun -n 4 "$zbrun" "$tmp/mpi_pv_p4.json" --steps 6 2>&1); code=$?
 got=$(echo "$out" | digest)
 local=$("$zbrun" "$tmp/mpi_pv_p4.json" --local --steps 6 --quiet | digest)
-check "mpirun -n 4 post-validation with clipping: digest $got equals the in-process run's $local" '[ -n "$got" ] && [ "$got" = "$local" ]'
+check "mpirun -n 4 post-validation with clipping: exit 0 ($code), digest $got equals the in-process run's $local" \
+  '[ $code -eq 0 ] && [ -n "$got" ] && [ "$got" = "$local" ]'
 check "... after rolling back speculative steps" 'echo "$out" | grep -q "optimizer post-validation: [1-9][0-9]* speculative steps rolled back"'
-out=$(timeout 120 mpirun -n 4 "$zbrun" "$tmp/mpi_pv_p4.json" --steps 4 --clip-norm 100 --inject-nonfinite 1:3 2>&1)
+out=$(timeout 120 mpirun -n 4 "$zbrun" "$tmp/mpi_pv_p4.json" --steps 4 --clip-norm 100 --inject-nonfinite 1:3 2>&1); code=$?
 got=$(echo "$out" | digest)
 local=$("$zbrun" "$tmp/mpi_pv_p4.json" --local --steps 4 --quiet --clip-norm 100 --inject-nonfinite 1:3 | digest)
 check "mpirun -n 4 post-validation, NaN on rank 3 at step 1: step skipped" 'echo "$out" | grep -q "step 1: loss .* (skipped: non-finite gradient)"'
-check "... digest $got equals the in-process run's $local" '[ -n "$got" ] && [ "$got" = "$local" ]'
+check "... exit 0 ($code), digest $got equals the in-process run's $local" '[ $code -eq 0 ] && [ -n "$got" ] && [ "$got" = "$local" ]'
 
 out=$(timeout 60 mpirun -n 2 "$zbrun" "$tmp/mpi_zb-h1_p4.json" --steps 1 2>&1); code=$?
 check "a 4-rank schedule under 2 ranks exits non-zero" '[ $code -ne 0 ]'
@@ -86,12 +91,15 @@ for opt in sync post-validation; do
     -o "$tmp/mpi_paced_$opt.json" > /dev/null
 done
 sync_out=$(timeout 120 mpirun -n 4 "$zbrun" "$tmp/mpi_paced_sync.json" --steps 6 --quiet --pace 0.05 --clip-norm 100 2>&1)
+sync_code=$?
 pv_out=$(timeout 120 mpirun -n 4 "$zbrun" "$tmp/mpi_paced_post-validation.json" --steps 6 --quiet --pace 0.05 --clip-norm 100 2>&1)
+pv_code=$?
 sync_p=$(echo "$sync_out" | period); pv_p=$(echo "$pv_out" | period)
 planned() { grep -o 'measured per iteration: .*' | awk '{print $NF}'; }
 sync_plan=$(echo "$sync_out" | planned); pv_plan=$(echo "$pv_out" | planned)
 echo "paced periods (time units): sync $sync_p (planned $sync_plan), post-validation $pv_p (planned $pv_plan)"
-check "zbrun prints the simulator's periods, 27 with sync and 24 with post-validation" '[ "$sync_plan" = 27 ] && [ "$pv_plan" = 24 ]'
+check "paced runs exit 0 ($sync_code, $pv_code); zbrun prints the simulator's periods, 27 with sync and 24 with post-validation" \
+  '[ $sync_code -eq 0 ] && [ $pv_code -eq 0 ] && [ "$sync_plan" = 27 ] && [ "$pv_plan" = 24 ]'
 near() { awk -v x="$1" -v want="$2" 'BEGIN {exit !(x != "" && x >= want * 0.97 && x <= want * 1.15)}'; }
 check "paced sync period $sync_p is the planned one (within -3 %/+15 %)" 'near "$sync_p" 27'
 check "paced post-validation period $pv_p is the planned one (within -3 %/+15 %)" 'near "$pv_p" 24'
