@@ -14,7 +14,15 @@
 #include <string>
 #include <vector>
 
+#include "tests/fuzz/fuzz_util.h"
+
 namespace zbpp::fuzz {
+
+/// What every command line must end with: exit code 0, 1 or 2, and a message when it fails.
+inline void require_cli_outcome(const std::string& program, int code, const std::string& output) {
+  require(code >= 0 && code <= 2, (program + " returned an exit code other than 0, 1 or 2").c_str());
+  require(code == 0 || !output.empty(), (program + " failed without saying why").c_str());
+}
 
 /// The input, one argument per line.
 inline std::vector<std::string> args_from_bytes(const uint8_t* data, size_t size) {

@@ -14,7 +14,6 @@
 
 #include "planner/zbplan_cli.h"
 #include "tests/fuzz/cli_fixtures.h"
-#include "tests/fuzz/fuzz_util.h"
 
 namespace {
 
@@ -57,8 +56,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       return -1;
   std::string output;
   int code = zbplan(args, &output);
-  zbpp::fuzz::require(code >= 0 && code <= 2, "zbplan returned an exit code other than 0, 1 or 2");
-  zbpp::fuzz::require(code == 0 || !output.empty(), "zbplan failed without saying why");
+  zbpp::fuzz::require_cli_outcome("zbplan", code, output);
   g_dir->restore();
   return 0;
 }

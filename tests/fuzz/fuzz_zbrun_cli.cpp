@@ -15,7 +15,6 @@
 #include "planner/zbplan_cli.h"
 #include "runtime/zbrun_cli.h"
 #include "tests/fuzz/cli_fixtures.h"
-#include "tests/fuzz/fuzz_util.h"
 
 namespace {
 
@@ -69,8 +68,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   args.insert(args.begin(), {"--check", "--local"});
   std::string output;
   int code = call(zbrun_in_process, "zbrun", args, &output);
-  zbpp::fuzz::require(code >= 0 && code <= 2, "zbrun returned an exit code other than 0, 1 or 2");
-  zbpp::fuzz::require(code == 0 || !output.empty(), "zbrun failed without saying why");
+  zbpp::fuzz::require_cli_outcome("zbrun", code, output);
   g_dir->restore();
   return 0;
 }
