@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,21 @@ void place_chunk(ChunkT* chunk, int vs, int total_vs, const LayerSplit& split) {
   chunk->first = split.first[vs];
   chunk->count = split.count[vs];
   chunk->blocks.resize(chunk->count);
+}
+
+/// The stash of activation slot `slot` in a backend's chunk (its `slots`), made on first use.
+template <class ChunkT>
+auto& slot_stash(ChunkT& chunk, int slot) {
+  if (slot < 0) throw std::runtime_error("op has no activation slot (is the schedule lowered?)");
+  if (static_cast<int>(chunk.slots.size()) <= slot) chunk.slots.resize(slot + 1);
+  return chunk.slots[slot];
+}
+
+/// A slot about to be read for microbatch `mb` must hold it (else slots were reused before W).
+inline void check_slot(int held_mb, int mb, int slot) {
+  if (held_mb != mb)
+    throw std::runtime_error("slot " + std::to_string(slot) + " holds microbatch " + std::to_string(held_mb) +
+                             ", not " + std::to_string(mb) + " (slots reused before W?)");
 }
 
 /// The field of a backend's chunk that holds tensor `id` (the chunk has wte, wpe, lnfw, lnfb, lmw,

@@ -280,17 +280,8 @@ class CpuCompute final : public Compute {
   }
 
  private:
-  Stash& stash(Chunk& ch, int slot) {
-    if (slot < 0) throw std::runtime_error("op has no activation slot (is the schedule lowered?)");
-    if (static_cast<int>(ch.slots.size()) <= slot) ch.slots.resize(slot + 1);
-    return ch.slots[slot];
-  }
-
-  static void check_slot(const Stash& s, int mb, int slot) {
-    if (s.mb != mb)
-      throw std::runtime_error("slot " + std::to_string(slot) + " holds microbatch " + std::to_string(s.mb) +
-                               ", not " + std::to_string(mb) + " (slots reused before W?)");
-  }
+  Stash& stash(Chunk& ch, int slot) { return slot_stash(ch, slot); }
+  static void check_slot(const Stash& s, int mb, int slot) { zbpp::check_slot(s.mb, mb, slot); }
 
   void block_forward(const std::array<Tensor, kBlockTensors>& p, BlockActs& a, const float* x) {
     const int BT = c_.tokens(), C = c_.channels, NH = c_.heads;

@@ -461,17 +461,8 @@ class CudaCompute final : public Compute {
     s.mb = -1;
   }
 
-  Stash& stash(Chunk& ch, int slot) {
-    if (slot < 0) throw std::runtime_error("op has no activation slot (is the schedule lowered?)");
-    if (static_cast<int>(ch.slots.size()) <= slot) ch.slots.resize(slot + 1);
-    return ch.slots[slot];
-  }
-
-  static void check_slot(const Stash& s, int mb, int slot) {
-    if (s.mb != mb)
-      throw std::runtime_error("slot " + std::to_string(slot) + " holds microbatch " + std::to_string(s.mb) + ", not " +
-                               std::to_string(mb) + " (slots reused before W?)");
-  }
+  Stash& stash(Chunk& ch, int slot) { return slot_stash(ch, slot); }
+  static void check_slot(const Stash& s, int mb, int slot) { zbpp::check_slot(s.mb, mb, slot); }
 
   static std::string layer(int block, const char* name) { return "block " + std::to_string(block) + " " + name; }
 

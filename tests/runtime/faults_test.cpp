@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "planner/schedule_json.h"
+#include "runtime/cpu/compute_cpu.h"
 #include "runtime/transport.h"
 #include "tests/runtime/cli_helpers.h"
 
@@ -98,4 +99,17 @@ TEST_CASE("zbrun: --fault is checked before anything runs") {
   CHECK(r.code == 2);
   r = call(zbrun_local, {"zbrun", s, "--local", "--pace", "-1"});
   CHECK(r.code == 2);
+}
+
+TEST_CASE("cpu backend: an op without an activation slot, or reading a slot another microbatch holds, is refused") {
+  GptConfig tiny;
+  auto compute = make_cpu_compute(tiny, {0}, 2, 2, 1, AdamWConfig{});
+  std::vector<float> out(static_cast<size_t>(compute->activation_size())), grad(out.size()), din(out.size());
+  std::vector<std::vector<int>> data(2, std::vector<int>(static_cast<size_t>(tiny.tokens() + tiny.batch), 1));
+  compute->set_step_data(&data);
+  CHECK_THROWS_WITH(compute->forward(0, 0, -1, nullptr, out.data()),
+                    "op has no activation slot (is the schedule lowered?)");
+  compute->forward(0, 0, 0, nullptr, out.data());
+  CHECK_THROWS_WITH(compute->backward_input(0, 1, 0, grad.data(), din.data()),
+                    "slot 0 holds microbatch 0, not 1 (slots reused before W?)");
 }
