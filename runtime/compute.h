@@ -60,6 +60,9 @@ class Compute {
   }
   /// This rank's parameter tensors with their global ids (model.h), for comparing runs.
   virtual std::vector<std::pair<int, std::vector<float>>> parameters() const = 0;
+  /// This rank's gradients (fp32, as W accumulated them since zero_grad), ids as parameters():
+  /// what the oracle tests compare tensor by tensor.
+  virtual std::vector<std::pair<int, std::vector<float>>> gradients() const = 0;
 };
 
 }  // namespace zbpp

@@ -117,6 +117,36 @@ std::string check_layer_split(const GptConfig& c, int virtual_stages) {
 int global_tensor_id_block(int block, int k) { return 2 + block * kBlockTensors + k; }
 int global_tensor_count(const GptConfig& c) { return 2 + kBlockTensors * c.layers + 3; }
 
+std::string tensor_name(const GptConfig& c, int id) {
+  static const char* const block[kBlockTensors] = {"ln1.w",      "ln1.b",     "attn.qkv.w", "attn.qkv.b",
+                                                    "attn.proj.w", "attn.proj.b", "ln2.w",      "ln2.b",
+                                                    "mlp.fc.w",   "mlp.fc.b",  "mlp.proj.w", "mlp.proj.b"};
+  const int head = 2 + kBlockTensors * c.layers;
+  if (id == 0) return "wte";
+  if (id == 1) return "wpe";
+  if (id == head) return "lnf.w";
+  if (id == head + 1) return "lnf.b";
+  if (id == head + 2) return "lm_head.w";
+  return "h" + std::to_string((id - 2) / kBlockTensors) + "." + block[(id - 2) % kBlockTensors];
+}
+
+std::vector<long> tensor_shape(const GptConfig& c, int id) {
+  const long C = c.channels;
+  const int head = 2 + kBlockTensors * c.layers;
+  if (id == 0 || id == head + 2) return {c.vocab, C};
+  if (id == 1) return {c.seq, C};
+  if (id >= head) return {C};
+  switch ((id - 2) % kBlockTensors) {
+    case QKVW: return {3 * C, C};
+    case QKVB: return {3 * C};
+    case ATTPROJW: return {C, C};
+    case FCW: return {4 * C, C};
+    case FCB: return {4 * C};
+    case FCPROJW: return {C, 4 * C};
+    default: return {C};  // LayerNorm weights and biases, the projections' biases
+  }
+}
+
 std::vector<TensorSpec> stage_tensors(const GptConfig& config, int vs, int total_vs) {
   const LayerSplit split = layer_split(config, total_vs);
   const long C = config.channels;

@@ -46,6 +46,10 @@ enum BlockTensor { LN1W, LN1B, QKVW, QKVB, ATTPROJW, ATTPROJB, LN2W, LN2B, FCW, 
 /// reduces it the same way: 0 wte, 1 wpe, then 12 per block, then lnf weight, lnf bias, lm head.
 int global_tensor_id_block(int block, int k);
 int global_tensor_count(const GptConfig& config);
+/// A tensor's name as PyTorch's GPT-2 would spell it ("h3.attn.qkv.w", "lm_head.w") and its shape,
+/// row-major, weights as [out, in] like nn.Linear: what dumps of tensors are labelled with.
+std::string tensor_name(const GptConfig& config, int id);
+std::vector<long> tensor_shape(const GptConfig& config, int id);
 
 /// How one parameter tensor starts: its global id and size, and a constant or N(0, std_dev).
 struct TensorSpec {

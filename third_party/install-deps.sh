@@ -14,6 +14,7 @@ packages=(
   libopenmpi-dev openmpi-bin   # zbrun's MPI transport and mpirun
   libopenblas-dev        # CPU reference backend GEMMs
   python3-jsonschema     # checks written files against schema/*.schema.json in tests
+  python3-torch          # the oracle tests: PyTorch autograd checks the CPU backend (tests/oracle)
   librsvg2-bin python3-pil     # render test of zbplan show: SVG -> PNG, count the blocks
   clang-14 libclang-rt-14-dev llvm-14  # sanitizer and libFuzzer builds (tools/ci-sanitize.sh); llvm-symbolizer
 )

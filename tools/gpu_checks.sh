@@ -1,21 +1,27 @@
 #!/usr/bin/env bash
-# Every check of the CUDA backend that needs a GPU, in one go (issue 7). Run from anywhere on a
-# machine with at least one NVIDIA GPU:
+# Every check of the CUDA backend that needs a GPU, in one go. Run from anywhere on a machine with
+# at least one NVIDIA GPU (docs/gpu.md):
 #     tools/gpu_checks.sh OUT_DIR          (or: OUT=OUT_DIR tools/gpu_checks.sh)
 # It configures and builds a fresh build-gpu/ in the repository, then writes under OUT_DIR:
-#   build.log         the build (CUDA compiled for sm_80 and sm_90)
+#   build.log         the build (CUDA compiled for sm_80 and sm_90); fails unless the CUDA backend is in it
 #   cuda_tests.log    tests/cuda: every layer's F/B/W vs the CPU reference, backend vs CPU backend
+#   ctest.log         the whole test suite (the PyTorch oracle too where python3-torch is installed)
+#   oracle/           the CPU -> CUDA link of the oracle chain (docs/oracle.md): one step of each model
+#                     on both backends, every loss, gradient and weight update compared tensor by
+#                     tensor (tests/oracle/oracle.py compare: within 2e-2 of each tensor's max, bf16)
 #   determinism.txt   --single-gpu, p=4: losses and final weight digests of 1f1b, zb-h1, zb-h2,
-#                     heuristic, ilp (and zb-v) must be bit-identical
-#   post_validation   (summary line) optimizer post-validation on the GPU: sync's bits without clipping,
-#                     reproducible with rollbacks
-#   checkpoint        (summary line) a GPU run killed after a checkpoint resumes bit-identically
-#   cpu_vs_gpu.txt    the same schedule on --backend cpu and --single-gpu: losses within 2%
+#                     heuristic, ilp and zb-v must be bit-identical
+#   post_validation   (summary line) optimizer post-validation on the GPU: sync's bits without clipping;
+#                     with clipping, rollbacks must happen and the run must reproduce its bits
+#   checkpoint        (summary line) a GPU run that fails after a checkpoint exits non-zero, and the
+#                     resumed run starts after that checkpoint's step and ends bit-identically
 #   errors.txt        --fail-at on the GPU ends the run with a message naming the rank and op (no hang)
 #   nccl.txt          mpirun with NCCL on 2 GPUs, digest equal to the in-process run (skipped with 1 GPU)
 #   bench/            tools/gpu_bench.sh: profile, plans, runs, GEMM throughput, traces
 #   summary.txt       one PASS / FAIL / SKIP line per check
-# Exit status: 0 when nothing failed.
+# Exit status: 0 only when a GPU was there and no check failed. Without a GPU it exits 1 with
+# "no GPU: nothing was checked". A check that cannot run where it should (CUDA sees no GPU, the
+# CUDA backend was not built) is a FAIL, never a SKIP.
 set -uo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 out="${1:-${OUT:-}}"
@@ -38,7 +44,12 @@ result() {  # result NAME STATUS DETAIL
 
 nvidia-smi >"$out/nvidia-smi.txt" 2>&1 || true
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
-echo "GPUs: $gpus" | tee -a "$summary"
+if [ "${gpus:-0}" -eq 0 ]; then
+  echo "no GPU: nothing was checked (nvidia-smi lists none; see $out/nvidia-smi.txt)" | tee -a "$summary" >&2
+  exit 1
+fi
+echo "GPUs: $gpus, $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)" |
+  tee -a "$summary"
 
 # --- build ------------------------------------------------------------------------------------
 {
@@ -49,40 +60,78 @@ if [ $? -ne 0 ]; then
   result build FAIL "see build.log"
   exit 1
 fi
+if ! grep -q 'CUDA backend: ON' "$out/build.log"; then
+  result build FAIL "no CUDA backend in this build: $(grep -o 'CUDA backend: .*' "$out/build.log" | head -1)"
+  exit 1
+fi
 result build PASS "$(grep -o 'CUDA backend: .*' "$out/build.log" | head -1)"
 zbplan="$build/planner/zbplan"
 zbrun="$build/runtime/zbrun"
+python=/usr/bin/python3
+[ -x $python ] || python=python3
 
-# --- layers vs CPU reference ------------------------------------------------------------------
+# --- layers vs CPU reference, and the test suite -------------------------------------------------
 "$build/tests/cuda_tests" --durations yes >"$out/cuda_tests.log" 2>&1
 case $? in
   0) result cuda_tests PASS "$(tail -2 "$out/cuda_tests.log" | tr '\n' ' ')" ;;
-  77) result cuda_tests SKIP "no GPU visible" ;;
+  77) result cuda_tests FAIL "nvidia-smi lists $gpus GPU(s), but the tests saw none (cuda_tests.log)" ;;
   *) result cuda_tests FAIL "see cuda_tests.log" ;;
 esac
-(cd "$build" && ctest --output-on-failure -j4) >"$out/ctest.log" 2>&1 &&
+# The PyTorch -> CPU link of the oracle chain runs in CI; here too where PyTorch is installed.
+exclude=()
+if ! $python -c 'import torch' 2>/dev/null; then
+  exclude=(-E '^oracle')
+  result "oracle (PyTorch vs CPU)" SKIP "python3-torch not installed here; CI runs it"
+fi
+(cd "$build" && ctest --output-on-failure -j4 "${exclude[@]}") >"$out/ctest.log" 2>&1 &&
   result ctest PASS "$(grep -E 'tests passed' "$out/ctest.log")" || result ctest FAIL "see ctest.log"
+
+# --- CPU -> CUDA, tensor by tensor ----------------------------------------------------------------
+# One step of each model on both backends (zbpp_step_dump: one virtual stage per block, clipping,
+# AdamW). A planted sign error must fail the same comparison, or the comparison proves nothing.
+mkdir -p "$out/oracle"
+echo '{"vocab": 512, "seq": 64, "channels": 256, "heads": 8, "layers": 8, "batch": 4}' >"$out/oracle/c256.json"
+if ! $python -c 'import numpy' 2>/dev/null; then
+  result cpu_vs_cuda FAIL "$python cannot import numpy (install python3-numpy)"
+else
+  for model in tiny "$here/tests/oracle/models/wide.json" "$here/tests/oracle/models/odd.json" "$out/oracle/c256.json"; do
+    name=$(basename "$model" .json)
+    log="$out/oracle/$name.log"
+    if "$build/tools/zbpp_step_dump" "$out/oracle/$name-cpu" --model "$model" >"$log" 2>&1 &&
+      timeout 600 "$build/tools/zbpp_step_dump" "$out/oracle/$name-cuda" --model "$model" --backend cuda >>"$log" 2>&1 &&
+      $python "$here/tests/oracle/oracle.py" compare "$out/oracle/$name-cpu" "$out/oracle/$name-cuda" >>"$log" 2>&1; then
+      result "cpu_vs_cuda ($name)" PASS "$(tail -1 "$log") (oracle/$name.log)"
+    else
+      result "cpu_vs_cuda ($name)" FAIL "see oracle/$name.log"
+    fi
+  done
+  if $python "$here/tests/oracle/oracle.py" compare "$out/oracle/tiny-cpu" "$out/oracle/tiny-cuda" \
+    --expect-mismatch grad.h1.mlp.fc.w >"$out/oracle/planted.log" 2>&1; then
+    result "cpu_vs_cuda (planted error)" PASS "a sign flipped in grad.h1.mlp.fc.w is caught"
+  else
+    result "cpu_vs_cuda (planted error)" FAIL "a planted error went unnoticed (oracle/planted.log)"
+  fi
+fi
 
 # --- determinism across schedules on one GPU ----------------------------------------------------
 work="$out/work"
 mkdir -p "$work"
-cat >"$work/model.json" <<'EOF'
-{"vocab": 512, "seq": 64, "channels": 256, "heads": 8, "layers": 8, "batch": 4}
-EOF
+cp "$out/oracle/c256.json" "$work/model.json"
 # One GPU, p = 4: with green-context partitions (--single-gpu) and with plain streams
 # (--backend cuda --local, the fallback). Within a mode every method must give the same bits.
+methods=(1f1b zb-h1 zb-h2 heuristic ilp zb-v)
 det="$out/determinism.txt"
 : >"$det"
-for method in 1f1b zb-h1 zb-h2 heuristic ilp zb-v; do
+for method in "${methods[@]}"; do
   extra=()
   [ "$method" = ilp ] && extra=(--ilp-seconds 5)
-  "$zbplan" plan --method "$method" -p 4 -m 8 --tf 1 --tb 1 --tw 1 --mem-limit 3p --optimizer sync "${extra[@]}" -o "$work/det_$method.json" \
-    >/dev/null 2>>"$det" || echo "$method: planning failed" >>"$det"
+  "$zbplan" plan --method "$method" -p 4 -m 8 --tf 1 --tb 1 --tw 1 --mem-limit 3p --optimizer sync "${extra[@]}" \
+    -o "$work/det_$method.json" >/dev/null 2>>"$det" || echo "$method: planning failed" >>"$det"
 done
 for mode in single-gpu streams; do
   args=(--single-gpu)
   [ $mode = streams ] && args=(--backend cuda --local)
-  for method in 1f1b zb-h1 zb-h2 heuristic ilp zb-v; do
+  for method in "${methods[@]}"; do
     log="$work/det_${mode}_$method.log"
     timeout 600 "$zbrun" "$work/det_$method.json" "${args[@]}" --model "$work/model.json" --steps 8 --timeout 60 \
       >"$log" 2>&1 || echo "$mode $method: run failed (see work/det_${mode}_$method.log)" >>"$det"
@@ -90,66 +139,63 @@ for mode in single-gpu streams; do
     digest=$(grep -o 'weights digest [0-9a-f]*' "$log" | awk '{print $3}')
     printf "%-10s %-10s digest %s losses %s\n" "$mode" "$method" "$digest" "$losses" >>"$det"
   done
-  runs=$(grep "^$mode " "$det" | grep -c ' digest [0-9a-f]\{16\} ')
+  runs=$(grep "^$mode " "$det" | grep -c ' digest [0-9a-f]\{16\} losses [0-9]')
   digests=$(grep "^$mode .* digest " "$det" | awk '{print $4}' | sort -u | wc -l)
   loss_sets=$(grep "^$mode .* digest " "$det" | sed 's/.*losses //' | sort -u | wc -l)
-  if [ "$runs" -eq 6 ] && [ "$digests" -eq 1 ] && [ "$loss_sets" -eq 1 ]; then
-    result "determinism ($mode)" PASS "1f1b zb-h1 zb-h2 heuristic ilp zb-v: one digest, the same losses"
+  if [ "$runs" -eq ${#methods[@]} ] && [ "$digests" -eq 1 ] && [ "$loss_sets" -eq 1 ]; then
+    result "determinism ($mode)" PASS "${methods[*]}: one digest, the same 8 losses"
   else
     result "determinism ($mode)" FAIL "see determinism.txt"
   fi
 done
 
 # --- optimizer post-validation on the GPU (rollback in place) -----------------------------------------
-# Without clipping it must give sync's bits; with clipping (rollbacks) those of its own rerun.
+# Without clipping it must give sync's bits; with clipping it must roll back and reproduce its own bits.
 "$zbplan" plan --method zb-h1 -p 4 -m 8 --tf 1 --tb 1 --tw 1 -o "$work/pv.json" >/dev/null
-pv() { timeout 600 "$zbrun" "$work/pv.json" --single-gpu --model "$work/model.json" --timeout 60 "$@" 2>&1; }
-digest() { grep -o 'weights digest [0-9a-f]*' | awk '{print $3}'; }
 "$zbplan" plan --method zb-h1 -p 4 -m 8 --tf 1 --tb 1 --tw 1 --optimizer sync -o "$work/pv_sync.json" >/dev/null
-a=$(pv --steps 4 --clip-norm 1e6 | tee "$work/pv_noclip.log" | digest)
-b=$(timeout 600 "$zbrun" "$work/pv_sync.json" --single-gpu --model "$work/model.json" --steps 4 --clip-norm 1e6 2>&1 | digest)
-c=$(pv --steps 6 --clip-norm 0.05 | tee "$work/pv_clip.log" | digest)
-d=$(pv --steps 6 --clip-norm 0.05 | digest)
-if [ -n "$a" ] && [ "$a" = "$b" ] && [ -n "$c" ] && [ "$c" = "$d" ]; then
-  result post_validation PASS "no clipping: $a = sync; clipping: $c twice ($(grep -o 'optimizer post-validation: .*' "$work/pv_clip.log" | head -1))"
+run_gpu() { timeout 600 "$zbrun" "$1" --single-gpu --model "$work/model.json" --timeout 60 "${@:2}" 2>&1; }
+digest() { grep -o 'weights digest [0-9a-f]*' | awk '{print $3}'; }
+a=$(run_gpu "$work/pv.json" --steps 4 --clip-norm 1e6 | tee "$work/pv_noclip.log" | digest)
+b=$(run_gpu "$work/pv_sync.json" --steps 4 --clip-norm 1e6 | digest)
+c=$(run_gpu "$work/pv.json" --steps 6 --clip-norm 0.05 | tee "$work/pv_clip.log" | digest)
+d=$(run_gpu "$work/pv.json" --steps 6 --clip-norm 0.05 | digest)
+rollbacks=$(grep -o 'post-validation: [0-9]* speculative step' "$work/pv_clip.log" | grep -o '[0-9]*' | head -1)
+if [ -n "$a" ] && [ "$a" = "$b" ] && [ -n "$c" ] && [ "$c" = "$d" ] && [ "${rollbacks:-0}" -gt 0 ]; then
+  result post_validation PASS "no clipping: $a = sync; clipping: $c twice, $rollbacks steps rolled back on rank 0"
 else
-  result post_validation FAIL "no clipping '$a' vs sync '$b'; clipping '$c' vs '$d' (work/pv_*.log)"
+  result post_validation FAIL "no clipping '$a' vs sync '$b'; clipping '$c' vs '$d', rollbacks '${rollbacks:-none}' (work/pv_*.log)"
 fi
 
-# --- checkpoints: a run killed after a checkpoint resumes bit-identically on the GPU -----------------
+# --- checkpoints: a run that fails after a checkpoint resumes bit-identically on the GPU --------------
 ck="$work/ckpt"
 rm -rf "$ck"
-whole=$(timeout 600 "$zbrun" "$work/pv.json" --single-gpu --model "$work/model.json" --steps 6 --quiet 2>&1 | digest)
-timeout 600 "$zbrun" "$work/pv.json" --single-gpu --model "$work/model.json" --steps 6 --quiet --checkpoint "$ck" --every 2 \
-  --fail-at 1:3@4 >"$work/ckpt_killed.log" 2>&1
-resumed=$(timeout 600 "$zbrun" "$work/pv.json" --single-gpu --model "$work/model.json" --steps 6 --checkpoint "$ck" --every 2 \
-  --resume 2>&1 | tee "$work/ckpt_resumed.log" | digest)
-if [ -n "$whole" ] && [ "$whole" = "$resumed" ] && grep -q "resumed from" "$work/ckpt_resumed.log"; then
-  result checkpoint PASS "killed at step 4, resumed: digest $resumed = the uninterrupted run's"
+whole=$(run_gpu "$work/pv.json" --steps 6 --quiet | digest)
+run_gpu "$work/pv.json" --steps 6 --quiet --checkpoint "$ck" --every 2 --fail-at 1:3@4 >"$work/ckpt_killed.log"
+killed=$?
+resumed=$(run_gpu "$work/pv.json" --steps 6 --checkpoint "$ck" --every 2 --resume | tee "$work/ckpt_resumed.log" | digest)
+# Steps count from 0: the run fails in step 4, after the checkpoint that ends step 3.
+if [ $killed -ne 0 ] && [ $killed -ne 124 ] && grep -q 'step 4, rank 1, op 3' "$work/ckpt_killed.log" &&
+  grep -q 'resumed from .* after step 3$' "$work/ckpt_resumed.log" && [ -n "$whole" ] && [ "$whole" = "$resumed" ]; then
+  result checkpoint PASS "failed in step 4 (exit $killed), resumed after step 3: digest $resumed = the uninterrupted run's"
 else
-  result checkpoint FAIL "'$resumed' vs '$whole' (work/ckpt_*.log)"
-fi
-
-# --- CPU and GPU backends train alike ------------------------------------------------------------
-"$zbplan" plan --method zb-h1 -p 2 -m 4 --tf 1 --tb 1 --tw 1 -o "$work/cmp.json" >/dev/null
-"$zbrun" "$work/cmp.json" --local --steps 10 >"$work/cmp_cpu.log" 2>&1
-"$zbrun" "$work/cmp.json" --single-gpu --steps 10 >"$work/cmp_gpu.log" 2>&1
-paste <(grep -o 'loss [0-9.e+-]*' "$work/cmp_cpu.log" | awk '{print $2}') \
-      <(grep -o 'loss [0-9.e+-]*' "$work/cmp_gpu.log" | awk '{print $2}') >"$out/cpu_vs_gpu.txt"
-if [ -s "$out/cpu_vs_gpu.txt" ] && [ "$(wc -l <"$out/cpu_vs_gpu.txt")" -eq 10 ] &&
-  awk '{d = $1 - $2; if (d < 0) d = -d; if (d > 0.02 * $1) bad = 1} END {exit bad}' "$out/cpu_vs_gpu.txt"; then
-  result cpu_vs_gpu PASS "10 steps, losses within 2% (columns: cpu gpu)"
-else
-  result cpu_vs_gpu FAIL "see cpu_vs_gpu.txt and work/cmp_*.log"
+  result checkpoint FAIL "failing run exit $killed (must fail, not hang), resumed '$resumed' vs '$whole' (work/ckpt_*.log)"
 fi
 
 # --- errors end the run, naming rank and op ---------------------------------------------------------
-timeout 120 "$zbrun" "$work/cmp.json" --single-gpu --steps 3 --fail-at 1:3 --timeout 20 >"$out/errors.txt" 2>&1
+"$zbplan" plan --method zb-h1 -p 2 -m 4 --tf 1 --tb 1 --tw 1 -o "$work/err.json" >/dev/null
+timeout 120 "$zbrun" "$work/err.json" --single-gpu --steps 3 --fail-at 1:3 --timeout 20 >"$out/errors.txt" 2>&1
 rc=$?
 if [ $rc -eq 1 ] && grep -q 'rank 1, op 3' "$out/errors.txt"; then
   result errors PASS "--fail-at 1:3 exits 1 naming rank 1, op 3"
 else
   result errors FAIL "exit $rc (124 = hung); see errors.txt"
+fi
+timeout 120 "$zbrun" "$work/err.json" --single-gpu --steps 3 --fail-at 1:3 --fault hang --timeout 5 >>"$out/errors.txt" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && grep -q 'rank 1 is stuck' "$out/errors.txt"; then
+  result errors_hang PASS "--fault hang under --single-gpu: exit 1 naming the stuck rank 1"
+else
+  result errors_hang FAIL "exit $rc (124 = hung); see errors.txt"
 fi
 
 # --- NCCL across two GPUs -------------------------------------------------------------------------

@@ -272,14 +272,16 @@ class CpuCompute final : public Compute {
     return true;
   }
 
-  std::vector<std::pair<int, std::vector<float>>> parameters() const override {
-    std::vector<std::pair<int, std::vector<float>>> out;
-    for (const auto& ch : chunks_)
-      for (const Tensor* t : ch->tensors) out.emplace_back(t->id, t->value);
-    return out;
-  }
+  std::vector<std::pair<int, std::vector<float>>> parameters() const override { return all(&Tensor::value); }
+  std::vector<std::pair<int, std::vector<float>>> gradients() const override { return all(&Tensor::grad); }
 
  private:
+  std::vector<std::pair<int, std::vector<float>>> all(std::vector<float> Tensor::*field) const {
+    std::vector<std::pair<int, std::vector<float>>> out;
+    for (const auto& ch : chunks_)
+      for (const Tensor* t : ch->tensors) out.emplace_back(t->id, t->*field);
+    return out;
+  }
   Stash& stash(Chunk& ch, int slot) { return slot_stash(ch, slot); }
   static void check_slot(const Stash& s, int mb, int slot) { zbpp::check_slot(s.mb, mb, slot); }
 

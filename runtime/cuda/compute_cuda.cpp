@@ -354,19 +354,25 @@ class CudaCompute final : public Compute {
   }
 
   std::vector<std::pair<int, std::vector<float>>> parameters() const override {
+    return all(&Param::value, "reading parameters");
+  }
+  std::vector<std::pair<int, std::vector<float>>> gradients() const override {
+    return all(&Param::grad, "reading gradients");
+  }
+
+ private:
+  // One fp32 field (master weights or gradients) of every parameter, copied to the host.
+  std::vector<std::pair<int, std::vector<float>>> all(float* Param::*field, const char* what) const {
     std::vector<std::pair<int, std::vector<float>>> out;
     for (const auto& ch : chunks_)
       for (const Param* p : ch->params) {
         std::vector<float> v(static_cast<size_t>(p->n));
-        ZBPP_CK(cudaMemcpyAsync(v.data(), p->value, v.size() * sizeof(float), cudaMemcpyDeviceToHost, stream_),
-                "reading parameters");
-        ZBPP_CK(cudaStreamSynchronize(stream_), "reading parameters");
+        ZBPP_CK(cudaMemcpyAsync(v.data(), p->*field, v.size() * sizeof(float), cudaMemcpyDeviceToHost, stream_), what);
+        ZBPP_CK(cudaStreamSynchronize(stream_), what);
         out.emplace_back(p->id, std::move(v));
       }
     return out;
   }
-
- private:
   struct Group {
     long uniq = 0, offsets = 0, positions = 0;  // offsets into groups_
     int n_uniq = 0;
