@@ -30,7 +30,9 @@
 #include "runtime/model.h"
 #include "runtime/optimizer.h"
 #ifdef ZBPP_HAVE_CUDA
+#include "runtime/cuda/check.h"
 #include "runtime/cuda/compute_cuda.h"
+#include "runtime/cuda/device_buffers.h"
 #endif
 
 namespace {
@@ -106,6 +108,33 @@ struct Dump {
   }
 };
 
+// What one stage hands the next (an activation or an input gradient), as host floats. The CPU
+// backend passes the floats themselves; the CUDA backend a handle to a bf16 device buffer
+// (device_buffers.h), which is read here and put back under a new handle for the next stage.
+std::vector<float> boundary_values(std::vector<float>* passed, long n) {
+  if (static_cast<long>(passed->size()) == n) return *passed;
+#ifdef ZBPP_HAVE_CUDA
+  namespace cu = zbpp::cuda;
+  cu::DeviceTensor t = cu::registry().take(cu::read_handle(passed->data()));
+  if (t.ready) ZBPP_CK(cudaEventSynchronize(t.ready), "waiting for an activation to dump");
+  std::vector<std::uint16_t> raw(t.bytes / 2);
+  ZBPP_CK(cudaMemcpy(raw.data(), t.ptr, t.bytes, cudaMemcpyDeviceToHost), "copying an activation to dump");
+  cu::write_handle(passed->data(), cu::registry().put(t));
+  if (static_cast<long>(raw.size()) != n)
+    throw std::runtime_error("a device activation of " + std::to_string(t.bytes) + " bytes, expected bf16 x " +
+                             std::to_string(n));
+  std::vector<float> out(raw.size());
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const std::uint32_t bits = static_cast<std::uint32_t>(raw[i]) << 16;  // bf16 is fp32's upper half
+    std::memcpy(&out[i], &bits, sizeof bits);
+  }
+  return out;
+#else
+  throw std::runtime_error("a stage passed " + std::to_string(passed->size()) + " floats, expected " +
+                           std::to_string(n));
+#endif
+}
+
 // Tokens that reach every part of the vocabulary (ids >= 256 included) without a visible pattern.
 std::vector<std::vector<int>> make_tokens(const GptConfig& c, int m, std::uint64_t seed) {
   std::vector<std::vector<int>> data(m);
@@ -164,10 +193,6 @@ int run(int argc, char** argv) {
   std::filesystem::create_directories(out_dir);
   Dump dump{out_dir};
   const long BT = c.tokens(), C = c.channels;
-  // The CUDA backend passes device handles, not floats, between stages: boundary tensors are host
-  // floats only on the CPU backend.
-  const bool host_acts = stages[0]->activation_size() == BT * C;
-
   const auto tokens = make_tokens(c, m, seed);
   std::vector<int> flat;
   for (const auto& mb : tokens) flat.insert(flat.end(), mb.begin(), mb.end());
@@ -185,16 +210,18 @@ int run(int argc, char** argv) {
       stages[vs]->forward(0, mb, mb, vs == 0 ? nullptr : act.data(), out.data());
       act = std::move(out);
       // What stage vs sends is the residual stream entering block vs (the last block's output for vs = L).
-      if (host_acts && vs + 1 < vs_count)
-        dump.floats("x" + std::to_string(vs) + ".mb" + std::to_string(mb), "act", {c.batch, c.seq, C}, act);
+      if (vs + 1 < vs_count)
+        dump.floats("x" + std::to_string(vs) + ".mb" + std::to_string(mb), "act", {c.batch, c.seq, C},
+                    boundary_values(&act, BT * C));
     }
     std::vector<float> grad;
     for (int vs = vs_count - 1; vs >= 0; --vs) {
       std::vector<float> din(static_cast<size_t>(stages[vs]->activation_size()));
       stages[vs]->backward_input(0, mb, mb, vs == vs_count - 1 ? nullptr : grad.data(), din.data());
       grad = std::move(din);
-      if (host_acts && vs > 0)
-        dump.floats("dx" + std::to_string(vs - 1) + ".mb" + std::to_string(mb), "dact", {c.batch, c.seq, C}, grad);
+      if (vs > 0)
+        dump.floats("dx" + std::to_string(vs - 1) + ".mb" + std::to_string(mb), "dact", {c.batch, c.seq, C},
+                    boundary_values(&grad, BT * C));
     }
   }
   for (int mb = 0; mb < m; ++mb)

@@ -170,9 +170,7 @@ def compare(ref_manifest, ref, manifest, tensors, report):
     report.tensor("global_norm", manifest["global_norm"], ref_manifest["global_norm"])
     for name, (role, a) in ref.items():
         if name not in tensors:
-            # Boundary tensors are host floats on the CPU backend only (docs/oracle.md).
-            if role not in ("act", "dact"):
-                report.rows.append((math.inf, name, "missing from the dump", False))
+            report.rows.append((math.inf, name, "missing from the dump", False))
             continue
         if role in ("tokens", "param"):  # the same inputs, bit for bit
             same = np.array_equal(a, tensors[name][1])
