@@ -9,9 +9,22 @@
 
 namespace zbpp {
 
+std::optional<GptConfig> gpt_preset(const std::string& name) {
+  GptConfig c;  // tiny
+  if (name == "small") {  // 10.9 M parameters: trains visibly on a CPU in minutes
+    c.seq = 128, c.channels = 384, c.heads = 6, c.layers = 6, c.batch = 4;
+  } else if (name == "c256") {  // 6.6 M parameters, tools/gpu_checks.sh's model
+    c.vocab = 512, c.seq = 64, c.channels = 256, c.heads = 8, c.layers = 8, c.batch = 4;
+  } else if (name != "tiny") {
+    return std::nullopt;
+  }
+  c.name = name;
+  return c;
+}
+
 std::optional<GptConfig> load_gpt_config(const std::string& name_or_file, std::string* err) {
+  if (auto preset = gpt_preset(name_or_file)) return preset;
   GptConfig c;
-  if (name_or_file == "tiny") return c;
   // Read and parsed as schedule files are: a directory or unreadable file is refused, and a
   // syntax error is located (file:line:col).
   std::vector<Diag> diags;
@@ -20,7 +33,7 @@ std::optional<GptConfig> load_gpt_config(const std::string& name_or_file, std::s
   if (read_text_file(name_or_file, &text, &diags)) parsed = parse_json_text(text, name_or_file, &diags);
   if (!parsed) {
     *err = diags.empty() || diags[0].message == "cannot open file"
-               ? name_or_file + ": not 'tiny' and cannot open it as a model file"
+               ? name_or_file + ": not a preset (" + std::string(kGptPresets) + ") and cannot open it as a model file"
                : format_diag(diags[0]);
     return std::nullopt;
   }
@@ -145,6 +158,14 @@ std::vector<long> tensor_shape(const GptConfig& c, int id) {
     case FCPROJW: return {C, 4 * C};
     default: return {C};  // LayerNorm weights and biases, the projections' biases
   }
+}
+
+OpFlops gemm_flops(const GptConfig& config, int vs, int total_vs) {
+  const double BT = config.tokens(), C = config.channels;
+  // Per block: qkv (C -> 3C), attention projection (C -> C), MLP (C -> 4C -> C): 12 C^2 weights.
+  double per_op = 2 * BT * 12 * C * C * layer_split(config, total_vs).count[vs];
+  if (vs == total_vs - 1) per_op += 2 * BT * C * config.vocab;
+  return {per_op, per_op, per_op};
 }
 
 std::vector<TensorSpec> stage_tensors(const GptConfig& config, int vs, int total_vs) {

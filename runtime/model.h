@@ -23,7 +23,11 @@ struct GptConfig {
   int tokens() const { return batch * seq; }
 };
 
-/// "tiny", or a JSON file {"vocab":..,"seq":..,"channels":..,"heads":..,"layers":..,"batch":..}.
+/// The built-in models: tiny (the default above), small (6 layers, C=384, T=128, ~11 M parameters)
+/// and c256 (8 layers, C=256, T=64, vocab 512: the model of tools/gpu_checks.sh).
+constexpr const char* kGptPresets = "tiny, small, c256";
+std::optional<GptConfig> gpt_preset(const std::string& name);
+/// A preset's name, or a JSON file {"vocab":..,"seq":..,"channels":..,"heads":..,"layers":..,"batch":..}.
 std::optional<GptConfig> load_gpt_config(const std::string& name_or_file, std::string* err);
 
 /// Which blocks each virtual stage runs. Virtual stage 0 also embeds, the last one also runs the
@@ -50,6 +54,15 @@ int global_tensor_count(const GptConfig& config);
 /// row-major, weights as [out, in] like nn.Linear: what dumps of tensors are labelled with.
 std::string tensor_name(const GptConfig& config, int id);
 std::vector<long> tensor_shape(const GptConfig& config, int id);
+
+/// GEMM floating-point operations (2 per multiply-add) of one F, B and W of virtual stage `vs` for one
+/// microbatch: the linear layers of its blocks and, on the last, the LM head. F, B and W each do one
+/// GEMM per linear layer of the same size. Attention's score and value products (about
+/// 2 batch·seq²·channels per block for F, twice that for B, none in W) are not GEMMs here and not counted.
+struct OpFlops {
+  double f = 0, b = 0, w = 0;
+};
+OpFlops gemm_flops(const GptConfig& config, int vs, int total_vs);
 
 /// How one parameter tensor starts: its global id and size, and a constant or N(0, std_dev).
 struct TensorSpec {

@@ -57,6 +57,7 @@ struct Options {
   bool local = false, quiet = false;
   bool check = false;  ///< check every input, say what would run, and stop before training
   std::string backend = "cpu";  ///< "cpu" or "cuda"
+  int blas_threads = 1;         ///< OpenBLAS threads per process (the CPU backend's GEMMs)
   bool single_gpu = false;      ///< every stage in this process on GPU 0, one SM partition each
   AdamWConfig adamw;
   std::string fail_at;  ///< "RANK:OP": that rank fails at that op index (tests of error handling)
@@ -249,6 +250,19 @@ bool write_profile(const Options& o, const ScheduleFile& file, const GptConfig& 
     return false;
   }
   out << "wrote profile " << o.profile << " (plan with: zbplan plan --problem " << o.profile << " ...)\n";
+  // The GEMM rate each op reached: its linear layers' FLOPs over its measured time (docs/benchmarks.md).
+  for (int r = 0; r < s.p; ++r) {
+    OpFlops sum;
+    for (int vs : s.placement[r]) {
+      OpFlops one = gemm_flops(model, vs, s.p * s.chunks);
+      sum.f += one.f / s.chunks, sum.b += one.b / s.chunks, sum.w += one.w / s.chunks;
+    }
+    const double* t = &all[static_cast<size_t>(r) * fields];  // ms
+    char line[160];
+    std::snprintf(line, sizeof line, "  rank %d: GEMM GFLOP/s  F %.1f  B %.1f  W %.1f  (%.4f GFLOP per op)\n", r,
+                  sum.f / t[0] * 1e-6, sum.b / t[1] * 1e-6, sum.w / t[2] * 1e-6, sum.f * 1e-9);
+    out << line;
+  }
   return true;
 }
 
@@ -585,7 +599,9 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
   CLI::App app{"zbrun: replays a zbplan schedule file, training a GPT with split backward (B and W)"};
   Options o;
   app.add_option("schedule", o.schedule_file, "lowered schedule file from zbplan plan")->required();
-  app.add_option("--model", o.model, "\"tiny\" or a model JSON file {vocab, seq, channels, heads, layers, batch}")
+  app.add_option("--model", o.model,
+                 std::string("a preset (") + kGptPresets + "; default tiny) or a model JSON file {vocab, seq, channels, "
+                 "heads, layers, batch}")
       ->check(file_name());
   // Checks with plain messages (CLI11's ranges print 300-digit bounds).
   auto positive = CLI::Validator(
@@ -604,6 +620,10 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
       "NUMBER");
   app.add_option("--steps", o.steps, "training steps")->check(CLI::Range(1, 100000000, "1..100000000"));
   app.add_option("--seed", o.seed, "initialisation seed");
+  app.add_option("--threads", o.blas_threads,
+                 "OpenBLAS threads of the CPU backend's GEMMs, per process (1; more for a rank that owns several "
+                 "cores; results are the same bits)")
+      ->check(CLI::Range(1, 256));
   app.add_option("--data", o.data, "\"synthetic\" or a text file, read as bytes")->check(file_name());
   app.add_option("--metrics", o.metrics, "write one JSON object per step (JSON lines)")->check(file_name());
   app.add_option("--profile", o.profile,
@@ -662,6 +682,7 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
     err << "zbrun: --fail-at: expected RANK:OP or RANK:OP@STEP, got '" << o.fail_at << "'\n";
     return 2;
   }
+  cpu_set_threads(o.blas_threads);
   if ((o.every > 0 || o.resume) && o.checkpoint.empty()) {
     err << "zbrun: --every and --resume need --checkpoint DIR\n";
     return 2;

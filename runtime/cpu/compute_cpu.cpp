@@ -395,6 +395,8 @@ class CpuCompute final : public Compute {
 
 }  // namespace
 
+void cpu_set_threads(int threads) { cpu::set_blas_threads(threads); }
+
 std::unique_ptr<Compute> make_cpu_compute(const GptConfig& config, const std::vector<int>& virtual_stages,
                                           int total_virtual_stages, int microbatches, std::uint64_t seed,
                                           const AdamWConfig& adamw) {

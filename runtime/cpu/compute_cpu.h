@@ -1,4 +1,4 @@
-// The CPU reference backend: fp32 GPT chunks on plain loops (runtime/cpu/layers.h).
+// The CPU reference backend: fp32 GPT chunks, GEMMs through OpenBLAS (runtime/cpu/layers.h).
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,10 @@
 #include "runtime/optimizer.h"
 
 namespace zbpp {
+
+/// Threads OpenBLAS may use for each of the CPU backend's GEMMs, for the whole process (default 1).
+/// The bits of every result are the same for any count.
+void cpu_set_threads(int threads);
 
 /// Runs the virtual stages `virtual_stages` (one per chunk, in chunk order) of a model with
 /// `total_virtual_stages` virtual stages, for `microbatches` microbatches per step.

@@ -1,4 +1,4 @@
-// CPU reference kernels for the GPT layers, in fp32 with plain loops (llm.c's style).
+// CPU reference kernels for the GPT layers, in fp32: GEMMs through CBLAS (OpenBLAS), the rest in loops.
 // Every layer with weights has three pieces: _forward, _backward_input (gradient w.r.t. its
 // input: the B op) and _backward_weight (gradient w.r.t. its weights: the W op).
 // Contract: outputs of _forward are overwritten (=); every gradient output accumulates (+=), so
@@ -7,6 +7,9 @@
 #pragma once
 
 namespace zbpp::cpu {
+
+/// OpenBLAS's thread count for every GEMM below, process-wide.
+void set_blas_threads(int threads);
 
 /// out (BT,C) = wte[token] + wpe[position]
 void encoder_forward(float* out, const int* tokens, const float* wte, const float* wpe, int batch, int seq, int C);

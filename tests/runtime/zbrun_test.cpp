@@ -218,6 +218,22 @@ TEST_CASE("zbrun: --layer-split moves blocks between stages without changing the
   CHECK(r.err == "zbrun: --layer-split: -1 is not a block count of this model (0..4)\n");
 }
 
+TEST_CASE("zbrun: the CPU backend gives the same bits on 1, 2 or 3 OpenBLAS threads") {
+  // GEMMs big enough for OpenBLAS to split them over threads (80 tokens x 96 channels, vocab 300).
+  const std::string model = tmp("threads_model.json");
+  std::ofstream(model) << R"({"vocab": 300, "seq": 80, "channels": 96, "heads": 4, "layers": 2, "batch": 1})";
+  std::string s = plan("threads", "zb-h1", 2, 4, {"--optimizer", "sync"});
+  auto digest_of = [&](const char* threads) {
+    Run r = call(zbrun_local, {"zbrun", s, "--local", "--steps", "2", "--quiet", "--model", model, "--threads", threads});
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    return r.out.substr(r.out.find("weights digest"));
+  };
+  const std::string one = digest_of("1");
+  CHECK(digest_of("2") == one);
+  CHECK(digest_of("3") == one);
+}
+
 TEST_CASE("zbrun: a NaN gradient on one rank skips that step on every rank, and training goes on") {
   std::string s = plan("nan", "zb-h1", 4, 4);
   std::string metrics = tmp("nan.metrics.jsonl");
