@@ -28,12 +28,13 @@ float lanes_sum(int n, Term term) {
   return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7])) + tail;
 }
 
-// exp(x) within 2 ulp for x in [-87.3, 88.3] (clamped outside): x = n ln2 + r, |r| <= ln2/2, a degree-6
-// Taylor polynomial for exp(r), scaled by 2^n through the exponent bits. Plain arithmetic, unlike
-// std::exp, so loops over it vectorise; the same bits on every call.
+// exp(x) within 2 ulp for x in [-87.3, 88.3] (clamped outside; NaN stays NaN): x = n ln2 + r with
+// |r| <= ln2/2, a degree-6 Taylor polynomial for exp(r), scaled by 2^n through the exponent bits.
+// Plain arithmetic, unlike std::exp, so loops over it vectorise; the same bits on every call.
 inline float exp_fast(float x) {
   x = x < -87.3f ? -87.3f : (x > 88.3f ? 88.3f : x);  // 2^n stays a normal float: n in [-126, 127]
-  const float n = (x * 1.44269504f + 12582912.0f) - 12582912.0f;  // round to nearest: 1.5 * 2^23
+  // Adding 1.5 * 2^23 rounds x log2(e) to an integer n, left in the low bits of t's mantissa.
+  const float t = x * 1.44269504f + 12582912.0f, n = t - 12582912.0f;
   const float r = (x - n * 0.693145751953125f) - n * 1.428606765330187e-06f;  // ln 2 in two parts
   float e = 1.0f / 720;
   e = e * r + 1.0f / 120;
@@ -42,7 +43,9 @@ inline float exp_fast(float x) {
   e = e * r + 0.5f;
   e = e * r + 1.0f;
   e = e * r + 1.0f;
-  const std::int32_t bits = (static_cast<std::int32_t>(n) + 127) << 23;
+  std::uint32_t bits;
+  std::memcpy(&bits, &t, sizeof bits);
+  bits = (bits - 0x4B400000u + 127u) << 23;  // unsigned: no undefined behaviour even for NaN
   float scale;
   std::memcpy(&scale, &bits, sizeof scale);
   return e * scale;
