@@ -18,7 +18,7 @@ grep -v '^#' "$here/tests/golden/table5.tsv" | while IFS=$'\t' read -r model p m
     sync=$(period "${common[@]}" --optimizer sync)
     spec=$(period "${common[@]}" --optimizer post-validation)
     hold=$(period "${common[@]}" --optimizer post-validation --validate-at start)
-    span=$("$zbplan" plan -o "$tmp/s.json" "${common[@]}" | awk '/bubble rate/ {print $3}')
+    span=$("$zbplan" plan -o "$tmp/s.json" "${common[@]}" | awk '$1 == "bubble" && $2 == "rate" {print $3}')
     printf "%-6s %3s %4s %3s | %-17s | %-17s | %-17s | %s\n" "$model" "$p" "$m" "$mem" "$sync" "$spec" "$hold" "$span"
   done
 done
