@@ -1,5 +1,5 @@
-// The planner's pass list: generate a schedule with the chosen method, then validate it.
-// Later passes (search, ILP refinement, lowering) slot in here, each followed by validate().
+// The planner's pass list: generate a schedule with the chosen method (a generator, the heuristic
+// search, the ILP refinement), validate it, and lower it; each pass is followed by validate().
 #pragma once
 
 #include <functional>
@@ -13,6 +13,7 @@
 #include "planner/lower.h"
 #include "planner/problem.h"
 #include "planner/simulate.h"
+#include "planner/simulate_iterations.h"
 
 namespace zbpp {
 
@@ -21,7 +22,7 @@ namespace zbpp {
 Problem split_into_chunks(const Problem& problem, int chunks);
 
 /// Methods zbplan plan knows, in the order --help lists them. "auto" runs every other method
-/// and keeps the one with the smallest span that fits.
+/// and keeps the one that fits with the best objective (PlanOptions).
 const std::vector<std::string>& plan_methods();
 
 /// A planned schedule and what the passes have to say about how they got it.
@@ -36,6 +37,12 @@ struct PlanOptions {
   /// What heuristic and auto minimise: the period of overlapping iterations (post-validation)
   /// or one iteration's wall clock (a synchronous optimizer). See simulate.h.
   Objective objective = Objective::kPeriod;
+  /// The lowerings (optimizer placements) auto may use. Non-empty: auto lowers each candidate with
+  /// each of them and ranks by the true objective, the steady-state period of back-to-back
+  /// iterations or one iteration's wall clock, optimizer included (simulate_iterations.h), and
+  /// returns the winner lowered. Empty (compute-only files): by the compute schedule's span or makespan.
+  std::vector<LowerOptions> lowerings;
+  IterationOptions iterations;  ///< how auto times the iterations
   double time_limit = 0;  ///< seconds for the ILP; 0: not given (ilp takes 10 s, auto leaves the ILP out)
   int threads = 1;        ///< CBC threads
   std::function<void(const std::string&)> progress;  ///< ILP progress lines (nothing when empty)

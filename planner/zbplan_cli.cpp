@@ -76,6 +76,7 @@ struct IterationFlags {
   std::string optimizer = kOptimizerPostValidation;
   std::string validate_at = "first-backward";
   std::string objective;  ///< empty: period with post-validation, wall with sync
+  bool optimizer_given = false;  ///< --optimizer or --validate-at given (else auto may choose them)
   int iterations = 3;
   double state_latency = -1, allreduce_latency = -1;
 
@@ -253,9 +254,20 @@ int cmd_plan(const std::string& method, const ProblemFlags& flags, const Iterati
   if (!problem) return fail(err, diags);
   PlanOptions with_objective = options;
   with_objective.objective = iteration_flags.objective_or_default();
+  if (method == "auto" && !compute_only) {
+    // auto ranks lowered candidates by their true cost, under each optimizer placement it may choose.
+    with_objective.iterations = iteration_flags.options();
+    with_objective.lowerings = {iteration_flags.lower_options()};
+    if (!iteration_flags.optimizer_given)
+      with_objective.lowerings = {{kOptimizerPostValidation, ValidateAt::kFirstBackward},
+                                  {kOptimizerPostValidation, ValidateAt::kStart},
+                                  {kOptimizerSync, ValidateAt::kFirstBackward}};
+  }
   auto planned = plan_schedule(*problem, method, &diags, with_objective);
   if (!planned) return fail(err, diags);
-  if (!compute_only && !lower_planned(&*planned, &diags, iteration_flags.lower_options())) return fail(err, diags);
+  if (!compute_only && planned->schedule.level != kLevelLowered &&
+      !lower_planned(&*planned, &diags, iteration_flags.lower_options()))
+    return fail(err, diags);
   return write_planned(*planned, iteration_flags, output, out, err);
 }
 
@@ -539,6 +551,7 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
     return kExitUsage;
   }
   flags.tcomm_given = plan->count("--tcomm") > 0;
+  plan_iterations.optimizer_given = plan->count("--optimizer") + plan->count("--validate-at") > 0;
 
   if (plan->parsed() && !quiet) plan_options.progress = [&err](const std::string& line) { err << line << std::endl; };
   if (plan->parsed()) return cmd_plan(method, flags, plan_iterations, output, compute_only, plan_options, out, err);
