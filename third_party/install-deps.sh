@@ -4,7 +4,7 @@
 # Usage: third_party/install-deps.sh   (as root, or with sudo available)
 set -euo pipefail
 
-# One package a line, with what it brings (see third_party/MANIFEST.md).
+# One package a line, with what it brings.
 packages=(
   cmake g++ make pkg-config git
   coinor-libcbc-dev      # CBC, for the appendix-G ILP refinement
