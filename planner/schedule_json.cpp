@@ -108,8 +108,9 @@ std::optional<nlohmann::json> parse_json_text(const std::string& text, const std
     auto j = nlohmann::json::parse(text, follow);
     if (duplicate.empty()) return j;
     size_t slash = duplicate.rfind('/');
-    diags->push_back({file, duplicate, -1, -1, "", "duplicate key \"" + duplicate.substr(slash + 1) +
-                                                     "\": give each field once (JSON readers disagree on which one counts)"});
+    diags->push_back({file, duplicate, -1, -1, "",
+                      "duplicate key \"" + duplicate.substr(slash + 1) +
+                          "\": give each field once (JSON readers disagree on which one counts)"});
   } catch (const nlohmann::json::parse_error& e) {
     // nlohmann's byte is 1-based and points at the last character read.
     std::string what = e.what();
@@ -213,7 +214,8 @@ struct FileReader {
       if (!v.is_array()) error("/peak_memory", "expected a list of numbers, one per stage, got " + json_excerpt(v));
       else f.peak_memory.emplace();
       for (size_t st = 0; v.is_array() && st < v.size(); ++st) {
-        if (!v[st].is_number()) error("/peak_memory/" + std::to_string(st), "expected a number, got " + json_excerpt(v[st]));
+        if (!v[st].is_number())
+          error("/peak_memory/" + std::to_string(st), "expected a number, got " + json_excerpt(v[st]));
         else f.peak_memory->push_back(v[st].get<double>());
       }
     }
@@ -342,7 +344,8 @@ std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const st
     else r.error("/level", "expected \"compute\" or \"lowered\", got " + json_excerpt(j["level"]));
   }
   for (const char* key : {"method", "comment", "$schema"})
-    if (j.contains(key) && !j[key].is_string()) r.error(std::string("/") + key, "expected a string, got " + json_excerpt(j[key]));
+    if (j.contains(key) && !j[key].is_string())
+      r.error(std::string("/") + key, "expected a string, got " + json_excerpt(j[key]));
   if (j.contains("method") && j["method"].is_string()) s.method = j["method"].get<std::string>();
   out.recorded = r.figures(j);
   if (j.contains("optimizer")) {
@@ -473,7 +476,9 @@ std::vector<Diag> check_recorded_figures(const ScheduleFile& f, const Timeline& 
     quanta("/solver/objective", sv.objective, actual);
     // Compared in quanta, as the planner forms them (best_bound may be CBC's, not a whole quantum).
     const double bound = sv.best_bound * kQuantaPerUnit;
-    auto say = [&](const std::string& pointer, const std::string& msg) { out.push_back({path, pointer, -1, -1, "", msg}); };
+    auto say = [&](const std::string& pointer, const std::string& msg) {
+      out.push_back({path, pointer, -1, -1, "", msg});
+    };
     if (bound > static_cast<double>(actual) + 0.5) {
       say("/solver/best_bound", "recorded " + shown(sv.best_bound) + " is above the schedule's " +
                                     objective_name(cost) + " cost " + format_quanta(actual) +

@@ -78,8 +78,9 @@ std::optional<MeasuredRun> measured_from_trace_text(const std::string& text, con
     }
     bool fine = true;
     auto micros = [&](const char* key) {
-      if (e.contains(key) && e[key].is_number() && e[key].get<double>() >= 0 && e[key].get<double>() <= kMaxMicroseconds)
-        return e[key].get<double>();
+      const bool fits = e.contains(key) && e[key].is_number() && e[key].get<double>() >= 0 &&
+                        e[key].get<double>() <= kMaxMicroseconds;
+      if (fits) return e[key].get<double>();
       error(at + (e.contains(key) ? std::string("/") + key : ""),
             std::string(e.contains(key) ? "expected" : "missing '" + std::string(key) + "':") +
                 " a number of microseconds 0..1e15" + (e.contains(key) ? ", got " + json_excerpt(e[key]) : ""));

@@ -474,8 +474,9 @@ std::vector<Diag> validate_warnings(const Schedule& s, const std::string& file) 
         told[ops[i].chunk] = true;
         Diag d = at(st, prev->second, ops[prev->second],
                     op_short(ops[prev->second]) + " runs before " + op_short(ops[i]) + " (op " + std::to_string(i) +
-                        "): this file does not keep bit-identity (weight gradients add up out of microbatch order, so "
-                        "the trained weights differ from other schedules'); run each stage's W ops in microbatch order");
+                        "): this file does not keep bit-identity (weight gradients add up out of microbatch order, "
+                        "so the trained weights differ from other schedules'); run each stage's W ops in microbatch "
+                        "order");
         d.file = file;
         d.warning = true;
         add_diag(&out, d);

@@ -274,8 +274,8 @@ std::optional<std::pair<ScheduleFile, Timeline>> load_checked(const std::string&
   if (timeline) diags = check_recorded_figures(*file, *timeline, path);
   if (!diags.empty()) {
     fail(err, diags);
-    err << "zbplan: " << path << ": invalid schedule (" << diag_count(diags) << " error" << (diag_count(diags) == 1 ? "" : "s")
-        << ")\n";
+    const size_t errors = diag_count(diags);
+    err << "zbplan: " << path << ": invalid schedule (" << errors << " error" << (errors == 1 ? "" : "s") << ")\n";
     return std::nullopt;
   }
   for (const Diag& d : validate_warnings(file->schedule, path)) err << "zbplan: " << format_diag(d) << "\n";

@@ -21,7 +21,8 @@ mkdir -p "$work/artifacts"
 
 # Seeds (rebuilt each run; small files only, so libFuzzer's default input size stays small).
 seeds=$work/seeds
-rm -rf "$seeds"; mkdir -p "$seeds"/{fuzz_problem,fuzz_schedule,fuzz_zbplan_cli,fuzz_csv_import,fuzz_zbrun_cli,fuzz_measured_trace}
+rm -rf "$seeds"
+mkdir -p "$seeds"/{fuzz_problem,fuzz_schedule,fuzz_zbplan_cli,fuzz_csv_import,fuzz_zbrun_cli,fuzz_measured_trace}
 cp docs/examples/*.problem.json "$seeds/fuzz_problem/"
 find tests/bad_inputs/problem -name '*.json' -size -16k -exec cp {} "$seeds/fuzz_problem/" \;
 find tests/bad_inputs/schedule -name '*.json' -size -16k -exec cp {} "$seeds/fuzz_schedule/" \;

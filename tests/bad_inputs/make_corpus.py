@@ -309,8 +309,10 @@ schedule("solver-status-unknown.json", edit(zbh1, lambda d: d["solver"].update(s
 # 10: a key given twice (nlohmann kept the last one) is refused by the one JSON parser, at its pointer.
 DUP = ': give each field once (JSON readers disagree on which one counts)'
 problem("duplicate-p.json", '{"p": 4, "m": 8, "t_f": 1, "t_b": 1, "t_w": 1, "p": 2}', ': /p: duplicate key "p"' + DUP)
-schedule("duplicate-stages.json", text.replace("{\n", '{\n  "stages": [],\n', 1), ': /stages: duplicate key "stages"' + DUP)
-schedule("duplicate-op-field.json", text.replace('{"type": "F", "mb": 0, "chunk": 0,', '{"type": "F", "mb": 0, "mb": 1, "chunk": 0,', 1),
+schedule("duplicate-stages.json", text.replace("{\n", '{\n  "stages": [],\n', 1),
+         ': /stages: duplicate key "stages"' + DUP)
+schedule("duplicate-op-field.json",
+         text.replace('{"type": "F", "mb": 0, "chunk": 0,', '{"type": "F", "mb": 0, "mb": 1, "chunk": 0,', 1),
          ': /stages/0/0/mb: duplicate key "mb"' + DUP)
 # 12: 2^64 - 1 read as a signed integer was -1.
 problem("p-2pow64.json", '{"p": 18446744073709551615, "m": 8, "t_f": 1, "t_b": 1, "t_w": 1}',
@@ -332,15 +334,17 @@ def trace(name, events, msg):
 
 
 X = {"ph": "X", "pid": 1, "tid": 0, "ts": 0, "dur": 10, "args": {"op_index": 0}}
-trace("tid-string.json", [dict(X, tid="0")], ': /traceEvents/1/tid: measured event for stage "0" does not fit this schedule (p = 2)')
+trace("tid-string.json", [dict(X, tid="0")],
+      ': /traceEvents/1/tid: measured event for stage "0" does not fit this schedule (p = 2)')
 trace("pid-string.json", [dict(X, pid="1")], ': /traceEvents/1/pid: expected an integer process id, got "1"')
 trace("ph-number.json", [dict(X, ph=1)], ': /traceEvents/1/ph: expected an event phase string like "X", got 1')
 trace("ts-huge.json", [dict(X, ts=1e300)], ": /traceEvents/1/ts: expected a number of microseconds 0..1e15, got 1e+300")
 trace("op-index-string.json", [dict(X, args={"op_index": "first"})],
       ': /traceEvents/1/args/op_index: expected an op index (an integer 0..1000000000), got "first"')
 # json.dumps cannot write a key twice.
+SHOW = "zbplan show plan.schedule -o {out}.svg --measured {file}"
 write("trace", "duplicate-key.json", '{"traceEvents": [], "traceEvents": [{"ph": "X"}]}',
-      [("zbplan show plan.schedule -o {out}.svg --measured {file}", 'duplicate-key.json: /traceEvents: duplicate key "traceEvents"' + DUP)])
+      [(SHOW, 'duplicate-key.json: /traceEvents: duplicate key "traceEvents"' + DUP)])
 
 # 10, 12: model files (zbrun --model) go through the same parser and integer check.
 RUN_MODEL = "zbrun ../trace/plan.schedule --local --steps 1 --model {file}"

@@ -77,7 +77,8 @@ TEST_CASE("parse_json_text: a duplicate key is refused at its JSON pointer, at a
         "x.json: /p: duplicate key \"p\": give each field once (JSON readers disagree on which one counts)");
   CHECK(error(R"({"stages": [[{"type": "F"}, {"type": "B", "mb": 0, "mb": 1}]], "m": 1})").rfind(
             "x.json: /stages/0/1/mb: duplicate key \"mb\"", 0) == 0);
-  CHECK(error(R"({"problem": {"t_f": [1, 2], "a/b": 1, "a/b": 2}})").rfind("x.json: /problem/a~1b: duplicate key", 0) == 0);
+  CHECK(error(R"({"problem": {"t_f": [1, 2], "a/b": 1, "a/b": 2}})")
+            .rfind("x.json: /problem/a~1b: duplicate key", 0) == 0);
   // The same key in two objects, and keys that differ only in case, are fine.
   std::vector<Diag> diags;
   CHECK(parse_json_text(R"([{"p": 1}, {"p": 2, "P": 3}])", "x.json", &diags));

@@ -346,8 +346,11 @@ TEST_CASE("zbplan: validate recomputes every figure a file records and locates e
   copy["span"] = figure("/span") + 4e-7;
   write(edited, copy.dump(1));
   CHECK(zbplan({"validate", edited}).code == 0);
-  for (const char* pointer : {"/bubble_rate", "/iterations/period_bubble_rate", "/solver/gap", "/solver/bubble_rate_bound"})
-    CHECK(first_error(pointer, figure(pointer) + 0.01).rfind("zbplan: " + edited + ": " + pointer + ": recorded ", 0) == 0);
+  for (const char* pointer :
+       {"/bubble_rate", "/iterations/period_bubble_rate", "/solver/gap", "/solver/bubble_rate_bound"}) {
+    const std::string prefix = "zbplan: " + edited + ": " + pointer + ": recorded ";
+    CHECK(first_error(pointer, figure(pointer) + 0.01).rfind(prefix, 0) == 0);
+  }
   CHECK(first_error("/peak_memory", {1, 2}) == "zbplan: " + edited + ": /peak_memory: recorded 2 stages, recomputed 4 "
                                                "(the file was edited after it was written: plan it again)");
   // The solver record: a bound above the cost it bounds, "optimal" without meeting it, a bound's source.
@@ -369,7 +372,8 @@ TEST_CASE("zbplan: validate recomputes every figure a file records and locates e
   CHECK(first_error("/solver/gap", 2) == "zbplan: " + edited + ": /solver/gap: expected a number in 0..1, got 2");
   CHECK(first_error("/solver/status", "great") == "zbplan: " + edited + ": /solver/status: expected \"optimal\", "
                                                    "\"time_limit\", \"local_optimum\" or \"not_run\", got \"great\"");
-  CHECK(first_error("/solver/nodes", -1) == "zbplan: " + edited + ": /solver/nodes: expected a non-negative integer, got -1");
+  CHECK(first_error("/solver/nodes", -1) ==
+        "zbplan: " + edited + ": /solver/nodes: expected a non-negative integer, got -1");
   CHECK(first_error("/iterations/k", 1000000) == "zbplan: " + edited + ": /iterations/k: expected an integer 2..100, "
                                                  "got 1000000");
   CHECK(first_error("/iterations/spare", 1) == "zbplan: " + edited + ": /iterations/spare: unknown field 'spare'");
@@ -384,7 +388,8 @@ TEST_CASE("zbplan: validate recomputes every figure a file records and locates e
 // Issue 19, class 5: a trace field of the wrong JSON type ended in std::terminate (exit 134).
 TEST_CASE("zbplan: show --measured locates every wrong field of the trace instead of aborting") {
   std::string s = tmp("cli_measured.json"), trace = tmp("cli_measured_trace.json");
-  REQUIRE(zbplan({"plan", "--method", "1f1b", "-p", "2", "-m", "2", "--tf", "1", "--tb", "1", "--tw", "1", "-o", s}).code == 0);
+  REQUIRE(zbplan({"plan", "--method", "1f1b", "-p", "2", "-m", "2", "--tf", "1", "--tb", "1", "--tw", "1", "-o", s})
+              .code == 0);
   auto show = [&](const std::string& event) {
     write(trace, R"({"traceEvents": [{"ph": "M", "pid": 1}, )" + event + "]}");
     return zbplan({"show", s, "-o", tmp("cli_measured.svg"), "--measured", trace});
@@ -404,12 +409,14 @@ TEST_CASE("zbplan: show --measured locates every wrong field of the trace instea
         at + "/tid: measured event for stage \"0\" does not fit this schedule (p = 2)\n");
   CHECK(error(R"({"ph": "X", "pid": 1, "tid": 0, "ts": "0", "dur": 1})") ==
         at + "/ts: expected a number of microseconds 0..1e15, got \"0\"\n");
-  CHECK(error(R"({"ph": "X", "pid": 1, "tid": 0, "ts": 0})") == at + ": missing 'dur': a number of microseconds 0..1e15\n");
+  CHECK(error(R"({"ph": "X", "pid": 1, "tid": 0, "ts": 0})") ==
+        at + ": missing 'dur': a number of microseconds 0..1e15\n");
   CHECK(error(R"({"ph": "X", "pid": 1, "tid": 0, "ts": 1e300, "dur": 1})") ==
         at + "/ts: expected a number of microseconds 0..1e15, got 1e+300\n");
   CHECK(error(R"({"ph": "X", "pid": 1, "tid": 0, "ts": 0, "dur": 1, "args": {"op_index": "a"}})") ==
         at + "/args/op_index: expected an op index (an integer 0..1000000000), got \"a\"\n");
-  CHECK(error(R"({"ph": "X", "pid": 1, "tid": 0, "ts": 0, "dur": 1, "args": 3})") == at + "/args: expected an object, got 3\n");
+  CHECK(error(R"({"ph": "X", "pid": 1, "tid": 0, "ts": 0, "dur": 1, "args": 3})") ==
+        at + "/args: expected an object, got 3\n");
 }
 
 // Issue 19, class 9: zbplan's files keep W in microbatch order; one that does not is named (exit 0).
@@ -447,5 +454,6 @@ TEST_CASE("zbplan: validate of 300000 duplicated ops prints 50 findings and coun
   Run v = zbplan({"validate", s});
   CHECK(v.code == 1);
   CHECK(std::count(v.err.begin(), v.err.end(), '\n') == 52);
-  CHECK(v.err.find("zbplan: ... and 299950 more\nzbplan: " + s + ": invalid schedule (300000 errors)\n") != std::string::npos);
+  CHECK(v.err.find("zbplan: ... and 299950 more\nzbplan: " + s + ": invalid schedule (300000 errors)\n") !=
+        std::string::npos);
 }

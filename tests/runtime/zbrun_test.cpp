@@ -264,8 +264,10 @@ TEST_CASE("zbrun: a schedule with W ops out of microbatch order runs with a warn
   Run r = call(zbrun_local, {"zbrun", path, "--local", "--steps", "1", "--quiet"});
   INFO(r.err);
   CHECK(r.code == 0);
-  CHECK(r.err.rfind("zbrun: " + path + ": stage 1, op " + std::to_string(ws[2]) + " (W3): warning: W3 runs before W2 (op " +
-                        std::to_string(ws[3]) + "): this file does not keep bit-identity", 0) == 0);
+  const std::string warning = "zbrun: " + path + ": stage 1, op " + std::to_string(ws[2]) +
+                              " (W3): warning: W3 runs before W2 (op " + std::to_string(ws[3]) +
+                              "): this file does not keep bit-identity";
+  CHECK(r.err.rfind(warning, 0) == 0);
   // zbplan's own files keep the order: no warning.
   Run clean = call(zbrun_local, {"zbrun", plan("w_order_clean", "zb-h1", 2, 4), "--local", "--steps", "1", "--quiet"});
   CHECK(clean.code == 0);
