@@ -33,6 +33,70 @@ void locate(const std::string& text, size_t offset, int* line, int* col, std::st
   *line_text = text.substr(line_start, line_end == std::string::npos ? std::string::npos : line_end - line_start);
 }
 
+// The DOM builder nlohmann::json::parse uses, following the path to each key: nlohmann keeps the
+// last of two equal keys silently, and a file that says "p" twice is refused. (parse()'s callback
+// variant would do, but it rescans a list after each element: quadratic in a file's op count.)
+class KeyCheckingParser : public nlohmann::detail::json_sax_dom_parser<nlohmann::json> {
+ public:
+  using Base = nlohmann::detail::json_sax_dom_parser<nlohmann::json>;
+  using json = nlohmann::json;
+  explicit KeyCheckingParser(json& root) : Base(root, true) {}
+
+  std::string duplicate;  ///< pointer of the first repeated key; empty when none
+
+  bool null() { return element() && Base::null(); }
+  bool boolean(bool v) { return element() && Base::boolean(v); }
+  bool number_integer(json::number_integer_t v) { return element() && Base::number_integer(v); }
+  bool number_unsigned(json::number_unsigned_t v) { return element() && Base::number_unsigned(v); }
+  bool number_float(json::number_float_t v, const json::string_t& s) { return element() && Base::number_float(v, s); }
+  bool string(json::string_t& v) { return element() && Base::string(v); }
+  bool binary(json::binary_t& v) { return element() && Base::binary(v); }
+  bool start_object(std::size_t n) {
+    element();
+    path_.push_back({true, 0, "", {}});
+    return Base::start_object(n);
+  }
+  bool key(json::string_t& k) {
+    Frame& f = path_.back();
+    f.key = k;
+    if (!f.keys.insert(k).second && duplicate.empty())
+      for (const Frame& at : path_) duplicate += "/" + escaped(at.object ? at.key : std::to_string(at.count - 1));
+    return Base::key(k);
+  }
+  bool end_object() {
+    path_.pop_back();
+    return Base::end_object();
+  }
+  bool start_array(std::size_t n) {
+    element();
+    path_.push_back({false, 0, "", {}});
+    return Base::start_array(n);
+  }
+  bool end_array() {
+    path_.pop_back();
+    return Base::end_array();
+  }
+
+ private:
+  struct Frame {
+    bool object;
+    size_t count;                // lists: elements begun so far (the current one is count - 1)
+    std::string key;             // objects: the key being read
+    std::set<std::string> keys;  // objects: the keys read so far
+  };
+  std::vector<Frame> path_;
+
+  bool element() {
+    if (!path_.empty() && !path_.back().object) ++path_.back().count;
+    return true;
+  }
+  static std::string escaped(std::string part) {  // RFC 6901: ~ is ~0, / is ~1
+    for (size_t at = 0; (at = part.find_first_of("~/", at)) != std::string::npos; at += 2)
+      part.replace(at, 1, part[at] == '~' ? "~0" : "~1");
+    return part;
+  }
+};
+
 }  // namespace
 
 bool read_text_file(const std::string& path, std::string* text, std::vector<Diag>* diags) {
@@ -68,48 +132,14 @@ std::optional<nlohmann::json> parse_json_text(const std::string& text, const std
     diags->push_back({file + ":" + std::to_string(line) + ":" + std::to_string(col), "", -1, -1, "",
                       "invalid JSON: " + msg + "\n" + line_text + "\n" + caret + "^ near here"});
   };
-  // nlohmann keeps the last of two equal keys silently; a file that says "p" twice is refused. The
-  // callback follows the path to each key (one frame per open object or list) for its pointer.
-  struct Frame {
-    bool object;
-    size_t index = 0;  // lists: the element being read
-    std::string key;   // objects: the key being read
-    std::set<std::string> keys;
-  };
-  std::vector<Frame> path;
-  std::string duplicate;  // pointer of the first repeated key
-  auto follow = [&](int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-    using Event = nlohmann::json::parse_event_t;
-    switch (event) {
-      case Event::object_start: path.push_back({true, 0, "", {}}); break;
-      case Event::array_start: path.push_back({false, 0, "", {}}); break;
-      case Event::key:
-        path.back().key = parsed.get<std::string>();
-        if (!path.back().keys.insert(path.back().key).second && duplicate.empty()) {
-          for (const Frame& f : path) {
-            std::string part = f.object ? f.key : std::to_string(f.index);
-            for (size_t at = 0; (at = part.find_first_of("~/", at)) != std::string::npos; at += 2)
-              part.replace(at, 1, part[at] == '~' ? "~0" : "~1");
-            duplicate += "/" + part;
-          }
-        }
-        break;
-      case Event::object_end:
-      case Event::array_end:
-        path.pop_back();
-        [[fallthrough]];
-      case Event::value:
-        if (!path.empty() && !path.back().object) ++path.back().index;
-        break;
-    }
-    return true;
-  };
   try {
-    auto j = nlohmann::json::parse(text, follow);
-    if (duplicate.empty()) return j;
-    size_t slash = duplicate.rfind('/');
-    diags->push_back({file, duplicate, -1, -1, "",
-                      "duplicate key \"" + duplicate.substr(slash + 1) +
+    nlohmann::json j;
+    KeyCheckingParser parser(j);
+    nlohmann::json::sax_parse(text, &parser);
+    if (parser.duplicate.empty()) return j;
+    size_t slash = parser.duplicate.rfind('/');
+    diags->push_back({file, parser.duplicate, -1, -1, "",
+                      "duplicate key \"" + parser.duplicate.substr(slash + 1) +
                           "\": give each field once (JSON readers disagree on which one counts)"});
   } catch (const nlohmann::json::parse_error& e) {
     // nlohmann's byte is 1-based and points at the last character read.
