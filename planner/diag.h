@@ -14,9 +14,21 @@ struct Diag {
   int op_index = -1;         ///< position of the op in its stage's list, or -1
   std::string op;            ///< the op's short form ("W5", "F3:1"), or empty
   std::string message;       ///< what is wrong, lower case, no trailing period
+  size_t more = 0;           ///< non-zero on the entry that stands for that many findings not kept
+  bool warning = false;      ///< a broken promise, not an error: printed as "warning: ..."
 };
 
-/// One line: `file: stage 3, op 17 (W5): message` with the parts that are known.
+/// The findings kept for one input: a badly broken file could yield millions, the first thousand say
+/// enough, and the rest cost a count, not memory.
+inline constexpr size_t kMaxDiags = 1000;
+
+/// Appends `d` while fewer than kMaxDiags are kept; after that counts it in a last "... and N more"
+/// entry. A counting entry passed in adds its count (lists merge without losing the total).
+void add_diag(std::vector<Diag>* diags, Diag d);
+/// How many findings `diags` stands for, those only counted included.
+size_t diag_count(const std::vector<Diag>& diags);
+
+/// One line: `file: stage 3, op 17 (W5): message` with the parts that are known ("warning: message").
 std::string format_diag(const Diag& d);
 /// All diagnostics, one per line.
 std::string format_diags(const std::vector<Diag>& diags);

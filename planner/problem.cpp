@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -106,7 +107,20 @@ std::string json_excerpt(const nlohmann::json& value) {
   return out;
 }
 
+std::optional<long long> json_integer(const nlohmann::json& v, long long lo, long long hi) {
+  if (!v.is_number_integer()) return std::nullopt;
+  constexpr auto kMax = static_cast<unsigned long long>(std::numeric_limits<long long>::max());
+  if (v.is_number_unsigned() && v.get<unsigned long long>() > kMax) return std::nullopt;
+  long long x = v.get<long long>();
+  if (x < lo || x > hi) return std::nullopt;
+  return x;
+}
+
 namespace {
+
+// A number as a message shows it: JSON's form when finite ("-1.0"), else "nan" or "inf" (JSON
+// would print null, which reads as a missing value).
+std::string number_text(double v) { return std::isfinite(v) ? nlohmann::json(v).dump() : std::to_string(v); }
 
 // Converts a per-stage list (broadcasting one value) into quanta, reporting the field by name.
 bool per_stage(const std::vector<double>& values, int p, const std::string& name, bool allow_zero,
@@ -123,7 +137,7 @@ bool per_stage(const std::vector<double>& values, int p, const std::string& name
     bool bad = !q || *q < 0 || (!allow_zero && *q == 0);
     if (bad) {
       std::string where = values.size() == 1 ? name : name + " of stage " + std::to_string(s);
-      std::string got = std::isfinite(v) ? nlohmann::json(v).dump() : std::to_string(v);
+      std::string got = number_text(v);
       diags->push_back({file, "", -1, -1, "", where + " must be " + (allow_zero ? "non-negative" : "positive") +
                                                   " and finite, got " + got +
                                                   (q && *q == 0 && v > 0 ? " (0 at the 1e-6 resolution)" : "") +
@@ -161,7 +175,7 @@ std::optional<Problem> build_problem(const ProblemInput& in, const std::string& 
   ok = per_stage(in.mem_w, in.p, "mem_w", true, file, &pr.mem_w, diags) && ok;
   auto comm = to_quanta(in.t_comm);
   if (!comm || *comm < 0) {
-    fail("t_comm must be non-negative and finite, got " + nlohmann::json(in.t_comm).dump());
+    fail("t_comm must be non-negative and finite, got " + number_text(in.t_comm));
     ok = false;
   } else {
     pr.t_comm = *comm;
@@ -234,12 +248,12 @@ struct Reader {
       error(pointer, "expected an integer, got " + json_excerpt(v));
       return false;
     }
-    auto x = v.get<long long>();
-    if (x < -1'000'000'000LL || x > 1'000'000'000LL) {
+    auto x = json_integer(v, -1'000'000'000LL, 1'000'000'000LL);
+    if (!x) {
       error(pointer, "integer out of range: " + json_excerpt(v));
       return false;
     }
-    *out = static_cast<int>(x);
+    *out = static_cast<int>(*x);
     return true;
   }
 

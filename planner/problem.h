@@ -64,6 +64,10 @@ std::vector<std::vector<int>> v_shape_placement(int p);
 /// Unlike dump() it does not recurse through the whole value (a file may nest 100000 lists deep).
 std::string json_excerpt(const nlohmann::json& value);
 
+/// An integer JSON value within [lo, hi]; nothing for a non-integer or one outside. An unsigned value
+/// beyond long long (18446744073709551615) is outside, not wrapped to -1 as get<long long>() would.
+std::optional<long long> json_integer(const nlohmann::json& value, long long lo, long long hi);
+
 /// Whether text is a plain decimal number ("12", "-0.5", "1e-3"): no hex, inf, nan or spaces.
 bool is_decimal(const std::string& text);
 

@@ -1,7 +1,10 @@
 // Schedule file reading and writing (see schedule_json.h).
 #include "planner/schedule_json.h"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -29,6 +32,70 @@ void locate(const std::string& text, size_t offset, int* line, int* col, std::st
   size_t line_end = text.find('\n', line_start);
   *line_text = text.substr(line_start, line_end == std::string::npos ? std::string::npos : line_end - line_start);
 }
+
+// The DOM builder nlohmann::json::parse uses, following the path to each key: nlohmann keeps the
+// last of two equal keys silently, and a file that says "p" twice is refused. (parse()'s callback
+// variant would do, but it rescans a list after each element: quadratic in a file's op count.)
+class KeyCheckingParser : public nlohmann::detail::json_sax_dom_parser<nlohmann::json> {
+ public:
+  using Base = nlohmann::detail::json_sax_dom_parser<nlohmann::json>;
+  using json = nlohmann::json;
+  explicit KeyCheckingParser(json& root) : Base(root, true) {}
+
+  std::string duplicate;  ///< pointer of the first repeated key; empty when none
+
+  bool null() { return element() && Base::null(); }
+  bool boolean(bool v) { return element() && Base::boolean(v); }
+  bool number_integer(json::number_integer_t v) { return element() && Base::number_integer(v); }
+  bool number_unsigned(json::number_unsigned_t v) { return element() && Base::number_unsigned(v); }
+  bool number_float(json::number_float_t v, const json::string_t& s) { return element() && Base::number_float(v, s); }
+  bool string(json::string_t& v) { return element() && Base::string(v); }
+  bool binary(json::binary_t& v) { return element() && Base::binary(v); }
+  bool start_object(std::size_t n) {
+    element();
+    path_.push_back({true, 0, "", {}});
+    return Base::start_object(n);
+  }
+  bool key(json::string_t& k) {
+    Frame& f = path_.back();
+    f.key = k;
+    if (!f.keys.insert(k).second && duplicate.empty())
+      for (const Frame& at : path_) duplicate += "/" + escaped(at.object ? at.key : std::to_string(at.count - 1));
+    return Base::key(k);
+  }
+  bool end_object() {
+    path_.pop_back();
+    return Base::end_object();
+  }
+  bool start_array(std::size_t n) {
+    element();
+    path_.push_back({false, 0, "", {}});
+    return Base::start_array(n);
+  }
+  bool end_array() {
+    path_.pop_back();
+    return Base::end_array();
+  }
+
+ private:
+  struct Frame {
+    bool object;
+    size_t count;                // lists: elements begun so far (the current one is count - 1)
+    std::string key;             // objects: the key being read
+    std::set<std::string> keys;  // objects: the keys read so far
+  };
+  std::vector<Frame> path_;
+
+  bool element() {
+    if (!path_.empty() && !path_.back().object) ++path_.back().count;
+    return true;
+  }
+  static std::string escaped(std::string part) {  // RFC 6901: ~ is ~0, / is ~1
+    for (size_t at = 0; (at = part.find_first_of("~/", at)) != std::string::npos; at += 2)
+      part.replace(at, 1, part[at] == '~' ? "~0" : "~1");
+    return part;
+  }
+};
 
 }  // namespace
 
@@ -66,7 +133,14 @@ std::optional<nlohmann::json> parse_json_text(const std::string& text, const std
                       "invalid JSON: " + msg + "\n" + line_text + "\n" + caret + "^ near here"});
   };
   try {
-    return nlohmann::json::parse(text);
+    nlohmann::json j;
+    KeyCheckingParser parser(j);
+    nlohmann::json::sax_parse(text, &parser);
+    if (parser.duplicate.empty()) return j;
+    size_t slash = parser.duplicate.rfind('/');
+    diags->push_back({file, parser.duplicate, -1, -1, "",
+                      "duplicate key \"" + parser.duplicate.substr(slash + 1) +
+                          "\": give each field once (JSON readers disagree on which one counts)"});
   } catch (const nlohmann::json::parse_error& e) {
     // nlohmann's byte is 1-based and points at the last character read.
     std::string what = e.what();
@@ -87,13 +161,13 @@ std::optional<nlohmann::json> parse_json_text(const std::string& text, const std
 
 namespace {
 
-struct OpReader {
+struct FileReader {
   const std::string& file;
   std::vector<Diag>* diags;
   bool ok = true;
 
   void error(const std::string& pointer, const std::string& msg) {
-    diags->push_back({file, pointer, -1, -1, "", msg});
+    add_diag(diags, {file, pointer, -1, -1, "", msg});
     ok = false;
   }
 
@@ -103,12 +177,133 @@ struct OpReader {
       return !required;
     }
     const auto& v = obj[key];
-    if (!v.is_number_integer() || v.get<long long>() < -1 || v.get<long long>() > 1'000'000'000LL) {
+    auto x = json_integer(v, -1, 1'000'000'000LL);
+    if (!x) {
       error(pointer + "/" + key, "expected a non-negative integer, got " + json_excerpt(v));
       return false;
     }
-    *out = static_cast<int>(v.get<long long>());
+    *out = static_cast<int>(*x);
     return true;
+  }
+
+  // obj[key] when it is a number in [lo, hi]; nothing when absent, and an error when of another type.
+  std::optional<double> number(const nlohmann::json& obj, const char* key, const std::string& pointer,
+                               double lo = -std::numeric_limits<double>::infinity(),
+                               double hi = std::numeric_limits<double>::infinity()) {
+    if (!obj.contains(key)) return std::nullopt;
+    const auto& v = obj[key];
+    if (!v.is_number() || v.get<double>() < lo || v.get<double>() > hi) {
+      auto text = [](double x) {
+        std::ostringstream o;
+        o << x;
+        return o.str();
+      };
+      std::string range = hi < std::numeric_limits<double>::infinity() ? " in " + text(lo) + ".." + text(hi)
+                          : lo == 0                                      ? " >= 0"
+                                                                         : "";
+      error(pointer + "/" + key, "expected a number" + range + ", got " + json_excerpt(v));
+      return std::nullopt;
+    }
+    return v.get<double>();
+  }
+
+  // obj[key] when it is one of `allowed`; nothing when absent, and an error when anything else.
+  std::optional<std::string> one_of(const nlohmann::json& obj, const char* key, const std::string& pointer,
+                                    const std::vector<std::string>& allowed) {
+    if (!obj.contains(key)) return std::nullopt;
+    const auto& v = obj[key];
+    if (v.is_string() && std::find(allowed.begin(), allowed.end(), v.get<std::string>()) != allowed.end())
+      return v.get<std::string>();
+    std::string list;
+    for (size_t i = 0; i < allowed.size(); ++i)
+      list += (i == 0 ? "" : i + 1 == allowed.size() ? " or " : ", ") + nlohmann::json(allowed[i]).dump();
+    error(pointer + "/" + key, "expected " + list + ", got " + json_excerpt(v));
+    return std::nullopt;
+  }
+
+  // An object's fields against the names it may have.
+  bool only_fields(const nlohmann::json& obj, const std::string& pointer, const std::set<std::string>& fields) {
+    bool fine = true;
+    for (auto it = obj.begin(); it != obj.end(); ++it)
+      if (!fields.count(it.key())) {
+        error(pointer + "/" + it.key(), "unknown field '" + it.key() + "'");
+        fine = false;
+      }
+    return fine;
+  }
+
+  // The figures the file records (schema/schedule.schema.json), type-checked; compared later.
+  RecordedFigures figures(const nlohmann::json& j) {
+    RecordedFigures f;
+    f.makespan = number(j, "makespan", "", 0);
+    f.span = number(j, "span", "", 0);
+    f.bubble_rate = number(j, "bubble_rate", "");
+    f.wall_lower_bound = number(j, "wall_lower_bound", "", 0);
+    if (j.contains("peak_memory")) {
+      const auto& v = j["peak_memory"];
+      if (!v.is_array()) error("/peak_memory", "expected a list of numbers, one per stage, got " + json_excerpt(v));
+      else f.peak_memory.emplace();
+      for (size_t st = 0; v.is_array() && st < v.size(); ++st) {
+        if (!v[st].is_number())
+          error("/peak_memory/" + std::to_string(st), "expected a number, got " + json_excerpt(v[st]));
+        else f.peak_memory->push_back(v[st].get<double>());
+      }
+    }
+    if (j.contains("iterations")) {
+      const auto& v = j["iterations"];
+      if (!v.is_object()) {
+        error("/iterations", "expected an object {k, period, ...}, got " + json_excerpt(v));
+      } else if (only_fields(v, "/iterations", {"k", "period", "period_bubble_rate", "wall", "state_latency",
+                                                 "allreduce_latency"})) {
+        RecordedFigures::Iterations it;
+        if (v.contains("k")) {
+          // Bounded as --iterations is: validate simulates k iterations to check the record.
+          if (auto k = json_integer(v["k"], 2, 100)) it.k = static_cast<int>(*k);
+          else error("/iterations/k", "expected an integer 2..100, got " + json_excerpt(v["k"]));
+        }
+        it.period = number(v, "period", "/iterations", 0);
+        it.period_bubble_rate = number(v, "period_bubble_rate", "/iterations");
+        it.wall = number(v, "wall", "/iterations", 0);
+        it.state_latency = number(v, "state_latency", "/iterations", 0, 1e9);
+        it.allreduce_latency = number(v, "allreduce_latency", "/iterations", 0, 1e9);
+        f.iterations = it;
+      }
+    }
+    if (j.contains("solver")) {
+      const auto& v = j["solver"];
+      if (!v.is_object()) {
+        error("/solver", "expected an object {status, objective, best_bound, ...}, got " + json_excerpt(v));
+        return f;
+      }
+      bool fine = only_fields(v, "/solver", {"cost", "status", "objective", "best_bound", "bound_source", "gap",
+                                             "bubble_rate_bound", "seconds", "nodes"});
+      for (const char* required : {"status", "objective", "best_bound", "gap", "seconds", "nodes"})
+        if (!v.contains(required)) {
+          error("/solver", std::string("missing required field '") + required + "'");
+          fine = false;
+        }
+      if (!fine) return f;
+      RecordedFigures::Solver sv;
+      auto cost = one_of(v, "cost", "/solver", {"period", "wall"});
+      auto status = one_of(v, "status", "/solver", {"optimal", "time_limit", "local_optimum", "not_run"});
+      auto source = one_of(v, "bound_source", "/solver", {"busy", "memory", "critical-path", "ramp", "cbc"});
+      auto objective = number(v, "objective", "/solver", 0);
+      auto best_bound = number(v, "best_bound", "/solver", 0);
+      auto gap = number(v, "gap", "/solver", 0, 1);
+      sv.bubble_rate_bound = number(v, "bubble_rate_bound", "/solver");
+      number(v, "seconds", "/solver", 0);
+      if (!json_integer(v["nodes"], 0, std::numeric_limits<long long>::max()))
+        error("/solver/nodes", "expected a non-negative integer, got " + json_excerpt(v["nodes"]));
+      if (!status || !objective || !best_bound || !gap) return f;
+      sv.cost = cost.value_or("period");
+      sv.status = *status;
+      sv.bound_source = source.value_or("");
+      sv.objective = *objective;
+      sv.best_bound = *best_bound;
+      sv.gap = *gap;
+      f.solver = sv;
+    }
+    return f;
   }
 
   std::optional<Op> op(const nlohmann::json& v, const std::string& pointer) {
@@ -146,7 +341,7 @@ struct OpReader {
 }  // namespace
 
 std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const std::string& file, std::vector<Diag>* diags) {
-  OpReader r{file, diags};
+  FileReader r{file, diags};
   size_t diags_before = diags->size();
   if (!j.is_object()) {
     r.error("/", "expected a schedule object, got " + std::string(j.type_name()));
@@ -178,7 +373,11 @@ std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const st
     if (j["level"].is_string()) s.level = j["level"].get<std::string>();
     else r.error("/level", "expected \"compute\" or \"lowered\", got " + json_excerpt(j["level"]));
   }
+  for (const char* key : {"method", "comment", "$schema"})
+    if (j.contains(key) && !j[key].is_string())
+      r.error(std::string("/") + key, "expected a string, got " + json_excerpt(j[key]));
   if (j.contains("method") && j["method"].is_string()) s.method = j["method"].get<std::string>();
+  out.recorded = r.figures(j);
   if (j.contains("optimizer")) {
     const auto& o = j["optimizer"];
     if (o == kOptimizerSync || o == kOptimizerPostValidation) s.optimizer = o.get<std::string>();
@@ -241,6 +440,93 @@ std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const st
   } else if (out.problem.placement != s.placement) {
     r.error("/problem/placement", "differs from the schedule's /placement");
     return std::nullopt;
+  }
+  return out;
+}
+
+std::vector<Diag> check_recorded_figures(const ScheduleFile& f, const Timeline& t, const std::string& path) {
+  std::vector<Diag> out;
+  const RecordedFigures& r = f.recorded;
+  // A recorded number as the file would show it: the shortest decimal that reads back ("1", not "1.0").
+  auto shown = [](double v) {
+    std::string text = nlohmann::json(v).dump();
+    return text.size() > 2 && text.compare(text.size() - 2, 2, ".0") == 0 ? text.substr(0, text.size() - 2) : text;
+  };
+  auto differs = [&](const std::string& pointer, const std::string& recorded, const std::string& recomputed) {
+    out.push_back({path, pointer, -1, -1, "", "recorded " + recorded + ", recomputed " + recomputed +
+                                                  " (the file was edited after it was written: plan it again)"});
+  };
+  // A time or memory figure: the writer prints the exact quantum, so it must read back to it.
+  auto quanta = [&](const std::string& pointer, const std::optional<double>& recorded, std::int64_t actual) {
+    if (recorded && to_quanta(*recorded) != actual)
+      differs(pointer, shown(*recorded), format_quanta(actual));
+  };
+  // A rate, a ratio of exact figures: printed with all its digits, so 1e-9 leaves room for other writers.
+  auto rate = [&](const std::string& pointer, const std::optional<double>& recorded, double actual) {
+    if (recorded && !(std::fabs(*recorded - actual) <= 1e-9))
+      differs(pointer, shown(*recorded), shown(actual));
+  };
+  const Schedule& s = f.schedule;
+  quanta("/makespan", r.makespan, t.makespan);
+  quanta("/span", r.span, t.span);
+  rate("/bubble_rate", r.bubble_rate, t.bubble_rate);
+  quanta("/wall_lower_bound", r.wall_lower_bound, wall_lower_bound(f.problem, s.placement));
+  if (r.peak_memory) {
+    if (r.peak_memory->size() != t.peak_memory.size())
+      differs("/peak_memory", std::to_string(r.peak_memory->size()) + " stages", std::to_string(t.peak_memory.size()));
+    else
+      for (size_t st = 0; st < t.peak_memory.size(); ++st)
+        quanta("/peak_memory/" + std::to_string(st), (*r.peak_memory)[st], t.peak_memory[st]);
+  }
+  if (r.iterations) {
+    const auto& rec = *r.iterations;
+    if (s.level != kLevelLowered) {
+      out.push_back({path, "/iterations", -1, -1, "", "a compute-level schedule has no optimizer step to repeat; "
+                                                        "only lowered files record iterations"});
+    } else {
+      IterationOptions o;
+      o.iterations = rec.k.value_or(o.iterations);
+      if (rec.state_latency) o.state_latency = *to_quanta(*rec.state_latency);
+      if (rec.allreduce_latency) o.allreduce_latency = *to_quanta(*rec.allreduce_latency);
+      std::vector<Diag> diags;
+      auto it = simulate_iterations(s, f.problem, o, &diags);
+      for (Diag& d : diags) d.file = path;
+      out.insert(out.end(), diags.begin(), diags.end());
+      if (it) {
+        quanta("/iterations/period", rec.period, it->period);
+        rate("/iterations/period_bubble_rate", rec.period_bubble_rate, it->period_bubble_rate);
+        quanta("/iterations/wall", rec.wall, it->wall);
+      }
+    }
+  }
+  if (r.solver) {
+    const auto& sv = *r.solver;
+    const Objective cost = sv.cost == "wall" ? Objective::kWall : Objective::kPeriod;
+    const Ticks actual = cost_of(t, cost);
+    quanta("/solver/objective", sv.objective, actual);
+    // Compared in quanta, as the planner forms them (best_bound may be CBC's, not a whole quantum).
+    const double bound = sv.best_bound * kQuantaPerUnit;
+    auto say = [&](const std::string& pointer, const std::string& msg) {
+      out.push_back({path, pointer, -1, -1, "", msg});
+    };
+    if (bound > static_cast<double>(actual) + 0.5) {
+      say("/solver/best_bound", "recorded " + shown(sv.best_bound) + " is above the schedule's " +
+                                    objective_name(cost) + " cost " + format_quanta(actual) +
+                                    ", which it claims to bound from below");
+      return out;  // the gap and the bound's bubble rate follow from a bound that is wrong
+    }
+    if (sv.status == "optimal" && static_cast<double>(actual) > bound + 0.5)
+      say("/solver/status", "\"optimal\", but the schedule's " + std::string(objective_name(cost)) + " cost " +
+                                format_quanta(actual) + " is above the bound " + shown(sv.best_bound));
+    std::string which;
+    const Ticks combinatorial = cost_lower_bound(f.problem, cost, s.placement, &which);
+    if (sv.bound_source != "cbc" && !sv.bound_source.empty()) {  // CBC's bound cannot be recomputed here
+      quanta("/solver/best_bound", sv.best_bound, combinatorial);
+      if (sv.bound_source != which) differs("/solver/bound_source", "\"" + sv.bound_source + "\"", "\"" + which + "\"");
+    }
+    rate("/solver/gap", sv.gap, relative_gap(actual, bound));
+    rate("/solver/bubble_rate_bound", sv.bubble_rate_bound,
+         bubble_rate_of_span(f.problem, static_cast<Ticks>(std::llround(bound))));
   }
   return out;
 }

@@ -17,11 +17,31 @@
 
 namespace zbpp {
 
+/// The figures a file records about itself, as written (type-checked against the schema on load).
+/// None is trusted: check_recorded_figures recomputes each one present.
+struct RecordedFigures {
+  std::optional<double> makespan, span, bubble_rate, wall_lower_bound;
+  std::optional<std::vector<double>> peak_memory;
+  struct Iterations {
+    std::optional<int> k;
+    std::optional<double> period, period_bubble_rate, wall, state_latency, allreduce_latency;
+  };
+  std::optional<Iterations> iterations;
+  struct Solver {
+    std::string cost = "period";  ///< absent in older files: period
+    std::string status, bound_source;
+    double objective = 0, best_bound = 0, gap = 0;
+    std::optional<double> bubble_rate_bound;
+  };
+  std::optional<Solver> solver;
+};
+
 /// A loaded schedule file: the schedule and the problem it was planned for.
 struct ScheduleFile {
   Schedule schedule;
   Problem problem;
   std::string objective;  ///< what the planner minimised, "period" or "wall"; empty when not recorded
+  RecordedFigures recorded;
 };
 
 /// Parses JSON text; a syntax error becomes `file:line:col: message` followed by the line and a caret.
@@ -31,6 +51,11 @@ bool read_text_file(const std::string& path, std::string* text, std::vector<Diag
 
 /// Reads a schedule from parsed JSON. Every wrong field is reported with its JSON pointer.
 std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const std::string& file, std::vector<Diag>* diags);
+/// Recomputes every figure `file.recorded` holds from the schedule (`timeline` is its simulation)
+/// and reports each that disagrees at its JSON pointer: "/span: recorded 1310.405, recomputed 1290.1".
+/// Times and memory must round to the same 1e-6 quantum the simulator counts in (the writer prints
+/// them exactly); rates and the solver's gap must agree to 1e-9.
+std::vector<Diag> check_recorded_figures(const ScheduleFile& file, const Timeline& timeline, const std::string& path);
 /// Reads and parses a schedule file from disk; `text`, when given, receives the file's text.
 std::optional<ScheduleFile> load_schedule_file(const std::string& path, std::vector<Diag>* diags,
                                                std::string* text = nullptr);

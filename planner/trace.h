@@ -3,11 +3,15 @@
 // the problem's time unit is milliseconds (1 tick = 1 ns).
 #pragma once
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "planner/diag.h"
 #include "planner/ir.h"
+#include "planner/render_svg.h"
 #include "planner/simulate.h"
 
 namespace zbpp {
@@ -17,5 +21,12 @@ nlohmann::json timeline_trace_events(const Schedule& schedule, const Timeline& t
                                      const std::string& process_name);
 /// A whole trace document holding one timeline.
 nlohmann::json timeline_trace(const Schedule& schedule, const Timeline& timeline);
+
+/// Reads the measured spans of a zbrun --trace file (process 1, "measured": one "X" event per op,
+/// tid = stage, ts and dur in microseconds) for a schedule of `p` stages: per stage in compute
+/// order (args.op_index), in milliseconds. Every field of the wrong type or out of range is a
+/// located error (file and JSON pointer); events of other processes are skipped.
+std::optional<MeasuredRun> measured_from_trace_text(const std::string& text, const std::string& file, int p,
+                                                    std::vector<Diag>* diags);
 
 }  // namespace zbpp

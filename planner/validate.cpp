@@ -21,7 +21,7 @@ Diag at_stage(int stage, const std::string& msg) { return {"", "", stage, -1, ""
 // Shape of the schedule against the problem; false when ops cannot even be indexed.
 bool check_shape(const Schedule& s, const Problem& pr, std::vector<Diag>* out) {
   size_t before = out->size();
-  auto say = [&](const std::string& msg) { out->push_back({"", "", -1, -1, "", msg}); };
+  auto say = [&](const std::string& msg) { add_diag(out, {"", "", -1, -1, "", msg}); };
   if (s.p != pr.p) say("schedule has p = " + std::to_string(s.p) + " but its problem has p = " + std::to_string(pr.p));
   if (s.m != pr.m) say("schedule has m = " + std::to_string(s.m) + " but its problem has m = " + std::to_string(pr.m));
   if (s.chunks != pr.chunks)
@@ -64,36 +64,30 @@ std::vector<Diag> validate_structure(const Schedule& s, const Problem& pr) {
       default: return kBW;
     }
   };
-  // A badly broken file could yield millions of findings; the first thousand say enough.
-  constexpr size_t kMaxFindings = 1000;
   for (int st = 0; st < s.p; ++st) {
-    if (out.size() >= kMaxFindings) {
-      out.push_back({"", "", -1, -1, "", "too many errors; stopped after " + std::to_string(kMaxFindings)});
-      return out;
-    }
     const auto& ops = s.stages[st];
     std::vector<std::array<int, kKinds>> pos(static_cast<size_t>(s.chunks) * s.m, {-1, -1, -1, -1});
     bool fields_ok = true;
     for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
       const Op& op = ops[i];
       if (!is_compute(op.type)) {
-        out.push_back(at(st, i, op, op_type_name(op.type) + " is not a compute op; a compute-level schedule holds F, B, W and BW only"));
+        add_diag(&out, at(st, i, op, op_type_name(op.type) + " is not a compute op; a compute-level schedule holds F, B, W and BW only"));
         fields_ok = false;
         continue;
       }
       if (op.mb < 0 || op.mb >= s.m) {
-        out.push_back(at(st, i, op, "microbatch " + std::to_string(op.mb) + " out of range 0.." + std::to_string(s.m - 1)));
+        add_diag(&out, at(st, i, op, "microbatch " + std::to_string(op.mb) + " out of range 0.." + std::to_string(s.m - 1)));
         fields_ok = false;
         continue;
       }
       if (op.chunk < 0 || op.chunk >= s.chunks) {
-        out.push_back(at(st, i, op, "chunk " + std::to_string(op.chunk) + " out of range 0.." + std::to_string(s.chunks - 1)));
+        add_diag(&out, at(st, i, op, "chunk " + std::to_string(op.chunk) + " out of range 0.." + std::to_string(s.chunks - 1)));
         fields_ok = false;
         continue;
       }
       int& slot = pos[static_cast<size_t>(op.chunk) * s.m + op.mb][kind_of(op.type)];
       if (slot >= 0) {
-        out.push_back(at(st, i, op, "duplicate " + op_short(op) + " (first at op " + std::to_string(slot) + ")"));
+        add_diag(&out, at(st, i, op, "duplicate " + op_short(op) + " (first at op " + std::to_string(slot) + ")"));
         fields_ok = false;
         continue;
       }
@@ -101,26 +95,26 @@ std::vector<Diag> validate_structure(const Schedule& s, const Problem& pr) {
     }
     if (!fields_ok) continue;
     for (int c = 0; c < s.chunks; ++c) {
-      for (int mb = 0; mb < s.m && out.size() < kMaxFindings; ++mb) {
+      for (int mb = 0; mb < s.m; ++mb) {
         const auto& p = pos[static_cast<size_t>(c) * s.m + mb];
         auto name = [&](OpType t) { return op_short(Op{t, mb, c}); };
-        if (p[kF] < 0) out.push_back(at_stage(st, name(OpType::F) + " is missing"));
+        if (p[kF] < 0) add_diag(&out, at_stage(st, name(OpType::F) + " is missing"));
         if (p[kBW] >= 0 && (p[kB] >= 0 || p[kW] >= 0)) {
           int other = p[kB] >= 0 ? p[kB] : p[kW];
-          out.push_back(at(st, other, ops[other], op_short(ops[other]) + " duplicates work of " + name(OpType::BW) +
+          add_diag(&out, at(st, other, ops[other], op_short(ops[other]) + " duplicates work of " + name(OpType::BW) +
                                                       " (op " + std::to_string(p[kBW]) + "), which is B and W fused"));
           continue;
         }
         if (p[kBW] < 0 && p[kB] < 0) {
-          out.push_back(at_stage(st, name(OpType::B) + " (or " + name(OpType::BW) + ") is missing"));
+          add_diag(&out, at_stage(st, name(OpType::B) + " (or " + name(OpType::BW) + ") is missing"));
         } else if (p[kB] >= 0 && p[kW] < 0) {
-          out.push_back(at_stage(st, name(OpType::W) + " is missing (its B is op " + std::to_string(p[kB]) + ")"));
+          add_diag(&out, at_stage(st, name(OpType::W) + " is missing (its B is op " + std::to_string(p[kB]) + ")"));
         }
         int back = p[kBW] >= 0 ? p[kBW] : p[kB];
         if (p[kF] >= 0 && back >= 0 && back < p[kF])
-          out.push_back(at(st, back, ops[back], op_short(ops[back]) + " before its F (op " + std::to_string(p[kF]) + ")"));
+          add_diag(&out, at(st, back, ops[back], op_short(ops[back]) + " before its F (op " + std::to_string(p[kF]) + ")"));
         if (p[kB] >= 0 && p[kW] >= 0 && p[kW] < p[kB])
-          out.push_back(at(st, p[kW], ops[p[kW]], "W before its B (op " + std::to_string(p[kB]) + ")"));
+          add_diag(&out, at(st, p[kW], ops[p[kW]], "W before its B (op " + std::to_string(p[kB]) + ")"));
       }
     }
   }
@@ -138,7 +132,7 @@ std::vector<Diag> validate_memory(const Schedule& s, const Problem& pr) {
     for (int i = 0; i < static_cast<int>(s.stages[st].size()); ++i) {
       now += memory_delta(s.stages[st][i], st, pr);
       if (now > limit) {
-        out.push_back(at(st, i, s.stages[st][i], "activation memory reaches " + format_quanta(now) +
+        add_diag(&out, at(st, i, s.stages[st][i], "activation memory reaches " + format_quanta(now) +
                                                      ", over the limit " + limit_text));
         break;
       }
@@ -183,7 +177,7 @@ void check_optimizer_ops(const Schedule& s, int st, std::vector<Diag>* out) {
     const auto& at_ = seen[t];
     if (!wanted) {
       for (int i : at_)
-        out->push_back(at(st, i, ops[i], post ? "this stage has no neighbour to exchange optimizer state with there"
+        add_diag(out, at(st, i, ops[i], post ? "this stage has no neighbour to exchange optimizer state with there"
                                                 : "belongs to post-validation, but this file's optimizer is \"sync\""));
       return -1;
     }
@@ -191,12 +185,12 @@ void check_optimizer_ops(const Schedule& s, int st, std::vector<Diag>* out) {
       std::string why = t == OpType::OPT_STEP ? " (it must end every stage)"
                         : peer >= 0           ? " with stage " + std::to_string(peer) + " (post-validation needs it)"
                                               : " (post-validation needs it on every stage)";
-      out->push_back(at_stage(st, op_type_name(t) + " is missing" + why));
+      add_diag(out, at_stage(st, op_type_name(t) + " is missing" + why));
       return -1;
     }
-    for (size_t k = 1; k < at_.size(); ++k) out->push_back(at(st, at_[k], ops[at_[k]], "second " + op_type_name(t) + " on this stage"));
+    for (size_t k = 1; k < at_.size(); ++k) add_diag(out, at(st, at_[k], ops[at_[k]], "second " + op_type_name(t) + " on this stage"));
     if (ops[at_[0]].peer != peer) {
-      out->push_back(at(st, at_[0], ops[at_[0]], "exchanges state with stage " + std::to_string(ops[at_[0]].peer) +
+      add_diag(out, at(st, at_[0], ops[at_[0]], "exchanges state with stage " + std::to_string(ops[at_[0]].peer) +
                                                      ", expected stage " + std::to_string(peer)));
       return -1;
     }
@@ -204,7 +198,7 @@ void check_optimizer_ops(const Schedule& s, int st, std::vector<Diag>* out) {
   };
   const bool has_prev = st > 0, has_next = st + 1 < s.p;
   int step = expect(OpType::OPT_STEP, true, -1);
-  if (step >= 0 && step + 1 != n) out->push_back(at(st, step, ops[step], "OPT_STEP must be the stage's last op"));
+  if (step >= 0 && step + 1 != n) add_diag(out, at(st, step, ops[step], "OPT_STEP must be the stage's last op"));
   int recv_state = expect(OpType::RECV_STATE, post && has_prev, st - 1);
   int send_state = expect(OpType::SEND_STATE, post && has_next, st + 1);
   int recv_valid = expect(OpType::RECV_VALID, post && has_next, st + 1);
@@ -217,17 +211,17 @@ void check_optimizer_ops(const Schedule& s, int st, std::vector<Diag>* out) {
     if (i >= 0) tail.push_back(i);
   for (size_t k = 0; k < tail.size(); ++k)
     if (tail[k] != n - static_cast<int>(tail.size() - k))
-      out->push_back(at(st, tail[k], ops[tail[k]], "must be among the stage's last ops, in the order RECV_STATE, SEND_STATE, "
+      add_diag(out, at(st, tail[k], ops[tail[k]], "must be among the stage's last ops, in the order RECV_STATE, SEND_STATE, "
                                                    "OPT_STEP (the state passes on once all of this stage's gradients are made)"));
   // The validation: RECV_VALID, SEND_VALID, VALIDATE in order, before the first W.
   int last = -1;
   for (int i : {recv_valid, send_valid, validate}) {
     if (i < 0) continue;
-    if (i < last) out->push_back(at(st, i, ops[i], "out of order: RECV_VALID, SEND_VALID and VALIDATE come in that order"));
+    if (i < last) add_diag(out, at(st, i, ops[i], "out of order: RECV_VALID, SEND_VALID and VALIDATE come in that order"));
     last = std::max(last, i);
   }
   if (validate >= 0 && validate > first_w)
-    out->push_back(at(st, validate, ops[validate], "must come before the stage's first W (" + op_at(s, st, first_w) +
+    add_diag(out, at(st, validate, ops[validate], "must come before the stage's first W (" + op_at(s, st, first_w) +
                                                        "): the rollback it may do needs the previous step's gradients"));
 }
 
@@ -300,7 +294,7 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
       if (is_compute(s.stages[st][i].type)) file_index[st].push_back(i);
   for (Diag d : validate_structure(projection, pr)) {
     if (d.stage >= 0 && d.op_index >= 0) d.op_index = file_index[d.stage][d.op_index];
-    out.push_back(d);
+    add_diag(&out, d);
   }
   if (!out.empty()) return out;
 
@@ -321,7 +315,7 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
       const Op& op = ops[i];
       bool comm = is_send(op.type) || is_recv(op.type);
       if (comm && (op.peer < 0 || op.peer >= s.p || op.peer == st)) {
-        out.push_back(at(st, i, op, "peer " + std::to_string(op.peer) + " is not another stage (0.." +
+        add_diag(&out, at(st, i, op, "peer " + std::to_string(op.peer) + " is not another stage (0.." +
                                         std::to_string(s.p - 1) + ")"));
         continue;
       }
@@ -331,7 +325,7 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
         continue;
       }
       if (comm && (op.mb < 0 || op.mb >= s.m || op.chunk < 0 || op.chunk >= s.chunks)) {
-        out.push_back(at(st, i, op, "microbatch or chunk out of range"));
+        add_diag(&out, at(st, i, op, "microbatch or chunk out of range"));
         continue;
       }
       if (is_tensor_recv(op.type)) {
@@ -339,7 +333,7 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
         Op consumer{op.type == OpType::RECV_F ? OpType::F : OpType::B, op.mb, op.chunk};
         auto dep = dependency_of(consumer, st, map);
         if (!dep || !dep->remote || map.stage_of[dep->vs] != op.peer) {
-          out.push_back(at(st, i, op, "receives nothing this stage's " + op_short(consumer) + " needs from stage " +
+          add_diag(&out, at(st, i, op, "receives nothing this stage's " + op_short(consumer) + " needs from stage " +
                                           std::to_string(op.peer)));
           continue;
         }
@@ -351,13 +345,13 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
         int kind = kind_index(op.type);
         auto it = unsent.find({kind, op.chunk, op.mb});
         if (it == unsent.end()) {
-          out.push_back(at(st, i, op, "sends a tensor this stage has not made yet (or sends it twice)"));
+          add_diag(&out, at(st, i, op, "sends a tensor this stage has not made yet (or sends it twice)"));
           continue;
         }
         int vs = map.vs(st, op.chunk);
         int to = map.stage_of[kind == 0 ? vs + 1 : vs - 1];
         if (op.peer != to) {
-          out.push_back(at(st, i, op, "sends to stage " + std::to_string(op.peer) + ", but its consumer runs on stage " +
+          add_diag(&out, at(st, i, op, "sends to stage " + std::to_string(op.peer) + ", but its consumer runs on stage " +
                                           std::to_string(to)));
           continue;
         }
@@ -368,14 +362,14 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
       // A compute op: its activation slot (F takes a free one, its B/W use the same, W frees it),
       // its remote input received before it, its remote output remembered until sent.
       if (op.slot < 0 || op.slot >= max_slots) {
-        out.push_back(at(st, i, op, "needs an activation slot in 0.." + std::to_string(max_slots - 1) +
+        add_diag(&out, at(st, i, op, "needs an activation slot in 0.." + std::to_string(max_slots - 1) +
                                         (op.slot < 0 ? " (none given)" : ", got " + std::to_string(op.slot))));
         continue;
       }
       if (op.type == OpType::F) {
         auto held = slot_holder.find(op.slot);
         if (held != slot_holder.end()) {
-          out.push_back(at(st, i, op, "slot " + std::to_string(op.slot) + " still holds " +
+          add_diag(&out, at(st, i, op, "slot " + std::to_string(op.slot) + " still holds " +
                                           op_short(Op{OpType::F, held->second.second, held->second.first}) +
                                           " (a slot is free again after its microbatch's W)"));
           continue;
@@ -385,7 +379,7 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
       } else {
         int stored = slot_of.count({op.chunk, op.mb}) ? slot_of[{op.chunk, op.mb}] : -1;
         if (op.slot != stored) {
-          out.push_back(at(st, i, op, "uses slot " + std::to_string(op.slot) + ", but its F stored into slot " +
+          add_diag(&out, at(st, i, op, "uses slot " + std::to_string(op.slot) + ", but its F stored into slot " +
                                           std::to_string(stored)));
           continue;
         }
@@ -395,7 +389,7 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
       if (dep && dep->remote && op.type != OpType::W) {
         int kind = dep->what == Product::Forward ? 0 : 1;
         if (!received.erase({kind, op.chunk, op.mb}))
-          out.push_back(at(st, i, op, "its input comes from stage " + std::to_string(map.stage_of[dep->vs]) +
+          add_diag(&out, at(st, i, op, "its input comes from stage " + std::to_string(map.stage_of[dep->vs]) +
                                           ", but no " + (kind == 0 ? "RECV_F" : "RECV_B") + " for it comes before"));
       }
       int vs = map.vs(st, op.chunk);
@@ -403,9 +397,9 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
       if ((op.type == OpType::B || op.type == OpType::BW) && vs > 0 && map.stage_of[vs - 1] != st)
         unsent[{1, op.chunk, op.mb}] = i;
     }
-    for (const auto& [key, i] : received) out.push_back(at(st, i, ops[i], "receives a tensor no op here uses"));
+    for (const auto& [key, i] : received) add_diag(&out, at(st, i, ops[i], "receives a tensor no op here uses"));
     for (const auto& [key, i] : unsent)
-      out.push_back(at(st, i, ops[i], "its output is needed on another stage but never sent"));
+      add_diag(&out, at(st, i, ops[i], "its output is needed on another stage but never sent"));
   }
   if (!out.empty()) return out;
 
@@ -420,11 +414,11 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
     const auto& [out_a, in_b] = ends;
     for (size_t k = 0; k < std::max(out_a.size(), in_b.size()); ++k) {
       if (k >= in_b.size()) {
-        out.push_back(at(a, out_a[k], s.stages[a][out_a[k]], "has no matching receive on stage " + std::to_string(b)));
+        add_diag(&out, at(a, out_a[k], s.stages[a][out_a[k]], "has no matching receive on stage " + std::to_string(b)));
         break;
       }
       if (k >= out_a.size()) {
-        out.push_back(at(b, in_b[k], s.stages[b][in_b[k]], "has no matching send on stage " + std::to_string(a)));
+        add_diag(&out, at(b, in_b[k], s.stages[b][in_b[k]], "has no matching send on stage " + std::to_string(a)));
         break;
       }
       const Op& snd = s.stages[a][out_a[k]];
@@ -432,7 +426,7 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
       int snd_vs = map.vs(a, snd.chunk), rcv_vs = map.vs(b, rcv.chunk);
       bool same = kind >= 2 || (snd.mb == rcv.mb && rcv_vs == (kind == 0 ? snd_vs + 1 : snd_vs - 1));
       if (!same) {
-        out.push_back(at(a, out_a[k], snd,
+        add_diag(&out, at(a, out_a[k], snd,
                          "is message " + std::to_string(k) + " from stage " + std::to_string(a) + " to stage " +
                              std::to_string(b) + ", but message " + std::to_string(k) + " received there is " +
                              where(s, b, in_b[k]) + ": sends and receives must be in the same order"));
@@ -446,9 +440,9 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
   // 3. Memory of the compute ops, then the replay.
   for (Diag d : validate_memory(projection, pr)) {
     if (d.stage >= 0 && d.op_index >= 0) d.op_index = file_index[d.stage][d.op_index];
-    out.push_back(d);
+    add_diag(&out, d);
   }
-  if (auto deadlock = replay_lowered(s, map, paired_send)) out.push_back(*deadlock);
+  if (auto deadlock = replay_lowered(s, map, paired_send)) add_diag(&out, *deadlock);
   return out;
 }
 
@@ -464,6 +458,32 @@ std::vector<Diag> validate(const Schedule& s, const Problem& pr, const std::stri
     }
   }
   for (Diag& d : out) d.file = file;
+  return out;
+}
+
+std::vector<Diag> validate_warnings(const Schedule& s, const std::string& file) {
+  std::vector<Diag> out;
+  for (int st = 0; st < static_cast<int>(s.stages.size()); ++st) {
+    const auto& ops = s.stages[st];
+    std::map<int, int> last;  // chunk -> index of its latest W or BW so far
+    std::map<int, bool> told;
+    for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+      if (ops[i].type != OpType::W && ops[i].type != OpType::BW) continue;
+      auto prev = last.find(ops[i].chunk);
+      if (prev != last.end() && ops[prev->second].mb > ops[i].mb && !told[ops[i].chunk]) {
+        told[ops[i].chunk] = true;
+        Diag d = at(st, prev->second, ops[prev->second],
+                    op_short(ops[prev->second]) + " runs before " + op_short(ops[i]) + " (op " + std::to_string(i) +
+                        "): this file does not keep bit-identity (weight gradients add up out of microbatch order, "
+                        "so the trained weights differ from other schedules'); run each stage's W ops in microbatch "
+                        "order");
+        d.file = file;
+        d.warning = true;
+        add_diag(&out, d);
+      }
+      if (prev == last.end() || ops[i].mb > ops[prev->second].mb) last[ops[i].chunk] = i;
+    }
+  }
   return out;
 }
 

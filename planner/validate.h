@@ -27,4 +27,10 @@ std::vector<Diag> validate_lowered(const Schedule& schedule, const Problem& prob
 /// Lowered schedules get validate_lowered as well. `file` is put into every diagnostic.
 std::vector<Diag> validate(const Schedule& schedule, const Problem& problem, const std::string& file = "");
 
+/// What does not stop a replay but breaks the promise that every schedule trains bit-identical
+/// weights: a stage's W (or BW) ops of one chunk out of microbatch order add that chunk's weight
+/// gradients in another order. One warning per stage and chunk, naming both ops; run on a schedule
+/// that passed validate().
+std::vector<Diag> validate_warnings(const Schedule& schedule, const std::string& file = "");
+
 }  // namespace zbpp

@@ -1,6 +1,21 @@
 // zbplan: the schedule-search compiler's command line. All logic lives in zbpp_core.
+#include <exception>
 #include <iostream>
+#include <string>
 
 #include "planner/zbplan_cli.h"
 
-int main(int argc, char** argv) { return zbpp::run_zbplan(argc, argv, std::cout, std::cerr); }
+int main(int argc, char** argv) {
+  // Last resort: every loader reports bad input as located diagnostics, so anything that reaches
+  // here is a bug; say which command met it and exit 1 instead of ending in std::terminate.
+  std::string command = "zbplan";
+  for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
+  try {
+    return zbpp::run_zbplan(argc, argv, std::cout, std::cerr);
+  } catch (const std::exception& e) {
+    std::cerr << "zbplan: internal error in '" << command << "': " << e.what() << " (please report it)\n";
+  } catch (...) {
+    std::cerr << "zbplan: internal error in '" << command << "': unknown exception (please report it)\n";
+  }
+  return 1;
+}

@@ -157,9 +157,10 @@ bool write_file(const std::string& path, const std::string& text, std::ostream& 
 
 // Prints the diagnostics, at most 50: a badly broken file should not bury the first error.
 int fail(std::ostream& err, const std::vector<Diag>& diags) {
-  const size_t shown = std::min<size_t>(diags.size(), 50);
-  for (size_t i = 0; i < shown; ++i) err << "zbplan: " << format_diag(diags[i]) << "\n";
-  if (diags.size() > shown) err << "zbplan: ... and " << diags.size() - shown << " more\n";
+  size_t shown = 0;
+  for (; shown < std::min<size_t>(diags.size(), 50) && diags[shown].more == 0; ++shown)
+    err << "zbplan: " << format_diag(diags[shown]) << "\n";
+  if (diag_count(diags) > shown) err << "zbplan: ... and " << diag_count(diags) - shown << " more\n";
   return kExitInvalid;
 }
 
@@ -282,12 +283,14 @@ std::optional<std::pair<ScheduleFile, Timeline>> load_checked(const std::string&
   diags = validate(file->schedule, file->problem, path);
   std::optional<Timeline> timeline;
   if (diags.empty()) timeline = simulate_timeline(file->schedule, file->problem, &diags);
+  if (timeline) diags = check_recorded_figures(*file, *timeline, path);
   if (!diags.empty()) {
     fail(err, diags);
-    err << "zbplan: " << path << ": invalid schedule (" << diags.size() << " error" << (diags.size() == 1 ? "" : "s")
-        << ")\n";
+    const size_t errors = diag_count(diags);
+    err << "zbplan: " << path << ": invalid schedule (" << errors << " error" << (errors == 1 ? "" : "s") << ")\n";
     return std::nullopt;
   }
+  for (const Diag& d : validate_warnings(file->schedule, path)) err << "zbplan: " << format_diag(d) << "\n";
   return std::make_pair(std::move(*file), std::move(*timeline));
 }
 
@@ -325,37 +328,11 @@ int cmd_validate(const std::string& path, std::ostream& out, std::ostream& err) 
 }
 
 
-// The measured spans in a zbrun --trace file (process 1: "measured"), per stage in compute order,
-// converted from microseconds to milliseconds (the problem's time unit after --profile).
+// The measured spans of a zbrun --trace file (see measured_from_trace_text).
 std::optional<MeasuredRun> load_measured(const std::string& path, int p, std::vector<Diag>* diags) {
   std::string text;
   if (!read_text_file(path, &text, diags)) return std::nullopt;
-  auto j = parse_json_text(text, path, diags);
-  if (!j) return std::nullopt;
-  if (!j->is_object() || !j->contains("traceEvents") || !(*j)["traceEvents"].is_array()) {
-    diags->push_back({path, "", -1, -1, "", "not a trace: expected {\"traceEvents\": [...]} as zbrun --trace writes"});
-    return std::nullopt;
-  }
-  MeasuredRun run;
-  run.ops.resize(p);
-  std::vector<std::vector<std::pair<int, std::pair<double, double>>>> indexed(p);
-  for (const auto& e : (*j)["traceEvents"]) {
-    if (!e.is_object() || e.value("ph", "") != "X" || e.value("pid", -1) != 1) continue;
-    int tid = e.value("tid", -1);
-    if (tid < 0 || tid >= p || !e.contains("ts") || !e.contains("dur") || !e["ts"].is_number() || !e["dur"].is_number()) {
-      diags->push_back({path, "", -1, -1, "", "measured event for stage " + std::to_string(tid) + " does not fit this schedule (p = " +
-                                                  std::to_string(p) + ")"});
-      return std::nullopt;
-    }
-    int index = e.contains("args") && e["args"].is_object() ? e["args"].value("op_index", 0) : 0;
-    double start = e["ts"].get<double>() / 1000.0, dur = e["dur"].get<double>() / 1000.0;
-    indexed[tid].push_back({index, {start, start + dur}});
-  }
-  for (int st = 0; st < p; ++st) {
-    std::sort(indexed[st].begin(), indexed[st].end());
-    for (const auto& [index, span] : indexed[st]) run.ops[st].push_back(span);
-  }
-  return run;
+  return measured_from_trace_text(text, path, p, diags);
 }
 
 // K iterations of a lowered schedule as one picture: each stage's list repeated K times, timed by

@@ -58,11 +58,13 @@ std::optional<GptConfig> load_gpt_config(const std::string& name_or_file, std::s
     for (const auto& [key, target] : fields) {
       if (!j.contains(key)) continue;
       const auto& v = j[key];
-      if (!v.is_number_integer() || v.get<long long>() < 1 || v.get<long long>() > target.second) {
-        *err = name_or_file + ": /" + key + ": expected an integer 1.." + std::to_string(target.second) + ", got " + v.dump();
+      auto n = json_integer(v, 1, target.second);
+      if (!n) {
+        *err = name_or_file + ": /" + key + ": expected an integer 1.." + std::to_string(target.second) + ", got " +
+               json_excerpt(v);
         return std::nullopt;
       }
-      *target.first = static_cast<int>(v.get<long long>());
+      *target.first = static_cast<int>(*n);
     }
   } catch (const nlohmann::json::exception& e) {
     *err = name_or_file + ": " + e.what();

@@ -731,6 +731,8 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
     for (const Diag& d : diags) text += (text.empty() ? "" : "\nzbrun: ") + format_diag(d);
     return fail(text);
   }
+  if (world_rank == 0)  // a schedule that runs but breaks the bit-identity promise says so
+    for (const Diag& d : validate_warnings(file->schedule, o.schedule_file)) err << "zbrun: " << format_diag(d) << "\n";
   const Schedule& s = file->schedule;
   if (s.level != kLevelLowered)
     return fail(o.schedule_file + ": the schedule is compute-only; plan it without --compute-only so it holds send/recv");

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The checked builds CI runs after the plain one (.ci/run):
 #   build-asan  clang, AddressSanitizer + UndefinedBehaviorSanitizer (+ libFuzzer coverage): the
-#               whole test suite, then each fuzz harness for ZBPP_FUZZ_SECONDS (default 36: five
+#               whole test suite, then each fuzz harness for ZBPP_FUZZ_SECONDS (default 30: six
 #               harnesses in the time three took at 60).
 #   build-tsan  ThreadSanitizer: the runtime tests, which run every rank as a thread of one process
 #               over the in-process transport (zbrun --local).
@@ -31,7 +31,7 @@ for step in "${steps[@]}"; do
       if [ "$step" = asan ]; then
         ctest --test-dir build-asan --output-on-failure -j"$jobs"
       else
-        bash tools/fuzz.sh build-asan "${ZBPP_FUZZ_SECONDS:-36}"
+        bash tools/fuzz.sh build-asan "${ZBPP_FUZZ_SECONDS:-30}"
       fi
       ;;
     tsan)

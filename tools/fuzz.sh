@@ -13,14 +13,16 @@ while [ $# -gt 0 ]; do
   if [ "$1" = "--" ]; then shift; extra=("$@"); break; fi
   harnesses+=("$1"); shift
 done
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(fuzz_problem fuzz_schedule fuzz_zbplan_cli fuzz_csv_import fuzz_zbrun_cli)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(fuzz_problem fuzz_schedule fuzz_zbplan_cli fuzz_csv_import fuzz_zbrun_cli
+                                          fuzz_measured_trace)
 zbplan=$build/planner/zbplan
 work=$build/fuzz
 mkdir -p "$work/artifacts"
 
 # Seeds (rebuilt each run; small files only, so libFuzzer's default input size stays small).
 seeds=$work/seeds
-rm -rf "$seeds"; mkdir -p "$seeds"/{fuzz_problem,fuzz_schedule,fuzz_zbplan_cli,fuzz_csv_import,fuzz_zbrun_cli}
+rm -rf "$seeds"
+mkdir -p "$seeds"/{fuzz_problem,fuzz_schedule,fuzz_zbplan_cli,fuzz_csv_import,fuzz_zbrun_cli,fuzz_measured_trace}
 cp docs/examples/*.problem.json "$seeds/fuzz_problem/"
 find tests/bad_inputs/problem -name '*.json' -size -16k -exec cp {} "$seeds/fuzz_problem/" \;
 find tests/bad_inputs/schedule -name '*.json' -size -16k -exec cp {} "$seeds/fuzz_schedule/" \;
@@ -39,6 +41,11 @@ for s in "$seeds"/fuzz_schedule/planned*.json; do
 done
 cp tests/golden/*.csv "$seeds/fuzz_csv_import/"
 find tests/bad_inputs -name '*.csv' -size -16k -exec cp {} "$seeds/fuzz_csv_import/" \;
+# Traces for show --measured (fuzz_measured_trace draws under a 4-stage plan): a planned trace, and
+# the same relabelled as zbrun's measured process (pid 1).
+"$zbplan" plan --method zb-h1 -p 4 -m 4 --tf 1 --tb 1 --tw 0.5 -o "$work/trace-plan.json" > /dev/null
+"$zbplan" simulate "$work/trace-plan.json" --trace "$seeds/fuzz_measured_trace/planned.json" > /dev/null
+sed 's/"pid":0/"pid":1/g' "$seeds/fuzz_measured_trace/planned.json" > "$seeds/fuzz_measured_trace/measured.json"
 # zbplan command lines, one argument a line (see tests/fuzz/fuzz_zbplan_cli.cpp for the fixtures).
 k=0
 cli() { k=$((k + 1)); printf '%s\n' "$@" | head -c -1 > "$seeds/fuzz_zbplan_cli/cli$k"; }

@@ -94,7 +94,7 @@ def table(directory):
     print("| input | command | exit | message (first line of stderr) |")
     print("|---|---|---|---|")
     files = sorted(f for f in glob.glob(os.path.join(directory, "**", "*"), recursive=True)
-                   if os.path.isfile(f) and not f.endswith((".expect", ".py", ".md")))
+                   if os.path.isfile(f) and not f.endswith((".expect", ".py", ".md", ".schedule")))
     for path in files:
         rel = os.path.relpath(path, directory)
         for argv, _ in commands(path):

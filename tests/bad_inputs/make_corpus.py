@@ -286,3 +286,69 @@ schedule("placement-mismatch.json", edit(zbh1, lambda d: d["problem"].update(pla
          ": /problem/placement: differs from the schedule's /placement")
 schedule("placement-out-of-range.json", edit(zbh1, lambda d: d.update(placement=[[0], [7]])),
          ": placement must give each of the 2 stages 1 distinct virtual stage(s) in 0..1")
+
+# --- Issue 19 (classes 5, 8, 10, 12 of docs/reliability.md's table) ------------------------------
+# 8: figures a file records are recomputed by zbplan (validate, simulate); their types are the
+# schema's for every reader, zbrun included.
+ZBPLAN_CMDS = SCHEDULE_CMDS[:2]
+schedule("figure-span-edited.json", edit(zbh1, lambda d: d.update(span=d["span"] + 20)),
+         f": /span: recorded {json.dumps(zbh1['span'] + 20)}, recomputed {zbh1['span']:g}", ZBPLAN_CMDS)
+schedule("figure-peak-memory-edited.json", edit(zbh1, lambda d: d["peak_memory"].__setitem__(1, 0.5)),
+         f": /peak_memory/1: recorded 0.5, recomputed {zbh1['peak_memory'][1]:g}", ZBPLAN_CMDS)
+schedule("figure-period-edited.json", edit(postval, lambda d: d["iterations"].update(period=1)),
+         f": /iterations/period: recorded 1, recomputed {postval['iterations']['period']:g}", ZBPLAN_CMDS)
+schedule("solver-bound-above-cost.json",
+         edit(zbh1, lambda d: d["solver"].update(status="optimal", best_bound=d["solver"]["objective"] + 5)),
+         f": /solver/best_bound: recorded {json.dumps(zbh1['solver']['objective'] + 5)} is above the schedule's "
+         f"{zbh1['solver']['cost']} cost", ZBPLAN_CMDS)
+schedule("makespan-string.json", edit(zbh1, lambda d: d.update(makespan="fast")),
+         ': /makespan: expected a number >= 0, got "fast"')
+schedule("method-number.json", edit(zbh1, lambda d: d.update(method=42)), ": /method: expected a string, got 42")
+schedule("solver-status-unknown.json", edit(zbh1, lambda d: d["solver"].update(status="great")),
+         ': /solver/status: expected "optimal", "time_limit", "local_optimum" or "not_run", got "great"')
+# 10: a key given twice (nlohmann kept the last one) is refused by the one JSON parser, at its pointer.
+DUP = ': give each field once (JSON readers disagree on which one counts)'
+problem("duplicate-p.json", '{"p": 4, "m": 8, "t_f": 1, "t_b": 1, "t_w": 1, "p": 2}', ': /p: duplicate key "p"' + DUP)
+schedule("duplicate-stages.json", text.replace("{\n", '{\n  "stages": [],\n', 1),
+         ': /stages: duplicate key "stages"' + DUP)
+schedule("duplicate-op-field.json",
+         text.replace('{"type": "F", "mb": 0, "chunk": 0,', '{"type": "F", "mb": 0, "mb": 1, "chunk": 0,', 1),
+         ': /stages/0/0/mb: duplicate key "mb"' + DUP)
+# 12: 2^64 - 1 read as a signed integer was -1.
+problem("p-2pow64.json", '{"p": 18446744073709551615, "m": 8, "t_f": 1, "t_b": 1, "t_w": 1}',
+        ": /p: integer out of range: 18446744073709551615")
+schedule("p-2pow64.json", text.replace('"p": 2,', '"p": 18446744073709551615,', 1),
+         ": /p: expected a non-negative integer, got 18446744073709551615")
+
+# 5: show --measured's trace reader (a zbrun --trace file): fields of the wrong type aborted zbplan.
+# The plan they are drawn under is trace/plan.schedule (not .json: it is no bad input itself; the
+# model files below run it).
+os.makedirs(os.path.join(here, "trace"), exist_ok=True)
+with open(os.path.join(here, "trace", "plan.schedule"), "w") as f:
+    f.write(dump_schedule(zbh1))
+
+
+def trace(name, events, msg):
+    doc = {"traceEvents": [{"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "measured"}}] + events}
+    write("trace", name, json.dumps(doc), [("zbplan show plan.schedule -o {out}.svg --measured {file}", name + msg)])
+
+
+X = {"ph": "X", "pid": 1, "tid": 0, "ts": 0, "dur": 10, "args": {"op_index": 0}}
+trace("tid-string.json", [dict(X, tid="0")],
+      ': /traceEvents/1/tid: measured event for stage "0" does not fit this schedule (p = 2)')
+trace("pid-string.json", [dict(X, pid="1")], ': /traceEvents/1/pid: expected an integer process id, got "1"')
+trace("ph-number.json", [dict(X, ph=1)], ': /traceEvents/1/ph: expected an event phase string like "X", got 1')
+trace("ts-huge.json", [dict(X, ts=1e300)], ": /traceEvents/1/ts: expected a number of microseconds 0..1e15, got 1e+300")
+trace("op-index-string.json", [dict(X, args={"op_index": "first"})],
+      ': /traceEvents/1/args/op_index: expected an op index (an integer 0..1000000000), got "first"')
+# json.dumps cannot write a key twice.
+SHOW = "zbplan show plan.schedule -o {out}.svg --measured {file}"
+write("trace", "duplicate-key.json", '{"traceEvents": [], "traceEvents": [{"ph": "X"}]}',
+      [(SHOW, 'duplicate-key.json: /traceEvents: duplicate key "traceEvents"' + DUP)])
+
+# 10, 12: model files (zbrun --model) go through the same parser and integer check.
+RUN_MODEL = "zbrun ../trace/plan.schedule --local --steps 1 --model {file}"
+write("model", "duplicate-layers.json", '{"layers": 4, "heads": 2, "layers": 2}',
+      [(RUN_MODEL, 'duplicate-layers.json: /layers: duplicate key "layers"' + DUP)])
+write("model", "vocab-2pow64.json", '{"vocab": 18446744073709551615}',
+      [(RUN_MODEL, "vocab-2pow64.json: /vocab: expected an integer 1..1048576, got 18446744073709551615")])

@@ -41,6 +41,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::require(again->schedule.stages == file->schedule.stages, "the schedule does not read back the same");
   diags = validate(again->schedule, again->problem, "written.json");
   fuzz::require(diags.empty(), "a valid schedule does not validate once written and read back", diags);
+  diags = check_recorded_figures(*again, *timeline, "written.json");
+  fuzz::require(diags.empty(), "a written file's figures do not match its schedule", diags);
   (void)export_pytorch_csv(file->schedule);
   return 0;
 }

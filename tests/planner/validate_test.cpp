@@ -76,10 +76,40 @@ TEST_CASE("validate: out-of-range fields and shape mismatches") {
   CHECK(format_diag(diags[0]) == "s.json: schedule has p = 2 but its problem has p = 3");
 }
 
-TEST_CASE("validate: a hopeless file stops after 1000 findings") {
+TEST_CASE("validate: a hopeless file keeps 1000 findings and counts the rest") {
   Problem pr = make_problem(2, 5000, 1, 1, 1);
   Schedule s = inline_schedule({"F0 B0 W0", "F0 B0 W0"}, 5000);
   auto diags = validate(s, pr, "s.json");
-  REQUIRE(diags.size() == 1001);
-  CHECK(format_diag(diags.back()) == "s.json: too many errors; stopped after 1000");
+  REQUIRE(diags.size() == kMaxDiags + 1);
+  // Each stage misses F and B of microbatches 1..4999: 2 x 2 x 4999 findings.
+  CHECK(diag_count(diags) == 19996);
+  CHECK(format_diag(diags.back()) == "... and 18996 more");
+}
+
+TEST_CASE("validate: a stage of duplicated ops keeps 1000 findings, not one per op") {
+  // Issue 19, class 6: each duplicate was kept, millions for a big file (3.4 GB before bad_alloc).
+  Problem pr = make_problem(1, 1, 1, 1, 1);
+  Schedule s = inline_schedule({"F0 B0 W0"}, 1);
+  s.stages[0].resize(200000, s.stages[0][0]);
+  auto diags = validate(s, pr, "s.json");
+  CHECK(diags.size() == kMaxDiags + 1);
+  CHECK(diag_count(diags) == 200000 - 3);  // every F0 after the first
+  CHECK(format_diag(diags[0]) == "s.json: stage 0, op 3 (F0): duplicate F0 (first at op 0)");
+  CHECK(format_diag(diags.back()) == "... and " + std::to_string(200000 - 3 - kMaxDiags) + " more");
+}
+
+TEST_CASE("validate_warnings: W ops of a stage out of microbatch order are named, once per stage and chunk") {
+  Problem pr = make_problem(2, 3, 1, 1, 1);
+  Schedule s = inline_schedule({"F0 F1 F2 B0 B1 B2 W0 W2 W1", "F0 B0 F1 B1 F2 B2 W1 W0 W2"}, 3);
+  CHECK(validate(s, pr, "s.json").empty());  // still a valid schedule: it runs
+  auto warnings = validate_warnings(s, "s.json");
+  REQUIRE(warnings.size() == 2);
+  CHECK(format_diag(warnings[0]) ==
+        "s.json: stage 0, op 7 (W2): warning: W2 runs before W1 (op 8): this file does not keep bit-identity (weight "
+        "gradients add up out of microbatch order, so the trained weights differ from other schedules'); run each "
+        "stage's W ops in microbatch order");
+  CHECK(format_diag(warnings[1]).rfind("s.json: stage 1, op 6 (W1): warning: W1 runs before W0 (op 7)", 0) == 0);
+  CHECK(validate_warnings(inline_schedule({"F0 F1 F2 B0 B1 B2 W0 W1 W2", "F0 B0 W0 F1 B1 W1 F2 B2 W2"}, 3)).empty());
+  // BW adds weight gradients too; each chunk keeps its own order.
+  CHECK(validate_warnings(inline_schedule({"F0 F1 BW1 BW0"}, 2)).size() == 1);
 }

@@ -2,11 +2,15 @@
 // criterion of the planner core, and bad input giving a one-line error and a non-zero exit.
 #include "planner/zbplan_cli.h"
 
+#include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <sstream>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+
+#include "planner/ticks.h"
 
 using namespace zbpp;
 
@@ -307,4 +311,157 @@ TEST_CASE("zbplan: every plan records its certified bound, and ilp takes --time-
   Run at = with({"plan", "--method", "auto", "--time-limit", "0.5", "--quiet", "-o", tmp("cli_auto_limit.json")});
   CHECK(at.out.find("auto: ilp span") != std::string::npos);
 #endif
+}
+
+// Issue 19, class 8: validate said ok for a file whose recorded figures had been edited.
+TEST_CASE("zbplan: validate recomputes every figure a file records and locates each that disagrees") {
+  std::string s = tmp("cli_figures.json"), edited = tmp("cli_figures_edited.json");
+  // Uneven stages: zb-h1 does not meet the bound, so its solver record says "not_run".
+  REQUIRE(zbplan({"plan", "--method", "zb-h1", "-p", "4", "-m", "8", "--tf", "1.5,1,1.2,1", "--tb", "1.4,1,1,1.1",
+                  "--tw", "0.5,0.6,0.4,0.5", "--tcomm", "0.05", "--mem-limit", "2p", "-o", s}).code == 0);
+  Run ok = zbplan({"validate", s});
+  INFO(ok.err);
+  REQUIRE(ok.code == 0);
+  CHECK(ok.err.empty());
+  const auto j = nlohmann::json::parse(std::ifstream(s));
+  // The first error line validate prints for the file with `pointer` set to `value`.
+  auto first_error = [&](const std::string& pointer, const nlohmann::json& value) {
+    auto copy = j;
+    copy[nlohmann::json::json_pointer(pointer)] = value;
+    write(edited, copy.dump(1));
+    Run v = zbplan({"validate", edited});
+    CHECK(v.code == 1);
+    return v.err.substr(0, v.err.find('\n'));
+  };
+  auto figure = [&](const std::string& pointer) { return j[nlohmann::json::json_pointer(pointer)].get<double>(); };
+  auto shown = [](double v) {  // as the message shows a number: "12", "12.25"
+    std::string text = nlohmann::json(v).dump();
+    return text.substr(0, text.size() - (text.size() > 2 && text.substr(text.size() - 2) == ".0" ? 2 : 0));
+  };
+  auto recomputed = [&](const std::string& pointer, double value) {
+    return "zbplan: " + edited + ": " + pointer + ": recorded " + shown(value) + ", recomputed " +
+           format_quanta(*to_quanta(figure(pointer))) + " (the file was edited after it was written: plan it again)";
+  };
+  for (const char* pointer : {"/makespan", "/span", "/peak_memory/1", "/wall_lower_bound", "/iterations/period",
+                              "/iterations/wall", "/solver/objective"})
+    CHECK(first_error(pointer, figure(pointer) + 0.25) == recomputed(pointer, figure(pointer) + 0.25));
+  // A figure off by less than half a quantum (1e-6) is the same figure, printed by another writer.
+  auto copy = j;
+  copy["span"] = figure("/span") + 4e-7;
+  write(edited, copy.dump(1));
+  CHECK(zbplan({"validate", edited}).code == 0);
+  for (const char* pointer :
+       {"/bubble_rate", "/iterations/period_bubble_rate", "/solver/gap", "/solver/bubble_rate_bound"}) {
+    const std::string prefix = "zbplan: " + edited + ": " + pointer + ": recorded ";
+    CHECK(first_error(pointer, figure(pointer) + 0.01).rfind(prefix, 0) == 0);
+  }
+  CHECK(first_error("/peak_memory", {1, 2}) == "zbplan: " + edited + ": /peak_memory: recorded 2 stages, recomputed 4 "
+                                               "(the file was edited after it was written: plan it again)");
+  // The solver record: a bound above the cost it bounds, "optimal" without meeting it, a bound's source.
+  CHECK(first_error("/solver/best_bound", figure("/solver/objective") + 1) ==
+        "zbplan: " + edited + ": /solver/best_bound: recorded " + shown(figure("/solver/objective") + 1) +
+            " is above the schedule's period cost " + format_quanta(*to_quanta(figure("/solver/objective"))) +
+            ", which it claims to bound from below");
+  REQUIRE(j["solver"]["status"] == "not_run");
+  REQUIRE(figure("/solver/best_bound") < figure("/solver/objective"));
+  CHECK(first_error("/solver/status", "optimal").rfind("zbplan: " + edited + ": /solver/status: \"optimal\", but the "
+                                                       "schedule's period cost ", 0) == 0);
+  CHECK(first_error("/solver/best_bound", figure("/solver/best_bound") - 0.5)
+            .rfind("zbplan: " + edited + ": /solver/best_bound: recorded ", 0) == 0);
+  CHECK(first_error("/solver/bound_source", j["solver"]["bound_source"] == "busy" ? "memory" : "busy")
+            .rfind("zbplan: " + edited + ": /solver/bound_source: recorded \"", 0) == 0);
+  // The schema's types, enforced on load.
+  CHECK(first_error("/makespan", "fast") == "zbplan: " + edited + ": /makespan: expected a number >= 0, got \"fast\"");
+  CHECK(first_error("/method", 42) == "zbplan: " + edited + ": /method: expected a string, got 42");
+  CHECK(first_error("/solver/gap", 2) == "zbplan: " + edited + ": /solver/gap: expected a number in 0..1, got 2");
+  CHECK(first_error("/solver/status", "great") == "zbplan: " + edited + ": /solver/status: expected \"optimal\", "
+                                                   "\"time_limit\", \"local_optimum\" or \"not_run\", got \"great\"");
+  CHECK(first_error("/solver/nodes", -1) ==
+        "zbplan: " + edited + ": /solver/nodes: expected a non-negative integer, got -1");
+  CHECK(first_error("/iterations/k", 1000000) == "zbplan: " + edited + ": /iterations/k: expected an integer 2..100, "
+                                                 "got 1000000");
+  CHECK(first_error("/iterations/spare", 1) == "zbplan: " + edited + ": /iterations/spare: unknown field 'spare'");
+  CHECK(first_error("/peak_memory/0", "1") == "zbplan: " + edited + ": /peak_memory/0: expected a number, got \"1\"");
+  // simulate, show and export read through the same check.
+  copy = j;
+  copy["span"] = 1;
+  write(edited, copy.dump(1));
+  CHECK(zbplan({"simulate", edited}).code == 1);
+}
+
+// Issue 19, class 5: a trace field of the wrong JSON type ended in std::terminate (exit 134).
+TEST_CASE("zbplan: show --measured locates every wrong field of the trace instead of aborting") {
+  std::string s = tmp("cli_measured.json"), trace = tmp("cli_measured_trace.json");
+  REQUIRE(zbplan({"plan", "--method", "1f1b", "-p", "2", "-m", "2", "--tf", "1", "--tb", "1", "--tw", "1", "-o", s})
+              .code == 0);
+  auto show = [&](const std::string& event) {
+    write(trace, R"({"traceEvents": [{"ph": "M", "pid": 1}, )" + event + "]}");
+    return zbplan({"show", s, "-o", tmp("cli_measured.svg"), "--measured", trace});
+  };
+  Run good = show(R"({"ph": "X", "pid": 1, "tid": 1, "ts": 1000, "dur": 500, "args": {"op_index": 0}})");
+  INFO(good.err);
+  CHECK(good.code == 0);
+  const std::string at = "zbplan: " + trace + ": /traceEvents/1";
+  auto error = [&](const std::string& event) {
+    Run r = show(event);
+    CHECK(r.code == 1);
+    return r.err;
+  };
+  CHECK(error(R"({"ph": 5, "pid": 1})") == at + "/ph: expected an event phase string like \"X\", got 5\n");
+  CHECK(error(R"({"ph": "X", "pid": "1"})") == at + "/pid: expected an integer process id, got \"1\"\n");
+  CHECK(error(R"({"ph": "X", "pid": 1, "tid": "0", "ts": 0, "dur": 1})") ==
+        at + "/tid: measured event for stage \"0\" does not fit this schedule (p = 2)\n");
+  CHECK(error(R"({"ph": "X", "pid": 1, "tid": 0, "ts": "0", "dur": 1})") ==
+        at + "/ts: expected a number of microseconds 0..1e15, got \"0\"\n");
+  CHECK(error(R"({"ph": "X", "pid": 1, "tid": 0, "ts": 0})") ==
+        at + ": missing 'dur': a number of microseconds 0..1e15\n");
+  CHECK(error(R"({"ph": "X", "pid": 1, "tid": 0, "ts": 1e300, "dur": 1})") ==
+        at + "/ts: expected a number of microseconds 0..1e15, got 1e+300\n");
+  CHECK(error(R"({"ph": "X", "pid": 1, "tid": 0, "ts": 0, "dur": 1, "args": {"op_index": "a"}})") ==
+        at + "/args/op_index: expected an op index (an integer 0..1000000000), got \"a\"\n");
+  CHECK(error(R"({"ph": "X", "pid": 1, "tid": 0, "ts": 0, "dur": 1, "args": 3})") ==
+        at + "/args: expected an object, got 3\n");
+}
+
+// Issue 19, class 9: zbplan's files keep W in microbatch order; one that does not is named (exit 0).
+TEST_CASE("zbplan: validate warns about W ops out of microbatch order and still says ok") {
+  std::string s = tmp("cli_w_order.json");
+  REQUIRE(zbplan({"plan", "--method", "zb-h1", "-p", "2", "-m", "3", "--tf", "1", "--tb", "1", "--tw", "1",
+                  "--compute-only", "-o", s}).code == 0);
+  auto j = nlohmann::json::parse(std::ifstream(s));
+  auto& ops = j["stages"][1];
+  std::vector<size_t> ws;
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (ops[i]["type"] == "W") ws.push_back(i);
+  REQUIRE(ws.size() == 3);
+  std::swap(ops[ws[1]], ops[ws[2]]);  // the last stage's last two W's: W2 before W1, after every B
+  j.erase("makespan"), j.erase("span"), j.erase("bubble_rate"), j.erase("peak_memory"), j.erase("solver");
+  write(s, j.dump(1));
+  Run v = zbplan({"validate", s});
+  CHECK(v.code == 0);
+  CHECK(v.err == "zbplan: " + s + ": stage 1, op " + std::to_string(ws[1]) + " (W2): warning: W2 runs before W1 (op " +
+                     std::to_string(ws[2]) + "): this file does not keep bit-identity (weight gradients add up out of "
+                     "microbatch order, so the trained weights differ from other schedules'); run each stage's W ops "
+                     "in microbatch order\n");
+  CHECK(v.out.find(": ok (") != std::string::npos);
+}
+
+// Issue 19, class 6: a big file of duplicated ops; the output stays at 50 lines and a count.
+TEST_CASE("zbplan: validate of 300000 duplicated ops prints 50 findings and counts the rest") {
+  std::string s = tmp("cli_many_dups.json");
+  REQUIRE(zbplan({"plan", "--method", "1f1b", "-p", "2", "-m", "2", "--tf", "1", "--tb", "1", "--tw", "1",
+                  "--compute-only", "-o", s}).code == 0);
+  auto j = nlohmann::json::parse(std::ifstream(s));
+  auto op = j["stages"][1][0];
+  for (int i = 0; i < 300000; ++i) j["stages"][1].push_back(op);
+  write(s, j.dump());
+  const auto start = std::chrono::steady_clock::now();
+  Run v = zbplan({"validate", s});
+  // Linear work: about 1 s. Reading duplicate keys with nlohmann's parser callback, which rescans a
+  // list after each element, took 73 s here.
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(20));
+  CHECK(v.code == 1);
+  CHECK(std::count(v.err.begin(), v.err.end(), '\n') == 52);
+  CHECK(v.err.find("zbplan: ... and 299950 more\nzbplan: " + s + ": invalid schedule (300000 errors)\n") !=
+        std::string::npos);
 }

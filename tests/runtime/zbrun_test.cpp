@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "planner/zbplan_cli.h"
 #include "tests/runtime/cli_helpers.h"
@@ -268,4 +269,29 @@ TEST_CASE("zbrun: a NaN gradient on one rank skips that step on every rank, and 
   CHECK(last < 5.5);  // still learning after the skipped step
   Run bad = call(zbrun_local, {"zbrun", s, "--local", "--inject-nonfinite", "two"});
   CHECK(bad.code == 2);
+}
+
+// Issue 19, class 9: a schedule with W ops out of microbatch order ran silently, its weights
+// differing from every other schedule's. It still runs; zbrun says it breaks the promise.
+TEST_CASE("zbrun: a schedule with W ops out of microbatch order runs with a warning naming them") {
+  std::string path = plan("w_order", "zb-h1", 2, 4, {"--optimizer", "sync"});
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(path));
+  auto& ops = j["stages"][1];  // the last stage: its last two W's come after all of its F's
+  std::vector<size_t> ws;
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (ops[i]["type"] == "W") ws.push_back(i);
+  REQUIRE(ws.size() == 4);
+  std::swap(ops[ws[2]], ops[ws[3]]);
+  std::ofstream(path) << j.dump(1);
+  Run r = call(zbrun_local, {"zbrun", path, "--local", "--steps", "1", "--quiet"});
+  INFO(r.err);
+  CHECK(r.code == 0);
+  const std::string warning = "zbrun: " + path + ": stage 1, op " + std::to_string(ws[2]) +
+                              " (W3): warning: W3 runs before W2 (op " + std::to_string(ws[3]) +
+                              "): this file does not keep bit-identity";
+  CHECK(r.err.rfind(warning, 0) == 0);
+  // zbplan's own files keep the order: no warning.
+  Run clean = call(zbrun_local, {"zbrun", plan("w_order_clean", "zb-h1", 2, 4), "--local", "--steps", "1", "--quiet"});
+  CHECK(clean.code == 0);
+  CHECK(clean.err.find("warning") == std::string::npos);
 }
