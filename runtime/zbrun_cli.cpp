@@ -177,7 +177,8 @@ RankBackend cuda_backend(const Options& o, const GptConfig& model, const Schedul
   if (!mine.stream) {
     cudaStream_t made = nullptr;
     cudaError_t rc = cudaStreamCreateWithFlags(&made, cudaStreamNonBlocking);
-    if (rc != cudaSuccess) throw std::runtime_error(std::string("creating the rank's stream: ") + cudaGetErrorString(rc));
+    if (rc != cudaSuccess)
+      throw std::runtime_error(std::string("creating the rank's stream: ") + cudaGetErrorString(rc));
     owned.reset(made, [](cudaStream_t st) { cudaStreamDestroy(st); });
     mine.stream = made;
   }

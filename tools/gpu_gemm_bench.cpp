@@ -32,7 +32,8 @@ void fill_random(__nv_bfloat16* device, size_t n, unsigned seed) {
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   std::vector<__nv_bfloat16> host(n);
   for (auto& v : host) v = __float2bfloat16(uniform(rng));
-  check(cudaMemcpy(device, host.data(), n * sizeof(__nv_bfloat16), cudaMemcpyHostToDevice), "uploading random operands");
+  check(cudaMemcpy(device, host.data(), n * sizeof(__nv_bfloat16), cudaMemcpyHostToDevice),
+        "uploading random operands");
 }
 
 // Dense bf16 peaks from the datasheets (SXM parts); --peak overrides.

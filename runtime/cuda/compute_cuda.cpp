@@ -638,7 +638,8 @@ int cuda_device_count(std::string* why) {
     *why = std::string("the CUDA driver is there but no GPU can be used: ") + cudaGetErrorString(rc) +
            " (the driver supports CUDA " + version(driver) + ", zbrun was built with CUDA " + version(runtime) + ")";
     if (rc == cudaErrorInsufficientDriver)
-      *why += ": install an NVIDIA driver for CUDA " + version(runtime) + " or newer (CUDA 13 needs driver 580 or newer)";
+      *why += ": install an NVIDIA driver for CUDA " + version(runtime) +
+              " or newer (CUDA 13 needs driver 580 or newer)";
     return 0;
   }
   return n;

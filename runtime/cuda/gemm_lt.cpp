@@ -50,7 +50,8 @@ std::unique_ptr<GemmLt::Plan> GemmLt::make_plan(const Call& c, const std::string
   ZBPP_CK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), what);
   ZBPP_CK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), what);
   if (sm_count_ > 0)
-    ZBPP_CK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &sm_count_, sizeof sm_count_),
+    ZBPP_CK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &sm_count_,
+                                           sizeof sm_count_),
             what);
   if (c.bias) {
     cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
@@ -73,11 +74,12 @@ std::unique_ptr<GemmLt::Plan> GemmLt::make_plan(const Call& c, const std::string
           what);
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  ZBPP_CK(cublasLtMatmulAlgoGetHeuristic(handle_, plan->op, plan->a, plan->b, plan->c, plan->c, pref, 1, &result, &found),
+  ZBPP_CK(cublasLtMatmulAlgoGetHeuristic(handle_, plan->op, plan->a, plan->b, plan->c, plan->c, pref, 1, &result,
+                                         &found),
           what);
   if (found == 0)
-    throw std::runtime_error("cublasLtMatmulAlgoGetHeuristic (" + what + "): no algorithm for m=" + std::to_string(c.m) +
-                             " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k));
+    throw std::runtime_error("cublasLtMatmulAlgoGetHeuristic (" + what + "): no algorithm for m=" +
+                             std::to_string(c.m) + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k));
   plan->algo = result.algo;
   return plan;
 }

@@ -134,7 +134,9 @@ std::unique_ptr<GreenPartitions> GreenPartitions::create(int, int, std::string* 
   return nullptr;
 }
 GreenPartitions::~GreenPartitions() = default;
-void GreenPartitions::enter(int) const { throw std::logic_error("GreenPartitions::enter: built without green contexts"); }
+void GreenPartitions::enter(int) const {
+  throw std::logic_error("GreenPartitions::enter: built without green contexts");
+}
 #endif
 
 std::string GreenPartitions::describe() const {

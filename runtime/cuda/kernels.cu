@@ -13,8 +13,9 @@ namespace zbpp::cuda {
 namespace {
 
 // Grid-stride loop over [0, n): elementwise_launch caps the grid at the x limit.
-#define ZBPP_FOR_EACH(i, n) \
-  for (long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); i += static_cast<long>(gridDim.x) * blockDim.x)
+#define ZBPP_FOR_EACH(i, n)                                                         \
+  for (long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
+       i += static_cast<long>(gridDim.x) * blockDim.x)
 
 __device__ inline float f(bf16 x) { return __bfloat162float(x); }
 
@@ -68,7 +69,9 @@ void launched(const char* kernel) {
   if (rc != cudaSuccess) throw std::runtime_error(std::string("launch of ") + kernel + ": " + cudaGetErrorString(rc));
 }
 
-dim3 dims(const Dim& d) { return dim3(static_cast<unsigned>(d.x), static_cast<unsigned>(d.y), static_cast<unsigned>(d.z)); }
+dim3 dims(const Dim& d) {
+  return dim3(static_cast<unsigned>(d.x), static_cast<unsigned>(d.y), static_cast<unsigned>(d.z));
+}
 
 // Every launch goes through here with its launch_config.h configuration, so the launch audit
 // checks exactly what runs; over 48 KiB of dynamic shared memory the kernel is opted in first.
@@ -427,8 +430,8 @@ void layernorm_forward(bf16* out, float* mean, float* rstd, const bf16* inp, con
 
 void layernorm_backward_input(bf16* dinp, const bf16* dresidual, const bf16* dout, const bf16* inp, const float* mean,
                               const float* rstd, const float* w, int BT, int C, cudaStream_t s) {
-  launch(layernorm_backward_input_launch(BT), s, layernorm_backward_input_kernel, dinp, dresidual, dout, inp, mean, rstd,
-         w, BT, C);
+  launch(layernorm_backward_input_launch(BT), s, layernorm_backward_input_kernel, dinp, dresidual, dout, inp, mean,
+         rstd, w, BT, C);
 }
 
 void layernorm_backward_weight(float* dw, float* db, float* scratch, const bf16* dout, const bf16* inp,

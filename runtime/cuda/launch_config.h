@@ -92,14 +92,18 @@ void prepare_launch(const LaunchConfig& c, SetMaxDynamicShared&& set_max_dynamic
 
 // --- every launch of kernels.cu, by launcher ------------------------------------------------------
 
-inline LaunchConfig encoder_forward_launch(long BT, int C) { return elementwise_launch("encoder_forward_kernel", BT * C); }
+inline LaunchConfig encoder_forward_launch(long BT, int C) {
+  return elementwise_launch("encoder_forward_kernel", BT * C);
+}
 inline LaunchConfig encoder_dwpe_launch(int T, int C) { return elementwise_launch("encoder_dwpe_kernel", 1L * T * C); }
 inline LaunchConfig encoder_dwte_launch(int n_uniq) { return block_per_item_launch("encoder_dwte_kernel", n_uniq); }
 inline LaunchConfig layernorm_forward_launch(long BT) { return warp_rows_launch("layernorm_forward_kernel", BT); }
 inline LaunchConfig layernorm_backward_input_launch(long BT) {
   return warp_rows_launch("layernorm_backward_input_kernel", BT);
 }
-inline LaunchConfig layernorm_dw_partial_launch(int C) { return column_partials_launch("layernorm_dw_partial_kernel", C); }
+inline LaunchConfig layernorm_dw_partial_launch(int C) {
+  return column_partials_launch("layernorm_dw_partial_kernel", C);
+}
 inline LaunchConfig bias_partial_launch(int OC) { return column_partials_launch("bias_partial_kernel", OC); }
 inline LaunchConfig add_partials_launch(int cols) { return elementwise_launch("add_partials_kernel", cols); }
 inline LaunchConfig attention_forward_launch(int T, long rows) {

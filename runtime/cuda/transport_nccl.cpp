@@ -259,8 +259,8 @@ class NcclTransport final : public Transport {
       std::snprintf(buf, sizeof buf, "%g s", timeout_s_);
       const std::string chain = peer >= 0 ? mpi_->who_stopped(peer, timeout_s_) : "";
       abort_comms();
-      throw std::runtime_error(what + ": not done within the timeout (" + buf + ")" + (chain.empty() ? "" : "; " + chain) +
-                               "; NCCL communicators aborted");
+      throw std::runtime_error(what + ": not done within the timeout (" + buf + ")" +
+                               (chain.empty() ? "" : "; " + chain) + "; NCCL communicators aborted");
     }
     std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
