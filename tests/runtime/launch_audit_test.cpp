@@ -7,6 +7,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -26,11 +29,13 @@ struct Shape {
 // A model zbrun accepts: written as a model file and read by the loader, so the audit follows
 // load_gpt_config's limits (a corner the loader stops accepting fails here, to be updated).
 GptConfig accepted(int vocab, int seq, int channels, int heads, int batch) {
-  const std::string path = std::string(ZBPP_TEST_TMP) + "/launch_audit_model.json";
+  // One file per process: ctest runs the audit's test cases in parallel.
+  const std::string path = std::string(ZBPP_TEST_TMP) + "/launch_audit_model." + std::to_string(getpid()) + ".json";
   std::ofstream(path) << "{\"vocab\": " << vocab << ", \"seq\": " << seq << ", \"channels\": " << channels
                       << ", \"heads\": " << heads << ", \"layers\": 1, \"batch\": " << batch << "}\n";
   std::string err;
   auto c = load_gpt_config(path, &err);
+  std::remove(path.c_str());
   INFO(err);
   REQUIRE(c);
   return *c;
