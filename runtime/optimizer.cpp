@@ -5,34 +5,21 @@
 
 namespace zbpp {
 
+AdamWScalars adamw_scalars(const AdamWConfig& c, float grad_scale, int t) {
+  return {c.lr, c.beta1, c.beta2, c.eps, c.weight_decay, grad_scale,
+          1.0f - std::pow(c.beta1, static_cast<float>(t)), 1.0f - std::pow(c.beta2, static_cast<float>(t))};
+}
+
 void adamw_step(std::vector<float>* params, std::vector<float>* m, std::vector<float>* v, const std::vector<float>& grads,
                 float grad_scale, int t, const AdamWConfig& c) {
-  float b1t = 1.0f - std::pow(c.beta1, static_cast<float>(t));
-  float b2t = 1.0f - std::pow(c.beta2, static_cast<float>(t));
-  for (size_t i = 0; i < params->size(); ++i) {
-    float g = grads[i] * grad_scale;
-    (*m)[i] = c.beta1 * (*m)[i] + (1.0f - c.beta1) * g;
-    (*v)[i] = c.beta2 * (*v)[i] + (1.0f - c.beta2) * g * g;
-    float mhat = (*m)[i] / b1t;
-    float vhat = (*v)[i] / b2t;
-    float& p = (*params)[i];
-    p = p - c.lr * c.weight_decay * p - c.lr * mhat / (std::sqrt(vhat) + c.eps);
-  }
+  const AdamWScalars a = adamw_scalars(c, grad_scale, t);
+  for (size_t i = 0; i < params->size(); ++i) adamw_element_step(&(*params)[i], &(*m)[i], &(*v)[i], grads[i], a);
 }
 
 void adamw_rollback(std::vector<float>* params, std::vector<float>* m, std::vector<float>* v,
                     const std::vector<float>& grads, float grad_scale, int t, const AdamWConfig& c) {
-  float b1t = 1.0f - std::pow(c.beta1, static_cast<float>(t));
-  float b2t = 1.0f - std::pow(c.beta2, static_cast<float>(t));
-  for (size_t i = 0; i < params->size(); ++i) {
-    float g = grads[i] * grad_scale;
-    float mhat = (*m)[i] / b1t;
-    float vhat = (*v)[i] / b2t;
-    float& p = (*params)[i];
-    p = (p + c.lr * mhat / (std::sqrt(vhat) + c.eps)) / (1.0f - c.lr * c.weight_decay);
-    (*m)[i] = ((*m)[i] - (1.0f - c.beta1) * g) / c.beta1;
-    (*v)[i] = ((*v)[i] - (1.0f - c.beta2) * g * g) / c.beta2;
-  }
+  const AdamWScalars a = adamw_scalars(c, grad_scale, t);
+  for (size_t i = 0; i < params->size(); ++i) adamw_element_rollback(&(*params)[i], &(*m)[i], &(*v)[i], grads[i], a);
 }
 
 double global_norm(const std::vector<double>& squared_norms) {

@@ -4,6 +4,8 @@
 
 #include <vector>
 
+#include "runtime/adamw_element.h"
+
 namespace zbpp {
 
 struct AdamWConfig {
@@ -15,13 +17,17 @@ struct AdamWConfig {
   float clip_norm = 1.0f;  ///< global gradient-norm limit; <= 0 disables clipping
 };
 
+/// The scalars adamw_element_step takes at time step t (1-based); both backends compute them here.
+AdamWScalars adamw_scalars(const AdamWConfig& config, float grad_scale, int t);
+
 /// In-place AdamW step of one tensor (paper Algorithm 1, STEP) at time step t (1-based).
 void adamw_step(std::vector<float>* params, std::vector<float>* m, std::vector<float>* v, const std::vector<float>& grads,
                 float grad_scale, int t, const AdamWConfig& config);
 
 /// In-place inverse of adamw_step at time step t (paper Algorithm 1, ROLLBACK): restores params,
 /// m and v from the state after the step, given the same gradients and scale, without a copy. Not
-/// exact in floating point: the difference is a few ulps (optimizer_test.cpp measures it).
+/// exact in floating point: the difference is a few ulps (optimizer_test.cpp measures it); v never
+/// goes below 0.
 void adamw_rollback(std::vector<float>* params, std::vector<float>* m, std::vector<float>* v,
                     const std::vector<float>& grads, float grad_scale, int t, const AdamWConfig& config);
 

@@ -49,6 +49,13 @@ class Transport {
   /// Whether another rank has failed. In-process, a rank stuck outside the transport polls this to
   /// stop; under MPI a failure ends every process, so it stays false.
   virtual bool aborted() const { return false; }
+  /// For a transport layered on this one that waits outside recv (the NCCL transport waiting for a
+  /// transfer whose header has arrived): answers other ranks' who-waits-on-whom queries as a recv
+  /// from `peer` would, so this rank is not blamed as stuck. Call it in every polling loop.
+  virtual void answer_queries(int /*peer*/) {}
+  /// After a wait on `peer` timed out outside recv: who stopped the pipeline, as recv's own
+  /// timeout message says it ("rank 1 waits on rank 0, ..."); empty where the transport cannot ask.
+  virtual std::string who_stopped(int /*peer*/, double /*timeout_s*/) { return ""; }
 };
 
 /// What a rank that timed out learns by following who waits on whom: `chain` starts at the silent

@@ -133,6 +133,15 @@ class MpiTransport final : public Transport {
 
   void abort(const std::string&) override { MPI_Abort(MPI_COMM_WORLD, 1); }
 
+  void answer_queries(int peer) override {
+    const int before = waiting_on_;
+    waiting_on_ = peer;
+    progress();
+    waiting_on_ = before;
+  }
+
+  std::string who_stopped(int peer, double timeout_s) override { return blame(peer, timeout_s); }
+
  private:
   struct Pending {
     std::vector<char> bytes;

@@ -171,11 +171,23 @@ RankBackend cpu_backend(const Options& o, const GptConfig& model, const Schedule
 #ifdef ZBPP_HAVE_CUDA
 RankBackend cuda_backend(const Options& o, const GptConfig& model, const Schedule& s, const CudaStage& stage) {
   RankBackend b;
-  b.make_compute = [&o, &model, &s, stage](const std::vector<int>& vss) {
-    return make_cuda_compute(model, vss, s.p * s.chunks, s.m, o.seed, o.adamw, stage);
+  // The rank's one stream: its green context's, or one made here (in the rank's thread, on its GPU),
+  // shared by the backend and the T_comm payloads.
+  std::shared_ptr<CUstream_st> owned;
+  CudaStage mine = stage;
+  if (!mine.stream) {
+    cudaStream_t made = nullptr;
+    cudaError_t rc = cudaStreamCreateWithFlags(&made, cudaStreamNonBlocking);
+    if (rc != cudaSuccess)
+      throw std::runtime_error(std::string("creating the rank's stream: ") + cudaGetErrorString(rc));
+    owned.reset(made, [](cudaStream_t st) { cudaStreamDestroy(st); });
+    mine.stream = made;
+  }
+  b.make_compute = [&o, &model, &s, mine, owned](const std::vector<int>& vss) {
+    return make_cuda_compute(model, vss, s.p * s.chunks, s.m, o.seed, o.adamw, mine);
   };
-  b.payload = [&model] { return make_payload(cuda_activation_bytes(model)); };
-  b.release = [](const std::vector<float>& handle) { release_payload(handle); };
+  b.payload = [&model, mine, owned] { return make_payload(cuda_activation_bytes(model), mine.stream); };
+  b.release = [mine, owned](const std::vector<float>& handle) { release_payload(handle, mine.stream); };
   return b;
 }
 #endif
@@ -532,6 +544,7 @@ int run_cuda_threads(const Options& o, const ScheduleFile& file, const GptConfig
     threads.emplace_back([&, r] {
       std::unique_ptr<Transport> transport;
       CudaStage stage;
+      RankBackend backend;
       try {
         cudaError_t rc = cudaSetDevice(0);
         if (rc != cudaSuccess) throw std::runtime_error(std::string("cudaSetDevice (GPU 0): ") + cudaGetErrorString(rc));
@@ -541,6 +554,7 @@ int run_cuda_threads(const Options& o, const ScheduleFile& file, const GptConfig
           stage.sm_count = parts->sm_count(r);
         }
         transport = make_device_transport(hub, r);
+        backend = cuda_backend(o, model, s, stage);
       } catch (const std::exception& e) {
         {
           std::lock_guard<std::mutex> lock(*print_mu);
@@ -550,8 +564,7 @@ int run_cuda_threads(const Options& o, const ScheduleFile& file, const GptConfig
         codes[r] = 1;
         return;
       }
-      codes[r] = run_rank(o, file, model, data, planned, cuda_backend(o, model, s, stage), transport.get(), out, err,
-                          print_mu);
+      codes[r] = run_rank(o, file, model, data, planned, backend, transport.get(), out, err, print_mu);
     });
   for (auto& t : threads) t.join();
   for (int c : codes)
@@ -586,8 +599,15 @@ int run_nccl_rank(const Options& o, const ScheduleFile& file, const GptConfig& m
     MPI_Abort(MPI_COMM_WORLD, 1);
     return 1;
   }
-  int code = run_rank(o, file, model, data, planned, cuda_backend(o, model, s, CudaStage{device, nullptr, 0}),
-                      transport.get(), out, err, print_mu);
+  RankBackend backend;
+  try {
+    backend = cuda_backend(o, model, s, CudaStage{device, nullptr, 0});
+  } catch (const std::exception& e) {
+    err << "zbrun: rank " << transport->rank() << ": " << e.what() << "\n";
+    transport->abort("rank " + std::to_string(transport->rank()) + " failed");
+    return 1;
+  }
+  int code = run_rank(o, file, model, data, planned, backend, transport.get(), out, err, print_mu);
   transport.reset();
   return code;
 }
@@ -697,8 +717,15 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
     o.local = true;
   }
   const bool cuda = o.backend == "cuda";
-  // Many stage streams on one GPU need more hardware queues than the default 8.
-  if (cuda) setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
+  if (cuda) {
+    // Before the first CUDA call of the process, or they have no effect; set whatever the
+    // environment asked (docs/gpu.md). Fewer hardware queues than streams (the default is 8; some
+    // launchers set 1) serialise kernels of different streams, so a spinning NCCL kernel could hold
+    // back the one its peer waits for; 32 is the most CUDA allows. Lazy module loading can block a
+    // first kernel launch while an NCCL kernel spins waiting for its peer: load every module up front.
+    setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 1);
+    setenv("CUDA_MODULE_LOADING", "EAGER", 1);
+  }
   bool mpi = use_mpi && !o.local;
   int world_rank = 0, world_size = 1;
 #ifdef ZBPP_HAVE_MPI
@@ -797,7 +824,11 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
     std::remove((o.dump_weights + "/.zbrun-probe").c_str());
   }
 #ifdef ZBPP_HAVE_CUDA
-  if (cuda && cuda_device_count() == 0) return fail("--backend cuda: no GPU is visible to this process");
+  if (cuda) {
+    std::string why;
+    if (cuda_device_count(&why) == 0)
+      return fail("--backend cuda: " + (why.empty() ? std::string("no GPU is visible to this process") : why));
+  }
 #else
   if (cuda) return fail("--backend cuda: this zbrun was built without CUDA (no nvcc at configure time)");
 #endif
@@ -823,7 +854,8 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
 #ifdef ZBPP_HAVE_NCCL
       return finish(run_nccl_rank(o, *file, *model, *data, planned, out, err, &print_mu));
 #else
-      return fail("--backend cuda under mpirun needs NCCL, which was not found at configure time");
+      return fail("--backend cuda under mpirun needs NCCL 2.18 or newer, which was not found at configure time "
+                  "(see the CMake output; --single-gpu runs without NCCL)");
 #endif
     }
     auto transport = make_mpi_transport();

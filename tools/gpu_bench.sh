@@ -32,6 +32,7 @@ partition=$(grep -o 'single GPU: .*' "$out/profile.log" || true)
 
 # 2. Plan and run every method for every m.
 rows=""
+failed=0  # planning and runs that failed: any makes the script exit non-zero after the report
 for m in 8 16 32; do
   for method in 1f1b zb-h1 zb-2p ilp; do
     case $method in
@@ -42,6 +43,7 @@ for m in 8 16 32; do
     sched="$out/${method}_m$m.json"
     if ! "$zbplan" plan "${args[@]}" --problem "$out/problem.json" -m $m -o "$sched" >"$out/${method}_m$m.plan.log" 2>&1; then
       rows+="| $m | $method | planning failed | | | | | |"$'\n'
+      failed=$((failed + 1))
       continue
     fi
     trace=()
@@ -49,6 +51,7 @@ for m in 8 16 32; do
     log="$out/${method}_m$m.run.log"
     if ! "$zbrun" "$sched" "${run_mode[@]}" --model "$model" --steps "$steps" --timeout 300 --quiet "${trace[@]}" >"$log" 2>&1; then
       rows+="| $m | $method | run failed (${method}_m$m.run.log) | | | | | |"$'\n'
+      failed=$((failed + 1))
       continue
     fi
     iter=$(grep -o 'iteration time [0-9.]*' "$log" | awk '{print $3}')
@@ -64,7 +67,11 @@ for m in 8 16 32; do
 done
 
 # 3. Raw GEMM throughput of the F, B and W calls, whole GPU and one stage's partition.
-gemm_whole=$("$build/tools/zbpp_gpu_gemm_bench" --model "$model" || echo "(GEMM benchmark failed or no GPU)")
+gemm_whole=$("$build/tools/zbpp_gpu_gemm_bench" --model "$model") || {
+  gemm_whole="(GEMM benchmark failed or no GPU)"
+  failed=$((failed + 1))
+}
+# One stage's partition needs green contexts: without them it is not counted as a failure.
 gemm_stage=$("$build/tools/zbpp_gpu_gemm_bench" --model "$model" --parts $p || echo "(no green contexts)")
 
 {
@@ -93,5 +100,10 @@ gemm_stage=$("$build/tools/zbpp_gpu_gemm_bench" --model "$model" --parts $p || e
   echo
   echo "$gemm_stage"
 } >"$out/gpu_bench.md"
-[ -z "${ZBPP_BENCH_RUN:-}" ] && cp "$out/gpu_bench.md" "$here/docs/gpu_bench.md"
 cat "$out/gpu_bench.md"
+if [ "$failed" -gt 0 ]; then
+  echo "gpu_bench.sh: $failed of the planning, runs and GEMM benchmark above failed (see the table and $out/*.log);" \
+    "docs/gpu_bench.md is left as it was" >&2
+  exit 1
+fi
+if [ -z "${ZBPP_BENCH_RUN:-}" ]; then cp "$out/gpu_bench.md" "$here/docs/gpu_bench.md"; fi

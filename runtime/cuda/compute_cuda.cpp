@@ -6,6 +6,7 @@
 // slot buffers held, as the planner's M_B and M_W do.
 #include "runtime/cuda/compute_cuda.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -96,11 +97,7 @@ class CudaCompute final : public Compute {
       own_stream_ = true;
     }
     gemm_ = std::make_unique<cuda::GemmLt>(stage.sm_count);
-    // Keep freed blocks in the pool: slots are freed and re-made every step.
-    cudaMemPool_t pool;
-    ZBPP_CK(cudaDeviceGetDefaultMemPool(&pool, stage.device), "the device memory pool");
-    std::uint64_t keep = UINT64_MAX;
-    ZBPP_CK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "the device memory pool");
+    cuda::configure_default_pool(stage.device);
 
     LayerSplit split = layer_split(config, total_vs);
     const int C = c_.channels;
@@ -114,6 +111,12 @@ class CudaCompute final : public Compute {
       }
       chunks_.push_back(std::move(ch));
     }
+    // Everything the run needs up front: no cudaMalloc while NCCL kernels may be in flight.
+    const size_t step_tokens = static_cast<size_t>(m_) * c_.tokens();
+    ZBPP_CK(cudaMalloc(&tokens_, step_tokens * sizeof(int)), "token buffer");
+    ZBPP_CK(cudaMalloc(&targets_, step_tokens * sizeof(int)), "target buffer");
+    // Token groups: at most 3 BT + 1 ints per microbatch (tokens, offsets, positions).
+    ZBPP_CK(cudaMalloc(&groups_, static_cast<size_t>(m_) * (3 * c_.tokens() + 2) * sizeof(int)), "token groups");
     ZBPP_CK(cudaMalloc(&scratch_, cuda::column_scratch_floats(4 * C) * sizeof(float)), "column-sum scratch");
     ZBPP_CK(cudaMalloc(&norm_scratch_, (cuda::kSumPartials + global_tensor_count(c_)) * sizeof(double)),
             "gradient norm scratch");
@@ -150,13 +153,10 @@ class CudaCompute final : public Compute {
           targets[static_cast<size_t>(mb) * BT + b * c_.seq + t] = all[b * (c_.seq + 1) + t + 1];
         }
     }
-    if (!tokens_) {
-      ZBPP_CK(cudaMalloc(&tokens_, inputs.size() * sizeof(int)), "token buffer");
-      ZBPP_CK(cudaMalloc(&targets_, inputs.size() * sizeof(int)), "target buffer");
-    }
     copy_in(tokens_, inputs.data(), inputs.size() * sizeof(int), "uploading tokens");
     copy_in(targets_, targets.data(), targets.size() * sizeof(int), "uploading targets");
-    if (!chunks_.empty() && chunks_.front()->embed) upload_groups(inputs);
+    // The embedding chunk may be any of this rank's chunks (a V-shape puts it first, other placements need not).
+    if (std::any_of(chunks_.begin(), chunks_.end(), [](const auto& ch) { return ch->embed; })) upload_groups(inputs);
     std::fill(has_loss_.begin(), has_loss_.end(), false);
     sync("uploading the step's tokens");
   }
@@ -414,8 +414,6 @@ class CudaCompute final : public Compute {
       d.positions = static_cast<long>(all.size());
       all.insert(all.end(), g.positions.begin(), g.positions.end());
     }
-    // At most 3 BT + 1 ints per microbatch (tokens, offsets, positions), so one allocation serves every step.
-    if (!groups_) ZBPP_CK(cudaMalloc(&groups_, static_cast<size_t>(m_) * (3 * BT + 2) * sizeof(int)), "token groups");
     copy_in(groups_, all.data(), all.size() * sizeof(int), "uploading token groups");
     ZBPP_CK(cudaStreamSynchronize(stream_), "uploading token groups");
   }
@@ -589,10 +587,7 @@ class CudaCompute final : public Compute {
   }
 
   void adamw_all(double global_norm, bool rollback) {
-    cuda::AdamWArgs a{adamw_.lr, adamw_.beta1, adamw_.beta2, adamw_.eps, adamw_.weight_decay,
-                      clip_scale(global_norm, adamw_),
-                      1.0f - std::pow(adamw_.beta1, static_cast<float>(step_)),
-                      1.0f - std::pow(adamw_.beta2, static_cast<float>(step_))};
+    const cuda::AdamWArgs a = adamw_scalars(adamw_, clip_scale(global_norm, adamw_), step_);
     for (auto& ch : chunks_)
       for (Param* p : ch->params) {
         if (rollback) cuda::adamw_rollback(p->value, p->m, p->v, p->value16, p->grad, p->n, a, stream_);
@@ -628,10 +623,29 @@ std::unique_ptr<Compute> make_cuda_compute(const GptConfig& config, const std::v
   return std::make_unique<CudaCompute>(config, virtual_stages, total_virtual_stages, microbatches, seed, adamw, stage);
 }
 
-int cuda_device_count() {
+int cuda_device_count(std::string* why) {
+  why->clear();
+  int driver = 0, runtime = 0;
+  // No driver library at all reads as driver version 0: a machine without a GPU, not an error.
+  if (cudaDriverGetVersion(&driver) != cudaSuccess || driver == 0) {
+    cudaGetLastError();
+    return 0;
+  }
   int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();  // clear the sticky "no device" error
+  cudaError_t rc = cudaGetDeviceCount(&n);
+  if (rc == cudaErrorNoDevice) {
+    cudaGetLastError();
+    return 0;
+  }
+  if (rc != cudaSuccess) {
+    cudaGetLastError();
+    cudaRuntimeGetVersion(&runtime);
+    auto version = [](int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); };
+    *why = std::string("the CUDA driver is there but no GPU can be used: ") + cudaGetErrorString(rc) +
+           " (the driver supports CUDA " + version(driver) + ", zbrun was built with CUDA " + version(runtime) + ")";
+    if (rc == cudaErrorInsufficientDriver)
+      *why += ": install an NVIDIA driver for CUDA " + version(runtime) +
+              " or newer (CUDA 13 needs driver 580 or newer)";
     return 0;
   }
   return n;
@@ -641,21 +655,21 @@ size_t cuda_activation_bytes(const GptConfig& config) {
   return static_cast<size_t>(config.tokens()) * config.channels * sizeof(bf16);
 }
 
-std::vector<float> make_payload(size_t bytes) {
-  void* p = cuda::device_alloc(bytes, cudaStreamPerThread, "T_comm payload");
-  ZBPP_CK(cudaMemsetAsync(p, 0, bytes, cudaStreamPerThread), "T_comm payload");
+std::vector<float> make_payload(size_t bytes, cudaStream_t stream) {
+  void* p = cuda::device_alloc(bytes, stream, "T_comm payload");
+  ZBPP_CK(cudaMemsetAsync(p, 0, bytes, stream), "T_comm payload");
   cudaEvent_t ready = cuda::make_event("T_comm payload");
-  ZBPP_CK(cudaEventRecord(ready, cudaStreamPerThread), "T_comm payload");
+  ZBPP_CK(cudaEventRecord(ready, stream), "T_comm payload");
   return cuda::handle_vector(cuda::registry().put({p, bytes, ready}));
 }
 
-void release_payload(const std::vector<float>& handle) {
+void release_payload(const std::vector<float>& handle, cudaStream_t stream) {
   cuda::DeviceTensor t = cuda::registry().take(cuda::read_handle(handle.data()));
   if (t.ready) {
-    ZBPP_CK(cudaStreamWaitEvent(cudaStreamPerThread, t.ready, 0), "T_comm payload");
+    ZBPP_CK(cudaStreamWaitEvent(stream, t.ready, 0), "T_comm payload");
     ZBPP_CK(cudaEventDestroy(t.ready), "T_comm payload");
   }
-  cuda::device_free(t.ptr, cudaStreamPerThread);
+  cuda::device_free(t.ptr, stream);
 }
 
 }  // namespace zbpp

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "runtime/compute.h"
@@ -28,14 +29,17 @@ std::unique_ptr<Compute> make_cuda_compute(const GptConfig& config, const std::v
                                            int total_virtual_stages, int microbatches, std::uint64_t seed,
                                            const AdamWConfig& adamw, const CudaStage& stage);
 
-/// GPUs this process can use; 0 when there is no driver or no device (never throws).
-int cuda_device_count();
+/// GPUs this process can use. 0 with *why empty where there is no GPU (no driver, or no device);
+/// 0 with *why saying what is wrong where a driver is installed but CUDA cannot use it (e.g. a
+/// driver too old for the CUDA this was built with): callers must report that, not skip.
+int cuda_device_count(std::string* why);
 
 /// Bytes of one activation on the GPU (bf16, tokens x channels).
 size_t cuda_activation_bytes(const GptConfig& config);
-/// A handle to `bytes` of fresh device memory, for zbrun's T_comm ping-pong; release_payload frees
-/// one that came back.
-std::vector<float> make_payload(size_t bytes);
-void release_payload(const std::vector<float>& handle);
+/// A handle to `bytes` of fresh device memory, for zbrun's T_comm ping-pong, made on `stream`
+/// (the rank's own: cudaStreamPerThread is not valid inside a green context); release_payload
+/// frees one that came back, on the same rank's stream.
+std::vector<float> make_payload(size_t bytes, cudaStream_t stream);
+void release_payload(const std::vector<float>& handle, cudaStream_t stream);
 
 }  // namespace zbpp

@@ -74,6 +74,16 @@ void device_free(void* p, cudaStream_t s) {
   if (p) ZBPP_CK(cudaFreeAsync(p, s), "releasing a device buffer");
 }
 
+void configure_default_pool(int device) {
+  cudaMemPool_t pool;
+  const std::string what = "the memory pool of GPU " + std::to_string(device);
+  ZBPP_CK(cudaDeviceGetDefaultMemPool(&pool, device), what);
+  std::uint64_t keep = UINT64_MAX;
+  ZBPP_CK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), what);
+  int off = 0;
+  ZBPP_CK(cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &off), what);
+}
+
 cudaEvent_t make_event(const char* what) {
   cudaEvent_t e = nullptr;
   ZBPP_CK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), what);

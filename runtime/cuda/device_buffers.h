@@ -61,6 +61,12 @@ std::vector<float> handle_vector(std::uint32_t id);
 /// Stream-ordered allocation and release (cudaMallocAsync / cudaFreeAsync); `what` names the use.
 void* device_alloc(size_t bytes, cudaStream_t s, const char* what);
 void device_free(void* p, cudaStream_t s);
+/// Sets up the device's default memory pool, which every stream of this process allocates from:
+/// freed blocks stay in the pool (slots are freed and re-made every step), and a block freed on one
+/// stream is never handed to another with a hidden wait on the freeing stream (internal
+/// dependencies off): a buffer freed behind an NCCL send would otherwise make a compute-stream
+/// allocation wait for that send, and so for the peer. Idempotent; call before the first allocation.
+void configure_default_pool(int device);
 /// An event without timing, for ordering only.
 cudaEvent_t make_event(const char* what);
 

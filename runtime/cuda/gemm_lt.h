@@ -4,8 +4,9 @@
 //   backward_input:   dX = dY W                     (bf16 out: the B op)
 //   backward_weight:  dW += dY^T X                  (fp32 out, beta = 1: the W op accumulates
 //                                                    over microbatches in the order it is called)
-// The algorithm for a shape is chosen once and cached, so a shape always runs the same kernel
-// and gives the same bits.
+// Per shape, the descriptors, layouts and algorithm are made once and cached (only the bias pointer
+// is set per call), so a shape always runs the same kernel and gives the same bits, and a GEMM
+// costs no descriptor creation.
 #pragma once
 
 #include <cublasLt.h>
@@ -14,6 +15,7 @@
 
 #include <array>
 #include <map>
+#include <memory>
 #include <string>
 
 namespace zbpp::cuda {
@@ -45,14 +47,25 @@ class GemmLt {
       return {trans_a, trans_b, m, n, k, lda, ldb, ldc, static_cast<int>(out_type), bias};
     }
   };
+  // What one shape needs for cublasLtMatmul, owned here and destroyed with the GemmLt.
+  struct Plan {
+    cublasLtMatmulDesc_t op = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+    cublasLtMatmulAlgo_t algo{};
+    Plan() = default;
+    Plan(const Plan&) = delete;
+    Plan& operator=(const Plan&) = delete;
+    ~Plan();
+  };
   void run(const Call& c, const void* a, const void* b, void* d, const void* bias, float beta, cudaStream_t s,
            const std::string& what);
+  std::unique_ptr<Plan> make_plan(const Call& c, const std::string& what) const;
 
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 32u << 20;
   int sm_count_ = 0;
-  std::map<std::array<int, 10>, cublasLtMatmulAlgo_t> algos_;
+  std::map<std::array<int, 10>, std::unique_ptr<Plan>> plans_;
 };
 
 }  // namespace zbpp::cuda

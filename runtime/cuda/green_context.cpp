@@ -8,6 +8,7 @@
 
 namespace zbpp {
 
+#if ZBPP_HAVE_GREEN_CONTEXTS
 namespace {
 
 // The driver entry points this file uses, loaded once.
@@ -124,6 +125,19 @@ void GreenPartitions::enter(int part) const {
   CUresult rc = driver().set_current(static_cast<CUcontext>(parts_.at(part).context));
   if (rc != CUDA_SUCCESS) throw std::runtime_error(cu_error("cuCtxSetCurrent (entering a green context)", rc));
 }
+
+#else
+// Built with CUDA headers older than 12.5 (CMake said so): no green contexts, a stream per stage.
+std::unique_ptr<GreenPartitions> GreenPartitions::create(int, int, std::string* why) {
+  *why = "this zbrun was built with CUDA " + std::to_string(CUDART_VERSION / 1000) + "." +
+         std::to_string(CUDART_VERSION % 1000 / 10) + " headers; green contexts need CUDA 12.5 or newer";
+  return nullptr;
+}
+GreenPartitions::~GreenPartitions() = default;
+void GreenPartitions::enter(int) const {
+  throw std::logic_error("GreenPartitions::enter: built without green contexts");
+}
+#endif
 
 std::string GreenPartitions::describe() const {
   std::string s = std::to_string(parts_.size()) + " green-context partitions of";

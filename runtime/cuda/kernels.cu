@@ -12,7 +12,10 @@ namespace zbpp::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
+// Grid-stride loop over [0, n): elementwise_launch caps the grid at the x limit.
+#define ZBPP_FOR_EACH(i, n)                                                         \
+  for (long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
+       i += static_cast<long>(gridDim.x) * blockDim.x)
 
 __device__ inline float f(bf16 x) { return __bfloat162float(x); }
 
@@ -28,7 +31,7 @@ __device__ inline float warp_max(float v) {
 
 // Sum over a block of kThreads threads; every thread gets the result.
 __device__ float block_sum(float v) {
-  __shared__ float part[kThreads / 32];
+  __shared__ float part[kBlockReduceFloats - 1];
   __shared__ float total;
   v = warp_sum(v);
   if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = v;
@@ -45,7 +48,7 @@ __device__ float block_sum(float v) {
 }
 
 __device__ float block_max(float v) {
-  __shared__ float part[kThreads / 32];
+  __shared__ float part[kBlockReduceFloats - 1];
   __shared__ float total;
   v = warp_max(v);
   if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = v;
@@ -66,25 +69,41 @@ void launched(const char* kernel) {
   if (rc != cudaSuccess) throw std::runtime_error(std::string("launch of ") + kernel + ": " + cudaGetErrorString(rc));
 }
 
-unsigned blocks(long n, int threads = kThreads) { return static_cast<unsigned>((n + threads - 1) / threads); }
+dim3 dims(const Dim& d) {
+  return dim3(static_cast<unsigned>(d.x), static_cast<unsigned>(d.y), static_cast<unsigned>(d.z));
+}
+
+// Every launch goes through here with its launch_config.h configuration, so the launch audit
+// checks exactly what runs; over 48 KiB of dynamic shared memory the kernel is opted in first.
+template <typename Kernel, typename... Args>
+void launch(const LaunchConfig& c, cudaStream_t s, Kernel kernel, Args... args) {
+  prepare_launch(c, [&](long bytes) {
+    cudaError_t rc = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+    if (rc != cudaSuccess)
+      throw std::runtime_error(std::string("cudaFuncSetAttribute (") + c.kernel + ", " + std::to_string(bytes) +
+                               " bytes of shared memory): " + cudaGetErrorString(rc));
+  });
+  kernel<<<dims(c.grid), dims(c.block), static_cast<size_t>(c.dynamic_shared), s>>>(args...);
+  launched(c.kernel);
+}
 
 // --- encoder -------------------------------------------------------------------------------------
 
 __global__ void encoder_forward_kernel(bf16* out, const int* tokens, const float* wte, const float* wpe, int T, int C,
                                        long n) {
-  long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  long bt = i / C;
-  int c = static_cast<int>(i % C), t = static_cast<int>(bt % T);
-  out[i] = __float2bfloat16(wte[static_cast<long>(tokens[bt]) * C + c] + wpe[static_cast<long>(t) * C + c]);
+  ZBPP_FOR_EACH(i, n) {
+    long bt = i / C;
+    int c = static_cast<int>(i % C), t = static_cast<int>(bt % T);
+    out[i] = __float2bfloat16(wte[static_cast<long>(tokens[bt]) * C + c] + wpe[static_cast<long>(t) * C + c]);
+  }
 }
 
 __global__ void encoder_dwpe_kernel(float* dwpe, const bf16* dout, int B, int T, int C) {
-  long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= static_cast<long>(T) * C) return;
-  float acc = 0;
-  for (int b = 0; b < B; ++b) acc += f(dout[static_cast<long>(b) * T * C + i]);
-  dwpe[i] += acc;
+  ZBPP_FOR_EACH(i, static_cast<long>(T) * C) {
+    float acc = 0;
+    for (int b = 0; b < B; ++b) acc += f(dout[static_cast<long>(b) * T * C + i]);
+    dwpe[i] += acc;
+  }
 }
 
 // One block per distinct token, threads over channels, positions in ascending order.
@@ -170,11 +189,11 @@ __global__ void bias_partial_kernel(float* part, const bf16* dout, int BT, int O
 
 // out[c] += the kColumnSplits partials of column c, in order.
 __global__ void add_partials_kernel(float* out, const float* part, int cols) {
-  int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= cols) return;
-  float acc = 0;
-  for (int k = 0; k < kColumnSplits; ++k) acc += part[static_cast<long>(k) * cols + c];
-  out[c] += acc;
+  ZBPP_FOR_EACH(c, cols) {
+    float acc = 0;
+    for (int k = 0; k < kColumnSplits; ++k) acc += part[static_cast<long>(k) * cols + c];
+    out[c] += acc;
+  }
 }
 
 // --- elementwise ---------------------------------------------------------------------------------
@@ -182,34 +201,31 @@ __global__ void add_partials_kernel(float* out, const float* part, int cols) {
 __device__ inline float gelu_s() { return 0.7978845608028654f; }  // sqrt(2/pi)
 
 __global__ void gelu_forward_kernel(bf16* out, const bf16* inp, long n) {
-  long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  float x = f(inp[i]);
-  out[i] = __float2bfloat16(0.5f * x * (1.0f + tanhf(gelu_s() * (x + 0.044715f * x * x * x))));
+  ZBPP_FOR_EACH(i, n) {
+    float x = f(inp[i]);
+    out[i] = __float2bfloat16(0.5f * x * (1.0f + tanhf(gelu_s() * (x + 0.044715f * x * x * x))));
+  }
 }
 
 __global__ void gelu_backward_kernel(bf16* dinp, const bf16* inp, const bf16* dout, long n) {
-  long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  float x = f(inp[i]);
-  float th = tanhf(gelu_s() * (x + 0.044715f * x * x * x));
-  float grad = 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * gelu_s() * (1.0f + 3.0f * 0.044715f * x * x);
-  dinp[i] = __float2bfloat16(grad * f(dout[i]));
+  ZBPP_FOR_EACH(i, n) {
+    float x = f(inp[i]);
+    float th = tanhf(gelu_s() * (x + 0.044715f * x * x * x));
+    float grad = 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * gelu_s() * (1.0f + 3.0f * 0.044715f * x * x);
+    dinp[i] = __float2bfloat16(grad * f(dout[i]));
+  }
 }
 
 __global__ void add_kernel(bf16* out, const bf16* a, const bf16* b, long n) {
-  long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) out[i] = __float2bfloat16(f(a[i]) + f(b[i]));
+  ZBPP_FOR_EACH(i, n) out[i] = __float2bfloat16(f(a[i]) + f(b[i]));
 }
 
 __global__ void to_bf16_kernel(bf16* out, const float* in, long n) {
-  long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) out[i] = __float2bfloat16(in[i]);
+  ZBPP_FOR_EACH(i, n) out[i] = __float2bfloat16(in[i]);
 }
 
 __global__ void to_float_kernel(float* out, const bf16* in, long n) {
-  long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) out[i] = f(in[i]);
+  ZBPP_FOR_EACH(i, n) out[i] = f(in[i]);
 }
 
 // --- attention -----------------------------------------------------------------------------------
@@ -329,26 +345,6 @@ __global__ void attention_dkv_kernel(bf16* dqkv, const float* delta, const bf16*
   }
 }
 
-// Warps per block so that `floats_per_warp` of shared memory fit in `limit` bytes (at least one).
-int warps_for(long floats_per_warp, long limit) {
-  long w = limit / (floats_per_warp * 4);
-  return static_cast<int>(w >= 4 ? 4 : w >= 1 ? w : 0);
-}
-
-template <typename Kernel, typename... Args>
-void launch_rows(Kernel kernel, const char* name, long floats_per_warp, int rows, cudaStream_t s, Args... args) {
-  const long limit = 160 * 1024;  // fits Ampere (164 KiB) and Hopper (227 KiB)
-  int warps = warps_for(floats_per_warp, limit);
-  if (warps == 0) throw std::runtime_error(std::string(name) + ": sequence too long for the attention kernel");
-  long bytes = floats_per_warp * 4 * warps;
-  if (bytes > 48 * 1024) {
-    cudaError_t rc = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
-    if (rc != cudaSuccess) throw std::runtime_error(std::string("cudaFuncSetAttribute (") + name + "): " + cudaGetErrorString(rc));
-  }
-  kernel<<<blocks(rows, warps), warps * 32, bytes, s>>>(args...);
-  launched(name);
-}
-
 // --- cross-entropy -------------------------------------------------------------------------------
 
 // One block per row.
@@ -369,49 +365,36 @@ __global__ void crossentropy_forward_kernel(float* losses, float* lse, const bf1
 
 __global__ void crossentropy_backward_kernel(bf16* logits, const float* lse, const int* targets, float scale, int V,
                                              long n) {
-  long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  long row = i / V;
-  int v = static_cast<int>(i % V);
-  float p = expf(f(logits[i]) - lse[row]);
-  logits[i] = __float2bfloat16(scale * (p - (v == targets[row] ? 1.0f : 0.0f)));
+  ZBPP_FOR_EACH(i, n) {
+    long row = i / V;
+    int v = static_cast<int>(i % V);
+    float p = expf(f(logits[i]) - lse[row]);
+    logits[i] = __float2bfloat16(scale * (p - (v == targets[row] ? 1.0f : 0.0f)));
+  }
 }
 
 // --- optimizer -----------------------------------------------------------------------------------
 
+// The formulas live in runtime/adamw_element.h, shared with the CPU optimizer.
 __global__ void adamw_step_kernel(float* p, float* m, float* v, bf16* p16, const float* g, long n, AdamWArgs a) {
-  long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  float gi = g[i] * a.grad_scale;
-  float mi = a.beta1 * m[i] + (1.0f - a.beta1) * gi;
-  float vi = a.beta2 * v[i] + (1.0f - a.beta2) * gi * gi;
-  float mhat = mi / a.b1t, vhat = vi / a.b2t;
-  float pi = p[i];
-  pi = pi - a.lr * a.weight_decay * pi - a.lr * mhat / (sqrtf(vhat) + a.eps);
-  m[i] = mi;
-  v[i] = vi;
-  p[i] = pi;
-  p16[i] = __float2bfloat16(pi);
+  ZBPP_FOR_EACH(i, n) {
+    adamw_element_step(&p[i], &m[i], &v[i], g[i], a);
+    p16[i] = __float2bfloat16(p[i]);
+  }
 }
 
 __global__ void adamw_rollback_kernel(float* p, float* m, float* v, bf16* p16, const float* g, long n, AdamWArgs a) {
-  long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  float gi = g[i] * a.grad_scale;
-  float mhat = m[i] / a.b1t, vhat = v[i] / a.b2t;
-  float pi = (p[i] + a.lr * mhat / (sqrtf(vhat) + a.eps)) / (1.0f - a.lr * a.weight_decay);
-  m[i] = (m[i] - (1.0f - a.beta1) * gi) / a.beta1;
-  v[i] = (v[i] - (1.0f - a.beta2) * gi * gi) / a.beta2;
-  p[i] = pi;
-  p16[i] = __float2bfloat16(pi);
+  ZBPP_FOR_EACH(i, n) {
+    adamw_element_rollback(&p[i], &m[i], &v[i], g[i], a);
+    p16[i] = __float2bfloat16(p[i]);
+  }
 }
 
 // kSumPartials blocks: each sums a grid-stride share in double and reduces it in shared memory.
 __global__ void sum_squares_partial_kernel(double* part, const float* g, long n) {
-  __shared__ double s[kThreads];
+  __shared__ double s[kSumSquaresDoubles];
   double acc = 0;
-  for (long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += static_cast<long>(gridDim.x) * blockDim.x)
-    acc += static_cast<double>(g[i]) * g[i];
+  ZBPP_FOR_EACH(i, n) acc += static_cast<double>(g[i]) * g[i];
   s[threadIdx.x] = acc;
   __syncthreads();
   for (int w = kThreads / 2; w > 0; w >>= 1) {
@@ -430,83 +413,66 @@ __global__ void sum_partials_kernel(double* out, const double* part) {
 }  // namespace
 
 void encoder_forward(bf16* out, const int* tokens, const float* wte, const float* wpe, int B, int T, int C, cudaStream_t s) {
-  long n = static_cast<long>(B) * T * C;
-  encoder_forward_kernel<<<blocks(n), kThreads, 0, s>>>(out, tokens, wte, wpe, T, C, n);
-  launched("encoder_forward_kernel");
+  launch(encoder_forward_launch(1L * B * T, C), s, encoder_forward_kernel, out, tokens, wte, wpe, T, C, 1L * B * T * C);
 }
 
 void encoder_backward_weight(float* dwte, float* dwpe, const bf16* dout, const int* uniq, const int* offsets,
                              const int* positions, int n_uniq, int B, int T, int C, cudaStream_t s) {
-  encoder_dwpe_kernel<<<blocks(static_cast<long>(T) * C), kThreads, 0, s>>>(dwpe, dout, B, T, C);
-  launched("encoder_dwpe_kernel");
+  launch(encoder_dwpe_launch(T, C), s, encoder_dwpe_kernel, dwpe, dout, B, T, C);
   if (n_uniq == 0) return;
-  encoder_dwte_kernel<<<n_uniq, kThreads, 0, s>>>(dwte, dout, uniq, offsets, positions, C);
-  launched("encoder_dwte_kernel");
+  launch(encoder_dwte_launch(n_uniq), s, encoder_dwte_kernel, dwte, dout, uniq, offsets, positions, C);
 }
 
 void layernorm_forward(bf16* out, float* mean, float* rstd, const bf16* inp, const float* w, const float* b, int BT,
                        int C, cudaStream_t s) {
-  layernorm_forward_kernel<<<blocks(BT, kThreads / 32), kThreads, 0, s>>>(out, mean, rstd, inp, w, b, BT, C);
-  launched("layernorm_forward_kernel");
+  launch(layernorm_forward_launch(BT), s, layernorm_forward_kernel, out, mean, rstd, inp, w, b, BT, C);
 }
 
 void layernorm_backward_input(bf16* dinp, const bf16* dresidual, const bf16* dout, const bf16* inp, const float* mean,
                               const float* rstd, const float* w, int BT, int C, cudaStream_t s) {
-  layernorm_backward_input_kernel<<<blocks(BT, kThreads / 32), kThreads, 0, s>>>(dinp, dresidual, dout, inp, mean, rstd,
-                                                                                   w, BT, C);
-  launched("layernorm_backward_input_kernel");
+  launch(layernorm_backward_input_launch(BT), s, layernorm_backward_input_kernel, dinp, dresidual, dout, inp, mean,
+         rstd, w, BT, C);
 }
 
 void layernorm_backward_weight(float* dw, float* db, float* scratch, const bf16* dout, const bf16* inp,
                                const float* mean, const float* rstd, int BT, int C, cudaStream_t s) {
   float* part_w = scratch;
   float* part_b = scratch + static_cast<long>(kColumnSplits) * C;
-  layernorm_dw_partial_kernel<<<dim3(blocks(C), kColumnSplits), kThreads, 0, s>>>(part_w, part_b, dout, inp, mean,
-                                                                                  rstd, BT, C);
-  launched("layernorm_dw_partial_kernel");
-  add_partials_kernel<<<blocks(C), kThreads, 0, s>>>(dw, part_w, C);
-  launched("add_partials_kernel");
-  add_partials_kernel<<<blocks(C), kThreads, 0, s>>>(db, part_b, C);
-  launched("add_partials_kernel");
+  launch(layernorm_dw_partial_launch(C), s, layernorm_dw_partial_kernel, part_w, part_b, dout, inp, mean, rstd, BT, C);
+  launch(add_partials_launch(C), s, add_partials_kernel, dw, static_cast<const float*>(part_w), C);
+  launch(add_partials_launch(C), s, add_partials_kernel, db, static_cast<const float*>(part_b), C);
 }
 
 void bias_backward(float* db, float* scratch, const bf16* dout, int BT, int OC, cudaStream_t s) {
-  bias_partial_kernel<<<dim3(blocks(OC), kColumnSplits), kThreads, 0, s>>>(scratch, dout, BT, OC);
-  launched("bias_partial_kernel");
-  add_partials_kernel<<<blocks(OC), kThreads, 0, s>>>(db, scratch, OC);
-  launched("add_partials_kernel");
+  launch(bias_partial_launch(OC), s, bias_partial_kernel, scratch, dout, BT, OC);
+  launch(add_partials_launch(OC), s, add_partials_kernel, db, static_cast<const float*>(scratch), OC);
 }
 
 void gelu_forward(bf16* out, const bf16* inp, long n, cudaStream_t s) {
-  gelu_forward_kernel<<<blocks(n), kThreads, 0, s>>>(out, inp, n);
-  launched("gelu_forward_kernel");
+  launch(elementwise_launch("gelu_forward_kernel", n), s, gelu_forward_kernel, out, inp, n);
 }
 
 void gelu_backward(bf16* dinp, const bf16* inp, const bf16* dout, long n, cudaStream_t s) {
-  gelu_backward_kernel<<<blocks(n), kThreads, 0, s>>>(dinp, inp, dout, n);
-  launched("gelu_backward_kernel");
+  launch(elementwise_launch("gelu_backward_kernel", n), s, gelu_backward_kernel, dinp, inp, dout, n);
 }
 
 void add(bf16* out, const bf16* a, const bf16* b, long n, cudaStream_t s) {
-  add_kernel<<<blocks(n), kThreads, 0, s>>>(out, a, b, n);
-  launched("add_kernel");
+  launch(elementwise_launch("add_kernel", n), s, add_kernel, out, a, b, n);
 }
 
 void to_bf16(bf16* out, const float* in, long n, cudaStream_t s) {
-  to_bf16_kernel<<<blocks(n), kThreads, 0, s>>>(out, in, n);
-  launched("to_bf16_kernel");
+  launch(elementwise_launch("to_bf16_kernel", n), s, to_bf16_kernel, out, in, n);
 }
 
 void to_float(float* out, const bf16* in, long n, cudaStream_t s) {
-  to_float_kernel<<<blocks(n), kThreads, 0, s>>>(out, in, n);
-  launched("to_float_kernel");
+  launch(elementwise_launch("to_float_kernel", n), s, to_float_kernel, out, in, n);
 }
 
 void attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH, cudaStream_t s) {
   int hs = C / NH;
   Att a{qkv, T, C, NH, hs, 1.0f / std::sqrt(static_cast<float>(hs))};
   int rows = B * NH * T;
-  launch_rows(attention_forward_kernel, "attention_forward_kernel", T, rows, s, out, lse, a, rows);
+  launch(attention_forward_launch(T, rows), s, attention_forward_kernel, out, lse, a, rows);
 }
 
 void attention_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const bf16* qkv, const float* lse,
@@ -514,41 +480,35 @@ void attention_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* 
   int hs = C / NH;
   Att a{qkv, T, C, NH, hs, 1.0f / std::sqrt(static_cast<float>(hs))};
   int rows = B * NH * T;
-  attention_delta_kernel<<<blocks(rows, kThreads / 32), kThreads, 0, s>>>(delta, dout, out, a, rows);
-  launched("attention_delta_kernel");
-  launch_rows(attention_dq_kernel, "attention_dq_kernel", T, rows, s, dqkv, delta, dout, lse, a, rows);
-  launch_rows(attention_dkv_kernel, "attention_dkv_kernel", 2L * T, rows, s, dqkv, delta, dout, lse, a, rows);
+  launch(attention_delta_launch(rows), s, attention_delta_kernel, delta, dout, out, a, rows);
+  const float* d = delta;
+  launch(attention_dq_launch(T, rows), s, attention_dq_kernel, dqkv, d, dout, lse, a, rows);
+  launch(attention_dkv_launch(T, rows), s, attention_dkv_kernel, dqkv, d, dout, lse, a, rows);
 }
 
 void crossentropy_forward(float* losses, float* lse, const bf16* logits, const int* targets, int BT, int V,
                           cudaStream_t s) {
-  crossentropy_forward_kernel<<<BT, kThreads, 0, s>>>(losses, lse, logits, targets, V);
-  launched("crossentropy_forward_kernel");
+  launch(crossentropy_forward_launch(BT), s, crossentropy_forward_kernel, losses, lse, logits, targets, V);
 }
 
 void crossentropy_backward(bf16* logits, const float* lse, const int* targets, float scale, int BT, int V,
                            cudaStream_t s) {
-  long n = static_cast<long>(BT) * V;
-  crossentropy_backward_kernel<<<blocks(n), kThreads, 0, s>>>(logits, lse, targets, scale, V, n);
-  launched("crossentropy_backward_kernel");
+  launch(crossentropy_backward_launch(BT, V), s, crossentropy_backward_kernel, logits, lse, targets, scale, V,
+         1L * BT * V);
 }
 
 void adamw_step(float* p, float* m, float* v, bf16* p16, const float* g, long n, const AdamWArgs& a, cudaStream_t s) {
-  adamw_step_kernel<<<blocks(n), kThreads, 0, s>>>(p, m, v, p16, g, n, a);
-  launched("adamw_step_kernel");
+  launch(elementwise_launch("adamw_step_kernel", n), s, adamw_step_kernel, p, m, v, p16, g, n, a);
 }
 
 void adamw_rollback(float* p, float* m, float* v, bf16* p16, const float* g, long n, const AdamWArgs& a,
                     cudaStream_t s) {
-  adamw_rollback_kernel<<<blocks(n), kThreads, 0, s>>>(p, m, v, p16, g, n, a);
-  launched("adamw_rollback_kernel");
+  launch(elementwise_launch("adamw_rollback_kernel", n), s, adamw_rollback_kernel, p, m, v, p16, g, n, a);
 }
 
 void sum_squares(double* out, double* scratch, const float* g, long n, cudaStream_t s) {
-  sum_squares_partial_kernel<<<kSumPartials, kThreads, 0, s>>>(scratch, g, n);
-  launched("sum_squares_partial_kernel");
-  sum_partials_kernel<<<1, 1, 0, s>>>(out, scratch);
-  launched("sum_partials_kernel");
+  launch(sum_squares_partial_launch(), s, sum_squares_partial_kernel, scratch, g, n);
+  launch(sum_partials_launch(), s, sum_partials_kernel, out, static_cast<const double*>(scratch));
 }
 
 }  // namespace zbpp::cuda

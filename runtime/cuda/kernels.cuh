@@ -9,16 +9,12 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include "runtime/adamw_element.h"
+#include "runtime/cuda/launch_config.h"  // kColumnSplits, kSumPartials, column_scratch_floats
+
 namespace zbpp::cuda {
 
 using bf16 = __nv_bfloat16;
-
-/// Column reductions split the rows into this many parts, then add the parts in order.
-constexpr int kColumnSplits = 32;
-/// Scratch floats layernorm_backward_weight and bias_backward need for `cols` columns.
-inline long column_scratch_floats(int cols) { return 2L * kColumnSplits * cols; }
-/// Partial sums of sum_squares (doubles of scratch).
-constexpr int kSumPartials = 256;
 
 /// out (BT,C) = wte[token] + wpe[position] (fp32 tables, bf16 out).
 void encoder_forward(bf16* out, const int* tokens, const float* wte, const float* wpe, int B, int T, int C, cudaStream_t s);
@@ -59,11 +55,8 @@ void crossentropy_forward(float* losses, float* lse, const bf16* logits, const i
 void crossentropy_backward(bf16* logits, const float* lse, const int* targets, float scale, int BT, int V,
                            cudaStream_t s);
 
-/// AdamW (paper Algorithm 1) with the step's bias corrections b1t = 1 - beta1^t, b2t = 1 - beta2^t
-/// computed on the host as the CPU optimizer does.
-struct AdamWArgs {
-  float lr, beta1, beta2, eps, weight_decay, grad_scale, b1t, b2t;
-};
+/// AdamW's scalars (runtime/adamw_element.h: the one formula both backends run).
+using AdamWArgs = AdamWScalars;
 /// In place on the fp32 master p and the moments; p16 receives the bf16 copy the GEMMs read.
 void adamw_step(float* p, float* m, float* v, bf16* p16, const float* g, long n, const AdamWArgs& a, cudaStream_t s);
 /// The in-place inverse of adamw_step given the same gradients and arguments.

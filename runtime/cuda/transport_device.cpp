@@ -21,6 +21,9 @@ using Clock = std::chrono::steady_clock;
 class DeviceTransport final : public Transport {
  public:
   DeviceTransport(std::shared_ptr<LocalHub> hub, int rank) : local_(make_local_transport(std::move(hub), rank)) {
+    int device = 0;
+    ZBPP_CK(cudaGetDevice(&device), "rank " + std::to_string(rank) + " reading its GPU");
+    cuda::configure_default_pool(device);
     ZBPP_CK(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking), "creating the copy stream of rank " + std::to_string(rank));
   }
   ~DeviceTransport() override {
@@ -83,6 +86,8 @@ class DeviceTransport final : public Transport {
     return local_->allreduce_sum(values, timeout_s, err);
   }
   void abort(const std::string& why) override { local_->abort(why); }
+  // A rank stuck in an op (e.g. --fault hang) polls this to stop when another rank failed.
+  bool aborted() const override { return local_->aborted(); }
 
  private:
   std::unique_ptr<Transport> local_;

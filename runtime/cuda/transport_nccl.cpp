@@ -10,6 +10,10 @@
 #include <stdexcept>
 #include <thread>
 
+#if NCCL_VERSION_CODE < NCCL_VERSION(2, 18, 0)
+#error "the NCCL transport needs ncclCommSplit: NCCL 2.18 or newer (CMake leaves this file out for older NCCL)"
+#endif
+
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/device_buffers.h"
 #include "runtime/transport_mpi.h"
@@ -49,12 +53,20 @@ class NcclTransport final : public Transport {
     if (gpus == 0) throw std::runtime_error("rank " + std::to_string(rank_) + " sees no GPU");
     *device = local_rank % gpus;
     ZBPP_CK(cudaSetDevice(*device), "rank " + std::to_string(rank_) + " selecting GPU " + std::to_string(*device));
+    cuda::configure_default_pool(*device);
 
     ncclUniqueId id;
     if (rank_ == 0) nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId", "rank 0");
     MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;  // every wait below is ours, with a deadline
+    // Every channel's kernel may spin at once (see the header): together they take at most half
+    // the SMs, so each can become resident beside the others and beside the compute kernels.
+    int sms = 0, mine = 0;
+    ZBPP_CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, *device), where());
+    for (const NcclChannel& c : channels) mine += c.from == rank_ || c.to == rank_;
+    config.maxCTAs = std::max(1, std::min(16, sms / 2 / std::max(1, mine)));
+    config.minCTAs = 1;
     auto deadline = after(timeout_s);
     nccl_check(ncclCommInitRankConfig(&world_, mpi_->size(), id, rank_, &config), "ncclCommInitRankConfig", where());
     wait_comm(world_, deadline, "creating the world communicator");
@@ -74,7 +86,7 @@ class NcclTransport final : public Transport {
     for (Channel& ch : channels_) {
       void* byte = cuda::device_alloc(1, ch.stream, "channel warm-up");
       enqueue(ch, byte, 1, deadline);
-      wait_stream(ch, deadline, "connecting " + channel_name(ch.id));
+      wait_stream(ch, deadline, "connecting " + channel_name(ch.id), peer_of(ch));
       cuda::device_free(byte, ch.stream);
     }
   }
@@ -139,7 +151,7 @@ class NcclTransport final : public Transport {
       Channel& ch = channel({peer, rank_, kind});
       void* buf = cuda::device_alloc(bytes, ch.stream, "receive buffer");
       enqueue(ch, buf, bytes, deadline);
-      wait_stream(ch, deadline, "receiving " + channel_name(ch.id));
+      wait_stream(ch, deadline, "receiving " + channel_name(ch.id), peer);
       msg->mb = header.mb;
       msg->to_vs = header.to_vs;
       msg->data = cuda::handle_vector(cuda::registry().put({buf, bytes, nullptr}));
@@ -167,6 +179,7 @@ class NcclTransport final : public Transport {
   };
 
   std::string where() const { return "rank " + std::to_string(rank_); }
+  int peer_of(const Channel& ch) const { return ch.id.from == rank_ ? ch.id.to : ch.id.from; }
 
   std::vector<ncclComm_t> comms() const {
     std::vector<ncclComm_t> out;
@@ -207,8 +220,10 @@ class NcclTransport final : public Transport {
     }
   }
 
-  // Waits until the channel's stream has run everything enqueued (the transfer arrived).
-  void wait_stream(Channel& ch, Clock::time_point deadline, const std::string& what) {
+  // Waits until the channel's stream has run everything enqueued (the transfer arrived). Meanwhile
+  // this rank answers who-waits-on-whom queries as waiting on `peer`, as a recv would: a healthy
+  // rank blocked in an NCCL receive must not read as stuck to the rank that asks.
+  void wait_stream(Channel& ch, Clock::time_point deadline, const std::string& what, int peer) {
     cudaEvent_t done = cuda::make_event(what.c_str());
     ZBPP_CK(cudaEventRecord(done, ch.stream), what);
     while (true) {
@@ -225,8 +240,9 @@ class NcclTransport final : public Transport {
         abort_comms();
         throw std::runtime_error(what + ": NCCL reports " + ncclGetErrorString(state));
       }
+      mpi_->answer_queries(peer);
       try {
-        expire(deadline, what);
+        expire(deadline, what, peer);
       } catch (...) {
         cudaEventDestroy(done);
         throw;
@@ -235,12 +251,16 @@ class NcclTransport final : public Transport {
     cudaEventDestroy(done);
   }
 
-  void expire(Clock::time_point deadline, const std::string& what) {
+  // Past the deadline: aborts and throws, naming the rank that stopped the pipeline when `peer`
+  // (the rank waited on; -1: none) lets MPI ask along the chain of waits.
+  void expire(Clock::time_point deadline, const std::string& what, int peer = -1) {
     if (Clock::now() > deadline) {
-      abort_comms();
       char buf[32];
       std::snprintf(buf, sizeof buf, "%g s", timeout_s_);
-      throw std::runtime_error(what + ": not done within the timeout (" + buf + "); NCCL communicators aborted");
+      const std::string chain = peer >= 0 ? mpi_->who_stopped(peer, timeout_s_) : "";
+      abort_comms();
+      throw std::runtime_error(what + ": not done within the timeout (" + buf + ")" +
+                               (chain.empty() ? "" : "; " + chain) + "; NCCL communicators aborted");
     }
     std::this_thread::sleep_for(std::chrono::microseconds(20));
   }

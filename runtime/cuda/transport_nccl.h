@@ -3,12 +3,21 @@
 // stage, bytes), the all-reduce of the optimizer's scalars and abort go through MPI
 // (transport_mpi.h), which the headers' checks and the exact all-reduce already rely on.
 //
-// Deadlock freedom: each directed channel (from, to, kind) the schedule uses gets its own
-// two-rank communicator and stream, split from the world communicator at start-up. On a channel
-// only `from` sends and only `to` receives, in the same order on both sides (the transport's
-// per-kind FIFO contract), so no send can wait behind a receive of the other direction — the
-// deadlock that grouping send and receive pairs avoids on a shared communicator. Each call is
-// still issued inside ncclGroupStart/End, as NCCL's non-blocking mode asks.
+// Design (docs/gpu.md, "NCCL: communicators and ordering"). Each directed channel (from, to, kind)
+// the schedule uses gets its own two-rank communicator and stream, split from the world
+// communicator at start-up and connected there in one global order. On a channel only `from`
+// sends and only `to` receives, in the same order on both sides (the transport's per-kind FIFO
+// contract), so no operation on a channel waits behind one of the other direction, and send()
+// never blocks, as the lowered schedule requires (planner/lower.h). One communicator per rank pair
+// instead would put both directions on one stream, where a rank's send of activation k+1 and its
+// neighbour's send of gradient k — every 1F1B steady state — wait on each other; completing each
+// send before the next operation would block send() with the same result.
+// NCCL asks that kernels of different communicators never need to progress at once; here they
+// may, so every way one spinning NCCL kernel could hold back another is closed: modules load
+// eagerly (CUDA_MODULE_LOADING=EAGER), streams get their own hardware queues
+// (CUDA_DEVICE_MAX_CONNECTIONS=32), a rank's channels together use at most half the SMs (maxCTAs),
+// the memory pool never makes an allocation wait on another stream (device_buffers.h), and nothing
+// in the run loop synchronises the whole device (no cudaMalloc/cudaFree/legacy-stream copies).
 //
 // Timeouts: communicators are non-blocking; every wait polls ncclCommGetAsyncError and
 // cudaEventQuery against a deadline, and on expiry aborts every communicator (ncclCommAbort)

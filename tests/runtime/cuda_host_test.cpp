@@ -27,7 +27,8 @@ TEST_CASE("cuda: a handle survives the float vectors and messages that carry it,
 }
 
 TEST_CASE("cuda: zbrun --backend cuda and --single-gpu refuse to start without a GPU") {
-  if (cuda_device_count() > 0) return;  // tools/gpu_checks.sh covers the GPU side
+  std::string why;
+  if (cuda_device_count(&why) > 0 || !why.empty()) return;  // tools/gpu_checks.sh covers the GPU side
   std::string sched = std::string(ZBPP_TEST_TMP) + "/cuda_host.json";
   std::vector<std::string> plan = {"zbplan", "plan", "--method", "zb-h1", "-p", "2", "-m", "2", "--tf", "1", "--tb", "1", "--tw", "1", "-o", sched};
   std::vector<const char*> pargv;
