@@ -1,8 +1,8 @@
 // zbpp_cpu_bench: the CPU backend's F, B and W ops against cblas_sgemm alone on the same GEMM shapes.
 //
 // For one model on one core (one virtual stage holding every block), it times whole F, B and W ops
-// of the backend and, separately, just the GEMMs each op makes (same shapes, layouts and beta, on
-// buffers of random values), and prints min/median/max times, GFLOP/s of the linear layers' FLOPs
+// of the backend and, in turn with them, just the GEMMs each op makes (same shapes, layouts and beta,
+// on buffers of random values), and prints min/median/max times, GFLOP/s of the linear layers' FLOPs
 // (model.h gemm_flops) and the ratio of the two: how much of the GEMM rate an op keeps once
 // attention, LayerNorm, GELU and the loss are around it. docs/benchmarks.md records its output.
 #include <algorithm>
@@ -60,34 +60,12 @@ int main(int argc, char** argv) {
   const int BT = c.tokens(), C = c.channels;
   const double flops = zbpp::gemm_flops(c, 0, 1).f;
 
-  // The backend: every op of `repeats` microbatches, timed one by one (one warm-up microbatch first).
-  const int m = repeats + 1;
-  auto backend = zbpp::make_cpu_compute(c, {0}, 1, m, 1, zbpp::AdamWConfig{});
-  std::mt19937 rng(1);
-  std::vector<std::vector<int>> tokens(m);
-  for (auto& t : tokens)
-    for (int i = 0; i < c.batch * (c.seq + 1); ++i) t.push_back(static_cast<int>(rng() % c.vocab));
-  backend->set_step_data(&tokens);
-  backend->zero_grad();
-  std::vector<double> op_seconds[3];
-  for (int mb = 0; mb < m; ++mb) {
-    auto t0 = Clock::now();
-    backend->forward(0, mb, 0, nullptr, nullptr);
-    const double f = seconds_since(t0);
-    t0 = Clock::now();
-    backend->backward_input(0, mb, 0, nullptr, nullptr);
-    const double b = seconds_since(t0);
-    t0 = Clock::now();
-    backend->backward_weight(0, mb, 0);
-    const double w = seconds_since(t0);
-    if (mb == 0) continue;
-    op_seconds[0].push_back(f), op_seconds[1].push_back(b), op_seconds[2].push_back(w);
-  }
-
   // The same GEMMs alone: per block qkv, attention projection, MLP up and down; then the LM head.
+  std::mt19937 rng(1);
   std::vector<Linear> layers;
   for (int l = 0; l < c.layers; ++l)
-    for (auto [in, out] : {std::pair{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}}) layers.push_back(Linear{in, out, {}, {}, {}, {}, {}, {}});
+    for (auto [in, out] : {std::pair{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}})
+      layers.push_back(Linear{in, out, {}, {}, {}, {}, {}, {}});
   layers.push_back(Linear{C, c.vocab, {}, {}, {}, {}, {}, {}});
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (Linear& L : layers) {
@@ -99,9 +77,7 @@ int main(int argc, char** argv) {
     fill(&L.y, static_cast<long>(BT) * L.out), fill(&L.dy, static_cast<long>(BT) * L.out);
     fill(&L.dx, static_cast<long>(BT) * L.in), fill(&L.dw, static_cast<long>(L.out) * L.in);
   }
-  std::vector<double> gemm_seconds[3];
-  for (int r = 0; r <= repeats; ++r) {
-    double t[3] = {0, 0, 0};
+  auto gemms_alone = [&](double t[3]) {
     for (Linear& L : layers) {
       auto t0 = Clock::now();
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, L.out, L.in, 1.0f, L.x.data(), L.in, L.w.data(), L.in,
@@ -116,8 +92,33 @@ int main(int argc, char** argv) {
                   L.in, 1.0f, L.dw.data(), L.in);
       t[2] += seconds_since(t0);
     }
-    if (r == 0) continue;  // warm-up
-    for (int k = 0; k < 3; ++k) gemm_seconds[k].push_back(t[k]);
+  };
+
+  // The backend's F, B and W of one microbatch, then the same GEMMs alone, in turn (so both see the
+  // same machine), `repeats` times after one warm-up round.
+  const int m = repeats + 1;
+  auto backend = zbpp::make_cpu_compute(c, {0}, 1, m, 1, zbpp::AdamWConfig{});
+  std::vector<std::vector<int>> tokens(m);
+  for (auto& t : tokens)
+    for (int i = 0; i < c.batch * (c.seq + 1); ++i) t.push_back(static_cast<int>(rng() % c.vocab));
+  backend->set_step_data(&tokens);
+  backend->zero_grad();
+  std::vector<double> op_seconds[3], gemm_seconds[3];
+  for (int mb = 0; mb < m; ++mb) {
+    double op[3];
+    auto t0 = Clock::now();
+    backend->forward(0, mb, 0, nullptr, nullptr);
+    op[0] = seconds_since(t0);
+    t0 = Clock::now();
+    backend->backward_input(0, mb, 0, nullptr, nullptr);
+    op[1] = seconds_since(t0);
+    t0 = Clock::now();
+    backend->backward_weight(0, mb, 0);
+    op[2] = seconds_since(t0);
+    double alone[3] = {0, 0, 0};
+    gemms_alone(alone);
+    if (mb == 0) continue;  // warm-up
+    for (int k = 0; k < 3; ++k) op_seconds[k].push_back(op[k]), gemm_seconds[k].push_back(alone[k]);
   }
 
   std::printf("model %s: %d layers, C=%d, T=%d, batch %d, vocab %d; %.4f GFLOP of linear-layer GEMMs per op; "

@@ -57,6 +57,36 @@ struct Chunk {
 
 void zero(std::vector<float>* v, size_t n) { v->assign(n, 0.0f); }
 
+// Buffers B drops (what only B reads) and per-op scratch, kept for reuse: allocating them afresh
+// every op would page-fault and zero megabytes each time (a fifth of an F of the C=256 model). A
+// buffer taken back holds old values; each caller overwrites or zeroes it. activation_bytes()
+// counts what slots hold, so the planner's M_B -> M_W drop is measured as before.
+class BufferPool {
+ public:
+  std::vector<float> take(size_t n) {
+    for (size_t i = spare_.size(); i-- > 0;)
+      if (spare_[i].size() == n) {
+        std::vector<float> v = std::move(spare_[i]);
+        spare_.erase(spare_.begin() + static_cast<std::ptrdiff_t>(i));
+        return v;
+      }
+    return std::vector<float>(n);
+  }
+  void give(std::vector<float>* v) {
+    if (!v->empty()) spare_.push_back(std::move(*v));
+    *v = std::vector<float>();
+  }
+  /// `*v` sized n, from the pool when it is not already.
+  void fit(std::vector<float>* v, size_t n) {
+    if (v->size() == n) return;
+    give(v);
+    *v = take(n);
+  }
+
+ private:
+  std::vector<std::vector<float>> spare_;
+};
+
 class CpuCompute final : public Compute {
  public:
   CpuCompute(const GptConfig& config, const std::vector<int>& vss, int total_vs, int microbatches, std::uint64_t seed,
@@ -119,22 +149,24 @@ class CpuCompute final : public Compute {
     Stash& s = stash(ch, slot);
     check_slot(s, mb, slot);
     const size_t n = static_cast<size_t>(c_.tokens()) * c_.channels;
-    std::vector<float> d(n);
+    std::vector<float> d = pool_.take(n);
     if (ch.head) head_backward_input(ch, s, mb, &d);
     else std::copy(doutput, doutput + n, d.begin());
     for (int i = ch.count - 1; i >= 0; --i) {
       const float* x = i == 0 ? s.x.data() : s.blocks[i - 1].out.data();
-      std::vector<float> dx(n);
+      std::vector<float> dx = pool_.take(n);
       block_backward_input(ch.blocks[i], s.blocks[i], x, d, &dx);
-      d = std::move(dx);
+      std::swap(d, dx);
+      pool_.give(&dx);
     }
-    if (ch.embed) s.d_x = std::move(d);
+    if (ch.embed) std::swap(s.d_x, d);
     else std::copy(d.begin(), d.end(), dinput);
+    pool_.give(&d);
     // B is done with what only B reads (attention probabilities and qkv, the GELU input, the
     // softmax); W keeps the layer inputs and the output gradients. This is the M_B -> M_W drop.
     for (BlockActs& a : s.blocks)
-      for (auto* v : {&a.att, &a.qkv, &a.fch}) std::vector<float>().swap(*v);
-    std::vector<float>().swap(s.probs);
+      for (auto* v : {&a.att, &a.qkv, &a.fch}) pool_.give(v);
+    pool_.give(&s.probs);
   }
 
   void backward_weight(int chunk_index, int mb, int slot) override {
@@ -291,17 +323,17 @@ class CpuCompute final : public Compute {
     a.ln1.resize(n);
     a.ln1_mean.resize(BT);
     a.ln1_rstd.resize(BT);
-    a.qkv.resize(3 * n);
-    a.att.resize(static_cast<size_t>(c_.batch) * NH * c_.seq * c_.seq);
+    pool_.fit(&a.qkv, 3 * n);
+    pool_.fit(&a.att, static_cast<size_t>(c_.batch) * NH * c_.seq * c_.seq);
     a.atty.resize(n);
     a.res2.resize(n);
     a.ln2.resize(n);
     a.ln2_mean.resize(BT);
     a.ln2_rstd.resize(BT);
-    a.fch.resize(4 * n);
+    pool_.fit(&a.fch, 4 * n);
     a.fch_gelu.resize(4 * n);
     a.out.resize(n);
-    std::vector<float> proj(n);
+    std::vector<float> proj = pool_.take(n);
     cpu::layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), x, p[LN1W].value.data(), p[LN1B].value.data(), BT, C);
     cpu::matmul_forward(a.qkv.data(), a.ln1.data(), p[QKVW].value.data(), p[QKVB].value.data(), BT, C, 3 * C);
     cpu::attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), c_.batch, c_.seq, C, NH);
@@ -312,6 +344,7 @@ class CpuCompute final : public Compute {
     cpu::gelu_forward(a.fch_gelu.data(), a.fch.data(), static_cast<int>(4 * n));
     cpu::matmul_forward(proj.data(), a.fch_gelu.data(), p[FCPROJW].value.data(), p[FCPROJB].value.data(), BT, 4 * C, C);
     for (size_t i = 0; i < n; ++i) a.out[i] = a.res2[i] + proj[i];
+    pool_.give(&proj);
   }
 
   // B of one block: *dx = gradient w.r.t. the block input; keeps the output gradients W needs.
@@ -320,19 +353,23 @@ class CpuCompute final : public Compute {
     const int BT = c_.tokens(), C = c_.channels, NH = c_.heads;
     const size_t n = static_cast<size_t>(BT) * C;
     a.d_fcproj = dout;
-    std::vector<float> d_gelu(4 * n, 0.0f);
+    std::vector<float> d_gelu = pool_.take(4 * n);
+    std::fill(d_gelu.begin(), d_gelu.end(), 0.0f);
     cpu::matmul_backward_input(d_gelu.data(), dout.data(), p[FCPROJW].value.data(), BT, 4 * C, C);
     zero(&a.d_fch, 4 * n);
     cpu::gelu_backward(a.d_fch.data(), a.fch.data(), d_gelu.data(), static_cast<int>(4 * n));
+    pool_.give(&d_gelu);
     zero(&a.d_ln2, n);
     cpu::matmul_backward_input(a.d_ln2.data(), a.d_fch.data(), p[FCW].value.data(), BT, C, 4 * C);
     a.d_attproj = dout;  // d res2: the residual path, plus LayerNorm 2's input gradient
     cpu::layernorm_backward_input(a.d_attproj.data(), a.d_ln2.data(), a.res2.data(), a.ln2_mean.data(), a.ln2_rstd.data(),
                                   p[LN2W].value.data(), BT, C);
-    std::vector<float> d_atty(n, 0.0f);
+    std::vector<float> d_atty = pool_.take(n);
+    std::fill(d_atty.begin(), d_atty.end(), 0.0f);
     cpu::matmul_backward_input(d_atty.data(), a.d_attproj.data(), p[ATTPROJW].value.data(), BT, C, C);
     zero(&a.d_qkv, 3 * n);
     cpu::attention_backward(a.d_qkv.data(), d_atty.data(), a.qkv.data(), a.att.data(), c_.batch, c_.seq, C, NH);
+    pool_.give(&d_atty);
     zero(&a.d_ln1, n);
     cpu::matmul_backward_input(a.d_ln1.data(), a.d_qkv.data(), p[QKVW].value.data(), BT, C, 3 * C);
     *dx = a.d_attproj;  // the residual path around attention
@@ -358,12 +395,13 @@ class CpuCompute final : public Compute {
     s.lnf.resize(static_cast<size_t>(BT) * C);
     s.lnf_mean.resize(BT);
     s.lnf_rstd.resize(BT);
-    s.probs.resize(static_cast<size_t>(BT) * V);
+    pool_.fit(&s.probs, static_cast<size_t>(BT) * V);
     s.losses.resize(BT);
-    std::vector<float> logits(static_cast<size_t>(BT) * V);
+    std::vector<float> logits = pool_.take(static_cast<size_t>(BT) * V);
     cpu::layernorm_forward(s.lnf.data(), s.lnf_mean.data(), s.lnf_rstd.data(), last, ch.lnfw.value.data(), ch.lnfb.value.data(), BT, C);
     cpu::matmul_forward(logits.data(), s.lnf.data(), ch.lmw.value.data(), nullptr, BT, C, V);
     cpu::crossentropy_forward(s.losses.data(), s.probs.data(), logits.data(), targets_[mb].data(), BT, V);
+    pool_.give(&logits);
     double sum = 0;
     for (float l : s.losses) sum += l;
     losses_[mb] = sum / BT;
@@ -391,6 +429,7 @@ class CpuCompute final : public Compute {
   std::vector<double> losses_;
   std::vector<bool> has_loss_;
   int step_ = 0;
+  BufferPool pool_;
 };
 
 }  // namespace
