@@ -2,15 +2,14 @@
 // state size; the state; its FNV-1a as a trailing int64.
 #include "runtime/checkpoint.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+
+#include "planner/output_file.h"
 
 namespace zbpp {
 
@@ -20,14 +19,6 @@ constexpr size_t kMagicSize = sizeof kMagic - 1;
 
 std::string path_of(const std::string& dir, int rank, int step) {
   return dir + "/step" + std::to_string(step) + ".rank" + std::to_string(rank) + ".ckpt";
-}
-
-bool fsync_path(const std::string& path, int flags) {
-  int fd = ::open(path.c_str(), flags);
-  if (fd < 0) return false;
-  bool ok = ::fsync(fd) == 0;
-  ::close(fd);
-  return ok;
 }
 }  // namespace
 
@@ -39,23 +30,16 @@ std::uint64_t text_hash(const std::string& text) {
 
 bool write_checkpoint(const std::string& dir, int rank, int step, std::uint64_t schedule_hash, const std::string& state,
                       std::string* err) {
-  const std::string path = path_of(dir, rank, step), tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    std::int64_t header[3] = {step, static_cast<std::int64_t>(schedule_hash), static_cast<std::int64_t>(state.size())};
-    std::uint64_t sum = text_hash(state);
-    f.write(kMagic, kMagicSize);
-    f.write(reinterpret_cast<const char*>(header), sizeof header);
-    f.write(state.data(), static_cast<std::streamsize>(state.size()));
-    f.write(reinterpret_cast<const char*>(&sum), sizeof sum);
-    f.close();
-    if (!f) {
-      *err = tmp + ": cannot write checkpoint";
-      return false;
-    }
-  }
-  if (!fsync_path(tmp, O_RDONLY) || std::rename(tmp.c_str(), path.c_str()) != 0 || !fsync_path(dir, O_RDONLY | O_DIRECTORY)) {
-    *err = path + ": cannot make checkpoint durable (fsync/rename failed)";
+  const std::string path = path_of(dir, rank, step);
+  std::int64_t header[3] = {step, static_cast<std::int64_t>(schedule_hash), static_cast<std::int64_t>(state.size())};
+  std::uint64_t sum = text_hash(state);
+  std::string bytes(kMagic, kMagicSize);
+  bytes.append(reinterpret_cast<const char*>(header), sizeof header);
+  bytes += state;
+  bytes.append(reinterpret_cast<const char*>(&sum), sizeof sum);
+  std::string why;
+  if (!write_file_replacing(path, bytes, &why)) {
+    *err = "--checkpoint: cannot write " + why;
     return false;
   }
   // Keep this one and the one before.

@@ -1,7 +1,7 @@
 // Checkpoint files: one per rank and step, DIR/step<N>.rank<R>.ckpt, holding the backend's state
-// after N steps. Written atomically (a temporary file, fsync, rename, fsync of the directory), so
-// a crash leaves either the old checkpoint or the new one, never half of one; the last two of each
-// rank are kept, so every rank still has the step the slowest one reached.
+// after N steps. Written atomically (write_file_replacing: a temporary file, fsync, rename, fsync
+// of the directory), so a crash leaves either the old checkpoint or the new one, never half of
+// one; the last two of each rank are kept, so every rank still has the step the slowest one reached.
 #pragma once
 
 #include <cstdint>
