@@ -31,6 +31,12 @@ namespace {
 constexpr int kExitInvalid = 1;
 constexpr int kExitUsage = 2;
 
+std::string g9(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
 std::string fixed(double v, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);
@@ -324,7 +330,9 @@ std::optional<MeasuredRun> load_measured(const std::string& path, int p, std::ve
   MeasuredRun run;
   run.ops.resize(p);
   std::vector<std::vector<std::pair<int, std::pair<double, double>>>> indexed(p);
+  size_t event = 0;
   for (const auto& e : (*j)["traceEvents"]) {
+    const std::string pointer = "/traceEvents/" + std::to_string(event++);
     if (!e.is_object() || e.value("ph", "") != "X" || e.value("pid", -1) != 1) continue;
     int tid = e.value("tid", -1);
     if (tid < 0 || tid >= p || !e.contains("ts") || !e.contains("dur") || !e["ts"].is_number() || !e["dur"].is_number()) {
@@ -334,6 +342,13 @@ std::optional<MeasuredRun> load_measured(const std::string& path, int p, std::ve
     }
     int index = e.contains("args") && e["args"].is_object() ? e["args"].value("op_index", 0) : 0;
     double start = e["ts"].get<double>() / 1000.0, dur = e["dur"].get<double>() / 1000.0;
+    // The picture is drawn in ticks: a span beyond what ticks hold would be drawn at x="inf".
+    if (!(start >= 0 && dur >= 0 && start + dur <= 1e12)) {
+      diags->push_back({path, pointer, -1, -1, "", "ts " + g9(e["ts"].get<double>()) + " us and dur " +
+                                                     g9(e["dur"].get<double>()) + " us: a span must lie within 0.." +
+                                                     "1e15 us (1e12 ms, what the drawing counts exactly)"});
+      return std::nullopt;
+    }
     indexed[tid].push_back({index, {start, start + dur}});
   }
   for (int st = 0; st < p; ++st) {

@@ -423,12 +423,19 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
         out << "step " << step << ": loss " << g9(report.loss) << notes << ", " << f4(report.seconds) << " s, bubble "
             << f4(report.measured_bubble) << " measured / " << f4(planned.bubble_rate) << " planned\n";
       if (metrics.is_open()) {
+        // JSON has no nan or inf: such a figure is written null, and "nonfinite" says one was.
+        bool nonfinite = false;
+        auto number = [&nonfinite](double v) {
+          nonfinite = nonfinite || !std::isfinite(v);
+          return std::isfinite(v) ? g9(v) : std::string("null");
+        };
         std::ostringstream line;
-        line << "{\"step\": " << step << ", \"loss\": " << g9(report.loss) << ", \"iteration_seconds\": "
-             << g9(report.seconds) << ", \"measured_bubble_rate\": " << g9(report.measured_bubble)
-             << ", \"planned_bubble_rate\": " << g9(planned.bubble_rate) << ", \"grad_norm\": " << g9(report.grad_norm)
-             << ", \"skipped\": " << (report.skipped ? "true" : "false") << ", \"replays\": " << report.replays
-             << ", \"held\": " << (report.held ? "true" : "false") << "}\n";
+        line << "{\"step\": " << step << ", \"loss\": " << number(report.loss) << ", \"iteration_seconds\": "
+             << number(report.seconds) << ", \"measured_bubble_rate\": " << number(report.measured_bubble)
+             << ", \"planned_bubble_rate\": " << number(planned.bubble_rate)
+             << ", \"grad_norm\": " << number(report.grad_norm) << ", \"skipped\": " << (report.skipped ? "true" : "false")
+             << ", \"replays\": " << report.replays << ", \"held\": " << (report.held ? "true" : "false")
+             << ", \"nonfinite\": " << (nonfinite ? "true" : "false") << "}\n";
         if (!metrics.write(line.str(), &metrics_error)) return false;
       }
     }

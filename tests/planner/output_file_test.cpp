@@ -172,3 +172,17 @@ TEST_CASE("zbplan: every output survives a failed write and the failure is exit 
     CHECK(err == "zbplan: cannot write " + args.back() + ": No space left on device\n");
   }
 }
+
+TEST_CASE("zbplan show --measured: a span beyond what the drawing counts is a located error, never x=\"inf\"") {
+  const std::string dir = fresh_dir("measured"), s = dir + "/s.json", trace = dir + "/t.json", svg = dir + "/s.svg";
+  std::string err;
+  REQUIRE(zbplan({"zbplan", "plan", "--method", "zb-h1", "-p", "2", "-m", "2", "--tf", "1", "--tb", "1", "--tw", "1",
+                  "-o", s},
+                 &err) == 0);
+  std::ofstream(trace) << R"({"traceEvents": [{"ph": "X", "pid": 1, "tid": 0, "ts": 0, "dur": 1},
+                                               {"ph": "X", "pid": 1, "tid": 1, "ts": 1e300, "dur": 1}]})";
+  CHECK(zbplan({"zbplan", "show", s, "--measured", trace, "-o", svg}, &err) == 1);
+  CHECK(err == "zbplan: " + trace + ": /traceEvents/1: ts 1e+300 us and dur 1 us: a span must lie within 0..1e15 us "
+               "(1e12 ms, what the drawing counts exactly)\n");
+  CHECK(names_in(dir) == std::vector<std::string>{"s.json", "t.json"});
+}

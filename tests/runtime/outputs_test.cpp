@@ -5,8 +5,10 @@
 #include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "runtime/checkpoint.h"
 #include "tests/runtime/cli_helpers.h"
@@ -118,4 +120,29 @@ TEST_CASE("zbrun: every number flag refuses octal, junk, nan and out-of-range va
     CHECK(r.code == 2);
     CHECK(r.err.rfind(message + "\n", 0) == 0);
   }
+}
+
+TEST_CASE("zbrun: --metrics is strict JSON: a NaN figure is null, with nonfinite true") {
+  std::string s = plan("nonfinite", "zb-h1", 2, 4);
+  std::string metrics = tmp("nonfinite.jsonl");
+  Run r = call(zbrun_local, {"zbrun", s, "--local", "--steps", "3", "--quiet", "--metrics", metrics,
+                             "--inject-nonfinite", "1:0"});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  std::ifstream in(metrics);
+  int lines = 0, flagged = 0;
+  for (std::string line; std::getline(in, line); ++lines) {
+    INFO(line);
+    nlohmann::json j;
+    REQUIRE_NOTHROW(j = nlohmann::json::parse(line));  // nlohmann refuses nan and inf: no JSON has them
+    if (j.contains("final")) continue;
+    CHECK(j["nonfinite"] == (j["step"] == 1));
+    if (j["step"] == 1) {
+      CHECK(j["grad_norm"].is_null());
+      CHECK(j["skipped"] == true);
+      ++flagged;
+    }
+  }
+  CHECK(lines == 4);
+  CHECK(flagged == 1);
 }
