@@ -376,6 +376,15 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
     if (!gather(transport, &latest, o, "finding the checkpoint to resume", err, print_mu)) return 1;
     first_step = static_cast<int>(*std::min_element(latest.begin(), latest.end()));
     if (first_step < 0) return stop(o.checkpoint + ": no checkpoint of this rank or another to resume from");
+    if (first_step >= o.steps) {
+      // Every rank gathered the same step, so every rank ends here alike: no one waits.
+      if (rank == 0) {
+        std::lock_guard<std::mutex> lock(*print_mu);
+        err << "zbrun: --resume: " << o.checkpoint << " holds the state after " << first_step << " steps, and --steps "
+            << o.steps << " asks for no more; give --steps above " << first_step << "\n";
+      }
+      return 1;
+    }
     std::string state, why;
     if (!read_checkpoint(o.checkpoint, rank, first_step, o.schedule_hash, &state, &why) || !compute->load_state(state, &why))
       return stop("cannot resume: " + why);
@@ -706,6 +715,16 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
     o.backend = "cuda";
     o.local = true;
   }
+  // Under mpirun every process would run the whole pipeline in threads, all writing the same files.
+  if (o.local)
+    for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MPI_LOCALNRANKS"})
+      if (const char* n = std::getenv(var); n != nullptr && std::atoi(n) > 1) {
+        err << "zbrun: " << (o.single_gpu ? "--single-gpu" : "--local") << " runs every rank in this process, but "
+            << "mpirun started " << n << " processes (" << var << "=" << n << "): each would run the whole pipeline "
+            << "and write the same files; drop " << (o.single_gpu ? "--single-gpu" : "--local")
+            << " under mpirun, or start zbrun without mpirun\n";
+        return 1;
+      }
   const bool cuda = o.backend == "cuda";
   // Many stage streams on one GPU need more hardware queues than the default 8.
   if (cuda) setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);

@@ -146,3 +146,50 @@ TEST_CASE("zbrun: --metrics is strict JSON: a NaN figure is null, with nonfinite
   CHECK(lines == 4);
   CHECK(flagged == 1);
 }
+
+TEST_CASE("zbrun: --resume with --steps at or below the checkpoint's step is an error, not a run of nothing") {
+  std::string s = plan("resume_steps", "zb-h1", 2, 4);
+  std::string dir = tmp("resume_steps");
+  std::filesystem::remove_all(dir);
+  REQUIRE(call(zbrun_local, {"zbrun", s, "--local", "--steps", "2", "--quiet", "--checkpoint", dir}).code == 0);
+  for (const char* steps : {"2", "1"}) {
+    Run r = call(zbrun_local, {"zbrun", s, "--local", "--steps", steps, "--checkpoint", dir, "--resume"});
+    CHECK(r.code == 1);
+    CHECK(r.err == "zbrun: --resume: " + dir + " holds the state after 2 steps, and --steps " + steps +
+                       " asks for no more; give --steps above 2\n");
+    CHECK(r.out.find("done:") == std::string::npos);
+  }
+  CHECK(call(zbrun_local, {"zbrun", s, "--local", "--steps", "3", "--quiet", "--checkpoint", dir, "--resume"}).code == 0);
+}
+
+TEST_CASE("zbrun --check: checks the output paths without creating any of them") {
+  std::string s = plan("check_creates", "zb-h1", 2, 4);
+  std::string dir = tmp("check_creates");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  Run r = call(zbrun_local, {"zbrun", s, "--local", "--check", "--metrics", dir + "/m.jsonl", "--trace", dir + "/t.json",
+                             "--profile", dir + "/p.json", "--checkpoint", dir + "/ckpt/a", "--dump-weights", dir});
+  INFO(r.err);
+  CHECK(r.code == 0);
+  CHECK(std::filesystem::is_empty(dir));
+  r = call(zbrun_local, {"zbrun", s, "--local", "--check", "--metrics", dir + "/no/m.jsonl"});
+  CHECK(r.code == 1);
+  CHECK(r.err == "zbrun: --metrics: cannot write " + dir + "/no/m.jsonl: No such file or directory (the directory " + dir +
+                     "/no)\n");
+}
+
+TEST_CASE("zbrun: --local in a process mpirun started (more than one) is refused") {
+  std::string s = plan("local_under_mpirun", "zb-h1", 2, 4);
+  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
+    setenv(var, "2", 1);
+    Run r = call(zbrun_local, {"zbrun", s, "--local", "--steps", "1"});
+    unsetenv(var);
+    CHECK(r.code == 1);
+    CHECK(r.err == std::string("zbrun: --local runs every rank in this process, but mpirun started 2 processes (") + var +
+                       "=2): each would run the whole pipeline and write the same files; drop --local under mpirun, "
+                       "or start zbrun without mpirun\n");
+  }
+  setenv("OMPI_COMM_WORLD_SIZE", "1", 1);  // mpirun -n 1: one process, one pipeline
+  CHECK(call(zbrun_local, {"zbrun", s, "--local", "--steps", "1", "--quiet"}).code == 0);
+  unsetenv("OMPI_COMM_WORLD_SIZE");
+}
