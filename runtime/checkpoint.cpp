@@ -2,7 +2,12 @@
 // state size; the state; its FNV-1a as a trailing int64.
 #include "runtime/checkpoint.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -97,6 +102,40 @@ bool read_checkpoint(const std::string& dir, int rank, int step, std::uint64_t s
     return false;
   }
   return true;
+}
+
+CheckpointLock::~CheckpointLock() { ::close(fd_); }  // closing releases the flock
+
+std::unique_ptr<CheckpointLock> lock_checkpoints(const std::string& dir, int rank, std::string* err) {
+  const std::string path = dir + "/.rank" + std::to_string(rank) + ".lock";
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    *err = "--checkpoint: cannot lock " + path + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
+    char holder[256] = {0};
+    ssize_t n = ::pread(fd, holder, sizeof holder - 1, 0);
+    std::string who(holder, n > 0 ? static_cast<size_t>(n) : 0);
+    while (!who.empty() && who.back() == '\n') who.pop_back();
+    ::close(fd);
+    *err = error == EWOULDBLOCK ? "--checkpoint: " + dir + " is in use by another zbrun run (" +
+                                      (who.empty() ? "holder unknown" : who) + " holds " + path +
+                                      "); wait for it to end, or give each run its own directory"
+                                : "--checkpoint: cannot lock " + path + ": " + std::strerror(error);
+    return nullptr;
+  }
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  const std::string me = "pid " + std::to_string(::getpid()) + " on host " + host + "\n";
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size())) {
+    const int error = errno;
+    ::close(fd);
+    *err = "--checkpoint: cannot write " + path + ": " + std::strerror(error);
+    return nullptr;
+  }
+  return std::make_unique<CheckpointLock>(fd);
 }
 
 }  // namespace zbpp

@@ -359,6 +359,12 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
   auto stop = [&](const std::string& why) { return stop_with("rank " + std::to_string(rank) + ": " + why); };
   // A failed step names itself first: "zbrun: step 3, rank 1, op 7 (...): ...".
   auto failed = [&](const std::string& what, const std::string& why) { return stop_with(what + ", " + why); };
+  // Held for the whole run: another run given this directory is refused, naming this one.
+  std::unique_ptr<CheckpointLock> checkpoint_lock;
+  if (!o.checkpoint.empty()) {
+    std::string why;
+    if (!(checkpoint_lock = lock_checkpoints(o.checkpoint, rank, &why))) return stop(why);
+  }
   // Every rank must replay the same file: compare the hashes of their texts (as two exact halves).
   std::vector<double> hashes(2 * static_cast<size_t>(s.p), 0.0);
   hashes[2 * rank] = static_cast<double>(o.schedule_hash >> 32);

@@ -1,6 +1,7 @@
 // Issue 19 on zbrun: a failed output is an error on every rank (classes 1, 3, 4), and every number
 // flag is read one way (class 10).
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <csignal>
@@ -91,7 +92,8 @@ TEST_CASE("zbrun: a checkpoint write that fails half way keeps the old checkpoin
   std::vector<std::string> left;
   for (const auto& e : std::filesystem::directory_iterator(dir)) left.push_back(e.path().filename().string());
   std::sort(left.begin(), left.end());
-  CHECK(left == std::vector<std::string>{"step2.rank0.ckpt", "step2.rank1.ckpt"});  // no temporary file left
+  // No temporary file left; the ranks' lock files stay (flock needs no cleanup).
+  CHECK(left == std::vector<std::string>{".rank0.lock", ".rank1.lock", "step2.rank0.ckpt", "step2.rank1.ckpt"});
 }
 
 TEST_CASE("zbrun: every number flag refuses octal, junk, nan and out-of-range values with exit 2") {
@@ -192,4 +194,29 @@ TEST_CASE("zbrun: --local in a process mpirun started (more than one) is refused
   setenv("OMPI_COMM_WORLD_SIZE", "1", 1);  // mpirun -n 1: one process, one pipeline
   CHECK(call(zbrun_local, {"zbrun", s, "--local", "--steps", "1", "--quiet"}).code == 0);
   unsetenv("OMPI_COMM_WORLD_SIZE");
+}
+
+TEST_CASE("zbrun: a checkpoint directory another run holds is refused, naming the holder") {
+  std::string s = plan("ckpt_lock", "zb-h1", 2, 4);
+  std::string dir = tmp("ckpt_lock");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::string why;
+  {
+    auto held = lock_checkpoints(dir, 1, &why);  // as another run's rank 1 would
+    REQUIRE(held);
+    char host[256] = {0};
+    gethostname(host, sizeof host - 1);
+    Run r = call(zbrun_local, {"zbrun", s, "--local", "--steps", "2", "--checkpoint", dir, "--timeout", "30"});
+    CHECK(r.code == 1);
+    CHECK(r.err.find("zbrun: rank 1: --checkpoint: " + dir + " is in use by another zbrun run (pid " +
+                     std::to_string(getpid()) + " on host " + host + " holds " + dir +
+                     "/.rank1.lock); wait for it to end, or give each run its own directory\n") != std::string::npos);
+    CHECK(checkpoint_steps(dir, 0).empty());  // rank 0 was stopped before it wrote anything
+    CHECK_FALSE(lock_checkpoints(dir, 1, &why));
+  }
+  // Released with its holder: the next run goes ahead.
+  Run r = call(zbrun_local, {"zbrun", s, "--local", "--steps", "2", "--quiet", "--checkpoint", dir});
+  CHECK(r.code == 0);
+  CHECK(checkpoint_steps(dir, 1) == std::vector<int>{2});
 }
