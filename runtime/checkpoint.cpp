@@ -1,5 +1,6 @@
-// Checkpoint files (see checkpoint.h). Layout: "ZBPPCKPT1\n", then as int64: step, schedule hash,
-// state size; the state; its FNV-1a as a trailing int64.
+// Checkpoint files (see checkpoint.h). Layout: "ZBPPCKPT2\n", then as int64: step, schedule hash,
+// rank, state size; the state; its FNV-1a as a trailing int64. (Format 1 had no rank: a file
+// copied to another rank's name was only caught, vaguely, by the backend's tensor count.)
 #include "runtime/checkpoint.h"
 
 #include <fcntl.h>
@@ -19,7 +20,7 @@
 namespace zbpp {
 
 namespace {
-constexpr char kMagic[] = "ZBPPCKPT1\n";
+constexpr char kMagic[] = "ZBPPCKPT2\n";
 constexpr size_t kMagicSize = sizeof kMagic - 1;
 
 std::string path_of(const std::string& dir, int rank, int step) {
@@ -36,7 +37,8 @@ std::uint64_t text_hash(const std::string& text) {
 bool write_checkpoint(const std::string& dir, int rank, int step, std::uint64_t schedule_hash, const std::string& state,
                       std::string* err) {
   const std::string path = path_of(dir, rank, step);
-  std::int64_t header[3] = {step, static_cast<std::int64_t>(schedule_hash), static_cast<std::int64_t>(state.size())};
+  std::int64_t header[4] = {step, static_cast<std::int64_t>(schedule_hash), rank,
+                            static_cast<std::int64_t>(state.size())};
   std::uint64_t sum = text_hash(state);
   std::string bytes(kMagic, kMagicSize);
   bytes.append(reinterpret_cast<const char*>(header), sizeof header);
@@ -72,31 +74,47 @@ std::vector<int> checkpoint_steps(const std::string& dir, int rank) {
 bool read_checkpoint(const std::string& dir, int rank, int step, std::uint64_t schedule_hash, std::string* state,
                      std::string* err) {
   const std::string path = path_of(dir, rank, step);
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
+    *err = path + ": not a regular file (a directory?), where rank " + std::to_string(rank) + "'s checkpoint of step " +
+           std::to_string(step) + " should be";
+    return false;
+  }
   std::ifstream f(path, std::ios::binary);
   if (!f) {
     *err = path + ": no checkpoint of step " + std::to_string(step) + " for rank " + std::to_string(rank);
     return false;
   }
   std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  std::int64_t header[3];
+  std::int64_t header[4];
   std::uint64_t sum;
+  if (bytes.compare(0, kMagicSize, "ZBPPCKPT1\n") == 0) {
+    *err = path + ": written by an older zbrun (checkpoint format 1); start this run without --resume";
+    return false;
+  }
   if (bytes.size() < kMagicSize + sizeof header + sizeof sum || bytes.compare(0, kMagicSize, kMagic) != 0) {
     *err = path + ": not a zbrun checkpoint (bad header or truncated)";
     return false;
   }
   std::memcpy(header, bytes.data() + kMagicSize, sizeof header);
   size_t body = kMagicSize + sizeof header;
-  if (header[2] < 0 || bytes.size() != body + static_cast<size_t>(header[2]) + sizeof sum) {
+  const std::int64_t size = header[3];
+  if (size < 0 || bytes.size() != body + static_cast<size_t>(size) + sizeof sum) {
     *err = path + ": truncated (" + std::to_string(bytes.size()) + " bytes, the header promises " +
-           std::to_string(body + static_cast<size_t>(std::max<std::int64_t>(header[2], 0)) + sizeof sum) + ")";
+           std::to_string(body + static_cast<size_t>(std::max<std::int64_t>(size, 0)) + sizeof sum) + ")";
+    return false;
+  }
+  if (header[2] != rank) {
+    *err = path + ": holds rank " + std::to_string(header[2]) + "'s state, but rank " + std::to_string(rank) +
+           " reads it (a checkpoint file renamed or copied to another rank's name?)";
     return false;
   }
   if (header[0] != step || static_cast<std::uint64_t>(header[1]) != schedule_hash) {
     *err = path + ": written for " + (header[0] != step ? "another step" : "another schedule file");
     return false;
   }
-  *state = bytes.substr(body, static_cast<size_t>(header[2]));
-  std::memcpy(&sum, bytes.data() + body + header[2], sizeof sum);
+  *state = bytes.substr(body, static_cast<size_t>(size));
+  std::memcpy(&sum, bytes.data() + body + size, sizeof sum);
   if (sum != text_hash(*state)) {
     *err = path + ": checksum mismatch (the file is corrupt)";
     return false;
