@@ -96,7 +96,7 @@ TEST_CASE("write_file_replacing: a write that fails half way leaves the old file
   CHECK(names_in(dir) == std::vector<std::string>{"a.json"});
 }
 
-TEST_CASE("write_file_replacing: a device is written in place, its failures reported; a directory refused") {
+TEST_CASE("write_file_replacing: a device is written in place, its failures reported, a directory refused") {
   std::string err;
   CHECK(write_file_replacing("/dev/null", "anything", &err));
   CHECK_FALSE(write_file_replacing("/dev/full", "anything", &err));
