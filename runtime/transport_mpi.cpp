@@ -8,8 +8,8 @@
 // deadlock). Every waiting loop answers queries, so only a rank that is stuck fails to.
 //
 // A rank that fails tells every other rank why (a failure tag) before it ends the job: each one
-// waiting then stops with "stopped: rank R failed: WHY", prints it and acknowledges; the failing
-// rank ends the job (MPI_Abort) once all have, or after a grace period (a rank busy in an op).
+// waiting then stops with "stopped: rank R failed: WHY", prints it, acknowledges and waits; the
+// failing rank ends the job (MPI_Abort) once all have, or after a grace period (a rank busy in an op).
 #include "runtime/transport_mpi.h"
 
 #include <mpi.h>
@@ -139,10 +139,12 @@ class MpiTransport final : public Transport {
 
   void abort(const std::string& why) override {
     if (failed_rank_ >= 0) {
-      // Another rank failed first and ends the job: tell it this rank has said so.
+      // Another rank failed first and ends the job: tell it this rank has said so, and wait here
+      // for its MPI_Abort (mpirun can hang when some processes finalize while another aborts).
       send_int(failed_rank_, kFailAckTag, rank_);
       flush_sends(std::chrono::seconds(1));
-      return;
+      std::this_thread::sleep_for(std::chrono::seconds(10));
+      MPI_Abort(MPI_COMM_WORLD, 1);
     }
     for (int r = 0; r < size_; ++r)
       if (r != rank_) send_bytes(r, kFailTag, why);
