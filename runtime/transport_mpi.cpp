@@ -163,6 +163,8 @@ class MpiTransport final : public Transport {
       progress();
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
+    // mpirun forwards the ranks' stderr; an abort right away can cut off the lines just printed.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
 

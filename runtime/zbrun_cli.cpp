@@ -142,7 +142,7 @@ bool gather(Transport* t, std::vector<double>* values, const Options& o, const c
   std::string why;
   if (t->allreduce_sum(values, o.timeout_s, &why)) return true;
   std::lock_guard<std::mutex> lock(*print_mu);
-  err << "zbrun: rank " << t->rank() << ", " << what << ": " << why << "\n";
+  err << "zbrun: rank " + std::to_string(t->rank()) + ", " + what + ": " + why + "\n";  // one write: see stop_with
   t->abort("rank " + std::to_string(t->rank()) + " failed, " + what + ": " + why);
   return false;
 }
@@ -222,7 +222,7 @@ bool measure_comm(const Options& o, Transport* t, const RankBackend& backend, do
   if (ok) ok = t->allreduce_sum(&all, o.timeout_s, &why);
   if (!ok) {
     std::lock_guard<std::mutex> lock(*print_mu);
-    err << "zbrun: rank " << rank << ", measuring T_comm: " << why << "\n";
+    err << "zbrun: rank " + std::to_string(rank) + ", measuring T_comm: " + why + "\n";
     t->abort("rank " + std::to_string(rank) + " failed, measuring T_comm: " + why);
     return false;
   }
@@ -320,7 +320,7 @@ int run_rank(const Options& o, const ScheduleFile& file, const GptConfig& model,
   } catch (const std::exception& e) {
     {
       std::lock_guard<std::mutex> lock(*print_mu);
-      err << "zbrun: rank " << transport->rank() << ": " << e.what() << "\n";
+      err << "zbrun: rank " + std::to_string(transport->rank()) + ": " + e.what() + "\n";
     }
     transport->abort("rank " + std::to_string(transport->rank()) + " failed: " + e.what());
     return 1;
@@ -350,7 +350,8 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
   auto stop_with = [&](const std::string& text) {
     {
       std::lock_guard<std::mutex> lock(*print_mu);
-      err << "zbrun: " << text << "\n";
+      // One write (std::cerr flushes every <<): under mpirun, lines of ranks stay whole.
+      err << "zbrun: " + text + "\n";
     }
     const std::string who = "rank " + std::to_string(rank), mine = who + ": ";
     transport->abort(who + " failed: " + (text.compare(0, mine.size(), mine) == 0 ? text.substr(mine.size()) : text));
