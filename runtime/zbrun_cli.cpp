@@ -236,6 +236,7 @@ bool measure_comm(const Options& o, Transport* t, const RankBackend& backend, do
 // False with *why on a failed write; false with *why empty when the gather failed (it reported).
 bool write_profile(const Options& o, const ScheduleFile& file, const GptConfig& model, const Profile& prof,
                    Transport* transport, std::ostream& out, std::ostream& err, std::mutex* print_mu, std::string* why) {
+  why->clear();
   const Schedule& s = file.schedule;
   const int rank = transport->rank(), fields = 5;
   std::vector<double> all(static_cast<size_t>(s.p) * fields, 0.0);
@@ -275,6 +276,7 @@ bool write_profile(const Options& o, const ScheduleFile& file, const GptConfig& 
 // write_profile does.
 bool write_trace(const Options& o, const ScheduleFile& file, const Timeline& planned, const StepReport& report,
                  Transport* transport, std::ostream& out, std::ostream& err, std::mutex* print_mu, std::string* why) {
+  why->clear();
   const Schedule& s = file.schedule;
   Schedule compute = compute_projection(s);
   std::vector<size_t> offset(s.p + 1, 0);
