@@ -120,7 +120,11 @@ std::string check_writable_file(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode)) return why(path, EISDIR);
-    return ::access(path.c_str(), W_OK) == 0 ? "" : why(path, errno);
+    if (::access(path.c_str(), W_OK) != 0) return why(path, errno);
+    if (!S_ISREG(st.st_mode)) return "";  // written in place
+    // A regular file is replaced by a rename: its directory must take the temporary file.
+    const std::string dir = parent_of(path);
+    return ::access(dir.c_str(), W_OK | X_OK) == 0 ? "" : why(path, errno) + " (the directory " + dir + ")";
   }
   if (errno != ENOENT) return why(path, errno);
   const std::string dir = parent_of(path);

@@ -3,9 +3,9 @@
 //
 // write_file_replacing: the whole text to a unique temporary file in the target's directory, every
 // write, the fsync and the close checked, then renamed over the target (and the directory synced).
-// A failure at any point removes the temporary file and leaves the old target as it was. A target
-// that exists and is not a regular file (/dev/null, /dev/full, a FIFO) cannot be renamed over; it
-// is written directly, every write checked.
+// A failure at any point removes the temporary file and leaves the old target as it was (so the
+// directory must be writable, not only the file). A target that exists and is not a regular file
+// (/dev/null, /dev/full, a FIFO) cannot be renamed over; it is written directly, every write checked.
 //
 // StreamFile: an output written piece by piece while a run goes on (zbrun --metrics), so it can be
 // followed with tail -f; every write is checked, and close() syncs and checks too.
