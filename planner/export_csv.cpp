@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "planner/deps.h"
+#include "planner/problem.h"
 
 namespace zbpp {
 
@@ -65,9 +66,16 @@ std::optional<Schedule> import_pytorch_csv(const std::string& text, const std::s
   struct Cell {
     int vs, mb;
     OpType type;
+    int row, at;  ///< where it is, for messages
+    std::string text;
+  };
+  auto cell_place = [&](int row, int at, const std::string& cell) {
+    return "row " + std::to_string(row) + ", cell " + std::to_string(at) + " ('" + quoted_cell(cell) + "')";
   };
   std::vector<std::vector<Cell>> rows;
-  std::istringstream in(text);
+  // Spreadsheets save CSV with a UTF-8 byte order mark and CRLF line ends: neither is data.
+  const std::string bom = "\xEF\xBB\xBF";
+  std::istringstream in(text.compare(0, bom.size(), bom) == 0 ? text.substr(bom.size()) : text);
   std::string line;
   int row = 0;
   bool ok = true;
@@ -87,13 +95,20 @@ std::optional<Schedule> import_pytorch_csv(const std::string& text, const std::s
       auto type = from_pytorch(cell.substr(i, j - i));
       bool digits_after = j < cell.size() && std::all_of(cell.begin() + j, cell.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
       if (i == 0 || !type || !digits_after || i > 6 || cell.size() - j > 7) {
-        diags->push_back({file, "", -1, -1, "",
-                          "row " + std::to_string(row) + ", cell " + std::to_string(at) + " ('" + quoted_cell(cell) +
-                              "'): expected <stage><F|I|W|B><microbatch>, e.g. 0F3"});
+        diags->push_back({file, "", -1, -1, "", cell_place(row, at, cell) + ": expected <stage><F|I|W|B><microbatch>, e.g. 0F3"});
         ok = false;
         continue;
       }
-      cells.push_back({std::stoi(cell.substr(0, i)), std::stoi(cell.substr(j)), *type});
+      const int mb = std::stoi(cell.substr(j));
+      if (mb >= kMaxMicrobatches) {
+        diags->push_back({file, "", -1, -1, "", cell_place(row, at, cell) + ": microbatch " + std::to_string(mb) +
+                                                  " is beyond the " + std::to_string(kMaxMicrobatches) +
+                                                  " microbatches a problem may have (0.." +
+                                                  std::to_string(kMaxMicrobatches - 1) + ")"});
+        ok = false;
+        continue;
+      }
+      cells.push_back({std::stoi(cell.substr(0, i)), mb, *type, row, at, cell});
     }
     rows.push_back(std::move(cells));
     ++row;
@@ -124,6 +139,18 @@ std::optional<Schedule> import_pytorch_csv(const std::string& text, const std::s
     s.placement.push_back(std::vector<int>(mine.begin(), mine.end()));
   }
   s.chunks = static_cast<int>(s.placement[0].size());
+  // Every stage a cell names must be one of the rows' stages: p rows of `chunks` stages each (as
+  // row 0 has; checked first, so a stray index is named by its cell, not by its row's count).
+  const int stages = s.p * s.chunks;
+  for (const auto& cells : rows)
+    for (const Cell& c : cells)
+      if (c.vs >= stages) {
+        diags->push_back({file, "", -1, -1, "", cell_place(c.row, c.at, c.text) + ": stage " + std::to_string(c.vs) +
+                                                  " does not exist: " + std::to_string(s.p) + " row(s) of " +
+                                                  std::to_string(s.chunks) + " stage(s) each make stages 0.." +
+                                                  std::to_string(stages - 1)});
+        return std::nullopt;
+      }
   for (int r = 0; r < s.p; ++r)
     if (static_cast<int>(s.placement[r].size()) != s.chunks || s.chunks == 0) {
       diags->push_back({file, "", -1, -1, "", "row " + std::to_string(r) + " runs " +

@@ -157,7 +157,7 @@ std::optional<Problem> build_problem(const ProblemInput& in, const std::string& 
   if (in.p < 1) fail("p (stages) must be at least 1, got " + std::to_string(in.p));
   if (in.m < 1) fail("m (microbatches) must be at least 1, got " + std::to_string(in.m));
   if (in.chunks < 1) fail("chunks must be at least 1, got " + std::to_string(in.chunks));
-  if (in.p > 4096 || in.m > 1'000'000 || in.chunks > 64)
+  if (in.p > kMaxStages || in.m > kMaxMicrobatches || in.chunks > kMaxChunks)
     fail("problem too large (p <= 4096, m <= 1000000, chunks <= 64)");
   else if (static_cast<long long>(in.p) * in.chunks * in.m > 4'000'000)
     fail("problem too large: p x chunks x m = " + std::to_string(static_cast<long long>(in.p) * in.chunks * in.m) +

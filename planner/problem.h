@@ -14,6 +14,9 @@
 
 namespace zbpp {
 
+/// The largest problem build_problem accepts (a CSV import checks its cells against them too).
+inline constexpr int kMaxStages = 4096, kMaxMicrobatches = 1'000'000, kMaxChunks = 64;
+
 /// What the user gave, before checks. Lists of length 1 are broadcast to every stage.
 struct ProblemInput {
   int p = 0;                                 ///< pipeline stages (ranks)

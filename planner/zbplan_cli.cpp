@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <limits>
 #include <sstream>
 
@@ -13,7 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "planner/export_csv.h"
+#include "planner/cli_numbers.h"
 #include "planner/lower.h"
+#include "planner/output_file.h"
 #include "planner/render_svg.h"
 #include "planner/pipeline.h"
 #include "planner/schedule_json.h"
@@ -30,18 +31,10 @@ namespace {
 constexpr int kExitInvalid = 1;
 constexpr int kExitUsage = 2;
 
-// "18.5" or "1,2,3" -> numbers; false on anything else (hex, inf, nan, spaces included).
-bool parse_number_list(const std::string& text, std::vector<double>* out) {
-  out->clear();
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    char* end = nullptr;
-    double v = std::strtod(item.c_str(), &end);
-    if (item.empty() || end != item.c_str() + item.size() || !is_decimal(item)) return false;
-    out->push_back(v);
-  }
-  return !out->empty();
+std::string g9(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
 }
 
 std::string fixed(double v, int digits) {
@@ -100,12 +93,12 @@ struct IterationFlags {
                       "forward until validated; for comparison)")
           ->check(CLI::IsMember({"first-backward", "start"}));
     app->add_option("--iterations", iterations, "iterations simulated back to back for the period (default 3)")
-        ->check(CLI::Range(2, 100, "2..100"));
+        ->check(integer_in(2, 100));
     app->add_option("--state-latency", state_latency, "time of one optimizer-state message between neighbours (default T_comm)")
-        ->check(CLI::Range(0.0, 1e9, "0..1e9"));
+        ->check(real_in(0, 1e9));
     app->add_option("--allreduce-latency", allreduce_latency,
                     "time of the synchronous optimizer's all-reduce (default 2*ceil(log2 p)*T_comm)")
-        ->check(CLI::Range(0.0, 1e9, "0..1e9"));
+        ->check(real_in(0, 1e9));
   }
 
   Objective objective_or_default() const {
@@ -144,15 +137,12 @@ void print_objective(std::ostream& out, const std::string& objective, const Sche
       << fixed(bound > 0 ? static_cast<double>(t.makespan - bound) / bound : 0, 4) << ")\n";
 }
 
+// Every output goes through write_file_replacing: a failed write leaves the old file as it was.
 bool write_file(const std::string& path, const std::string& text, std::ostream& err) {
-  std::ofstream f(path, std::ios::binary);
-  f << text;
-  f.close();
-  if (!f) {
-    err << "zbplan: " << path << ": cannot write file\n";
-    return false;
-  }
-  return true;
+  std::string why;
+  if (write_file_replacing(path, text, &why)) return true;
+  err << "zbplan: cannot write " << why << "\n";
+  return false;
 }
 
 // Prints the diagnostics, at most 50: a badly broken file should not bury the first error.
@@ -176,16 +166,29 @@ struct ProblemFlags {
 
   void add_to(CLI::App* app) {
     app->add_option("--problem", problem_file, "problem JSON file (schema/problem.schema.json); flags override it")->check(file_name());
-    app->add_option("-p,--stages", p, "pipeline stages");
-    app->add_option("-m,--microbatches", m, "microbatches per iteration");
-    app->add_option("--tf", tf, "time of one F: one number, or one per stage \"a,b,c,...\"");
-    app->add_option("--tb", tb, "time of one B (input gradient), as --tf");
-    app->add_option("--tw", tw, "time of one W (weight gradient), as --tf");
-    app->add_option("--tcomm", tcomm, "latency of one hop between neighbouring stages");
-    app->add_option("--mem-b", mem_b, "activation memory one F adds (M_B), as --tf (default 1)");
-    app->add_option("--mem-w", mem_w, "memory kept from B until W (M_W), as --tf (default 0.5)");
-    app->add_option("--mem-limit", mem_limit, "activation memory limit per stage: a number, or a multiple of p*M_B like 1p, 1.5p, 2p");
-    app->add_option("--chunks", chunks, "model chunks per stage (interleaved schedules)");
+    // The problem's own checks (p >= 1, t_f > 0, ...) come after, with the file's: these check the form.
+    const auto whole = integer_in(std::numeric_limits<int>::min() + 1, std::numeric_limits<int>::max());
+    app->add_option("-p,--stages", p, "pipeline stages")->check(whole);
+    app->add_option("-m,--microbatches", m, "microbatches per iteration")->check(whole);
+    add_times(app, "time of one F: one number, or one per stage \"a,b,c,...\"", "time of one B (input gradient), as --tf",
+              "time of one W (weight gradient), as --tf", "latency of one hop between neighbouring stages",
+              "activation memory one F adds (M_B), as --tf (default 1)",
+              "memory kept from B until W (M_W), as --tf (default 0.5)",
+              "activation memory limit per stage: a number, or a multiple of p*M_B like 1p, 1.5p, 2p");
+    app->add_option("--chunks", chunks, "model chunks per stage (interleaved schedules)")->check(whole);
+  }
+
+  // The flags plan and import share (import's help is shorter: the CSV gives the shape).
+  void add_times(CLI::App* app, const char* tf_help, const char* tb_help, const char* tw_help, const char* tcomm_help,
+                 const char* mem_b_help, const char* mem_w_help, const char* mem_limit_help) {
+    const auto list = real_list_in(-kAnyReal, kAnyReal);
+    app->add_option("--tf", tf, tf_help)->check(list);
+    app->add_option("--tb", tb, tb_help)->check(list);
+    app->add_option("--tw", tw, tw_help)->check(list);
+    app->add_option("--tcomm", tcomm, tcomm_help)->check(real_in(-kAnyReal, kAnyReal));
+    app->add_option("--mem-b", mem_b, mem_b_help)->check(list);
+    app->add_option("--mem-w", mem_w, mem_w_help)->check(list);
+    app->add_option("--mem-limit", mem_limit, mem_limit_help);
   }
 
   // Fills a ProblemInput from the file (if any) and the flags; false with diagnostics.
@@ -197,9 +200,9 @@ struct ProblemFlags {
     bool ok = true;
     auto list = [&](const std::string& text, const char* flag, std::vector<double>* target) {
       if (text.empty()) return;
-      if (!parse_number_list(text, target)) {
-        diags->push_back({"", "", -1, -1, "", std::string(flag) + ": '" + text +
-                                                  "' is not a number or a comma-separated list of numbers"});
+      // Checked when the command line was parsed (real_list_in); this reads the same way.
+      if (std::string bad = parse_real_list(text, -kAnyReal, kAnyReal, target); !bad.empty()) {
+        diags->push_back({"", "", -1, -1, "", std::string(flag) + ": " + bad});
         ok = false;
       }
     };
@@ -456,8 +459,8 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
   PlanOptions plan_options;
   plan->add_option("--time-limit,--ilp-seconds", plan_options.time_limit,
                    "seconds for the ILP refinement: method ilp (default 10); auto runs the ILP only when given")
-      ->check(CLI::Range(0.01, 86400.0, "0.01..86400"));
-  plan->add_option("--threads", plan_options.threads, "CBC threads for the ILP (default 1)")->check(CLI::Range(1, 256));
+      ->check(real_in(0.01, 86400));
+  plan->add_option("--threads", plan_options.threads, "CBC threads for the ILP (default 1)")->check(integer_in(1, 256));
   bool quiet = false;
   plan->add_flag("--quiet", quiet, "no ILP progress lines on stderr");
   plan->add_flag("--compute-only", compute_only,
@@ -479,7 +482,7 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
   show->add_option("file", file, "schedule file")->required();
   show->add_option("-o,--output", show_out, "picture to write: .svg or .html")->required()->check(file_name());
   show->add_option("--width", show_width, "drawing width in px (default: wide enough to show every block)")
-      ->check(CLI::Range(100, 200000, "100..200000"));
+      ->check(integer_in(100, 200000));
   show->add_option("--measured", show_measured, "a zbrun --trace file: draw the measured run under the plan")->check(file_name());
   IterationFlags show_iterations_flags;
   show_iterations_flags.add_to(show, false);
@@ -494,13 +497,8 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
   bool import_compute_only = false;
   auto* import_cmd = app.add_subcommand("import", "read a PyTorch pipelining CSV into a schedule file");
   import_cmd->add_option("file", file, "CSV: one row per rank of actions like 0F0, 0I0, 0W0, 0B0")->required();
-  import_cmd->add_option("--tf", import_flags.tf, "time of one F (default 1), as for plan");
-  import_cmd->add_option("--tb", import_flags.tb, "time of one B");
-  import_cmd->add_option("--tw", import_flags.tw, "time of one W");
-  import_cmd->add_option("--tcomm", import_flags.tcomm, "latency of one hop");
-  import_cmd->add_option("--mem-b", import_flags.mem_b, "M_B");
-  import_cmd->add_option("--mem-w", import_flags.mem_w, "M_W");
-  import_cmd->add_option("--mem-limit", import_flags.mem_limit, "memory limit");
+  import_flags.add_times(import_cmd, "time of one F (default 1), as for plan", "time of one B", "time of one W",
+                         "latency of one hop", "M_B", "M_W", "memory limit");
   import_cmd->add_option("-o,--output", import_out, "schedule file to write")->required()->check(file_name());
   import_cmd->add_flag("--compute-only", import_compute_only, "do not lower");
   import_iterations.add_to(import_cmd, true);

@@ -44,10 +44,11 @@ class Transport {
   virtual bool recv(int peer, MessageKind kind, Message* msg, double timeout_s, std::string* err) = 0;
   /// Element-wise sum over all ranks, added in rank order, so every rank gets the same bits.
   virtual bool allreduce_sum(std::vector<double>* values, double timeout_s, std::string* err) = 0;
-  /// Tells the other ranks this one failed, so they stop waiting for it.
+  /// Tells the other ranks this one failed and why ("rank R failed: WHY"), so they stop waiting for
+  /// it and each names it: their waits return false with "stopped: WHY".
   virtual void abort(const std::string& why) = 0;
   /// Whether another rank has failed. In-process, a rank stuck outside the transport polls this to
-  /// stop; under MPI a failure ends every process, so it stays false.
+  /// stop; under MPI the failing rank ends every process soon after its notice.
   virtual bool aborted() const { return false; }
   /// For a transport layered on this one that waits outside recv (the NCCL transport waiting for a
   /// transfer whose header has arrived): answers other ranks' who-waits-on-whom queries as a recv

@@ -6,6 +6,10 @@
 // neighbour: it asks that neighbour whom it waits on (a query tag), then that rank, and so on,
 // until a rank does not answer within a grace period (it is stuck) or the chain closes (a
 // deadlock). Every waiting loop answers queries, so only a rank that is stuck fails to.
+//
+// A rank that fails tells every other rank why (a failure tag) before it ends the job: each one
+// waiting then stops with "stopped: rank R failed: WHY", prints it, acknowledges and waits; the
+// failing rank ends the job (MPI_Abort) once all have, or after a grace period (a rank busy in an op).
 #include "runtime/transport_mpi.h"
 
 #include <mpi.h>
@@ -23,8 +27,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Tags of the who-waits-on-whom exchange, apart from the message kinds (0..3).
-constexpr int kQueryTag = 16, kAnswerTag = 17;
+// Tags of the who-waits-on-whom exchange and of a failure notice, apart from the message kinds (0..3).
+constexpr int kQueryTag = 16, kAnswerTag = 17, kFailTag = 18, kFailAckTag = 19;
 // What a rank answers when it is not waiting for one peer.
 constexpr int kNotWaiting = -1, kInAllReduce = -2;
 
@@ -75,6 +79,7 @@ class MpiTransport final : public Transport {
       MPI_Iprobe(peer, kind, MPI_COMM_WORLD, &flag, &status);
       if (flag) break;
       progress();
+      if (stopped(err)) return false;
       if (Clock::now() > deadline) {
         *err = "nothing after " + seconds_text(timeout_s) + "; " + blame(peer, timeout_s);
         return false;
@@ -120,6 +125,7 @@ class MpiTransport final : public Transport {
       MPI_Test(&request, &done, MPI_STATUS_IGNORE);
       if (done) break;
       progress();
+      if (stopped(err)) return false;
       if (Clock::now() > deadline) {
         *err = "all-reduce: not every rank arrived after " + seconds_text(timeout_s);
         return false;
@@ -131,7 +137,38 @@ class MpiTransport final : public Transport {
     return true;
   }
 
-  void abort(const std::string&) override { MPI_Abort(MPI_COMM_WORLD, 1); }
+  void abort(const std::string& why) override {
+    if (failed_rank_ >= 0) {
+      // Another rank failed first and ends the job: tell it this rank has said so, and wait here
+      // for its MPI_Abort (mpirun can hang when some processes finalize while another aborts).
+      send_int(failed_rank_, kFailAckTag, rank_);
+      flush_sends(std::chrono::seconds(1));
+      std::this_thread::sleep_for(std::chrono::seconds(10));
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    for (int r = 0; r < size_; ++r)
+      if (r != rank_) send_bytes(r, kFailTag, why);
+    int acks = 0;
+    const auto until = Clock::now() + std::chrono::seconds(2);
+    while (acks < size_ - 1 && Clock::now() < until) {
+      int flag = 0;
+      MPI_Status status;
+      MPI_Iprobe(MPI_ANY_SOURCE, kFailAckTag, MPI_COMM_WORLD, &flag, &status);
+      if (flag) {
+        int unused = 0;
+        MPI_Recv(&unused, sizeof unused, MPI_BYTE, status.MPI_SOURCE, kFailAckTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        ++acks;
+        continue;
+      }
+      progress();
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    // mpirun forwards the ranks' stderr; an abort right away can cut off the lines just printed.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+
+  bool aborted() const override { return failed_rank_ >= 0; }
 
   void answer_queries(int peer) override {
     const int before = waiting_on_;
@@ -161,6 +198,38 @@ class MpiTransport final : public Transport {
       int unused = 0;  // queries carry one int, as bytes (send_int)
       MPI_Recv(&unused, sizeof unused, MPI_BYTE, status.MPI_SOURCE, kQueryTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
       send_int(status.MPI_SOURCE, kAnswerTag, waiting_on_);
+    }
+    if (failed_rank_ < 0 && MPI_Iprobe(MPI_ANY_SOURCE, kFailTag, MPI_COMM_WORLD, &flag, &status) == MPI_SUCCESS && flag) {
+      int count = 0;
+      MPI_Get_count(&status, MPI_BYTE, &count);
+      std::vector<char> bytes(static_cast<size_t>(std::max(count, 0)));
+      MPI_Recv(bytes.data(), count, MPI_BYTE, status.MPI_SOURCE, kFailTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      failure_.assign(bytes.begin(), bytes.end());
+      failed_rank_ = status.MPI_SOURCE;
+    }
+  }
+
+  // Whether another rank's failure notice has come (then *err says whose and why).
+  bool stopped(std::string* err) {
+    if (failed_rank_ < 0) return false;
+    waiting_on_ = kNotWaiting;
+    *err = "stopped: " + failure_;
+    return true;
+  }
+
+  void send_bytes(int peer, int tag, const std::string& text) {
+    pending_.emplace_back();
+    Pending& q = pending_.back();
+    q.bytes.assign(text.begin(), text.end());
+    MPI_Isend(q.bytes.data(), static_cast<int>(q.bytes.size()), MPI_BYTE, peer, tag, MPI_COMM_WORLD, &q.request);
+  }
+
+  // Lets queued sends complete, for at most `limit` (a peer may be gone).
+  void flush_sends(std::chrono::duration<double> limit) {
+    const auto until = Clock::now() + limit;
+    while (!pending_.empty() && Clock::now() < until) {
+      progress();
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
   }
 
@@ -207,6 +276,8 @@ class MpiTransport final : public Transport {
   int rank_ = 0, size_ = 1;
   std::list<Pending> pending_;
   int waiting_on_ = kNotWaiting;  ///< what this rank answers a query: the peer it waits for
+  int failed_rank_ = -1;          ///< the rank whose failure notice came first, or -1
+  std::string failure_;           ///< its why
 };
 
 }  // namespace

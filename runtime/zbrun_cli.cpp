@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -20,7 +20,9 @@
 #include <nlohmann/json.hpp>
 
 #include "planner/cli_file_name.h"
+#include "planner/cli_numbers.h"
 #include "planner/lower.h"
+#include "planner/output_file.h"
 #include "planner/schedule_json.h"
 #include "planner/simulate.h"
 #include "planner/simulate_iterations.h"
@@ -73,6 +75,25 @@ struct Options {
   std::uint64_t schedule_hash = 0;  ///< of the schedule file's text: ranks compare theirs at start-up
 };
 
+// "A:B@C" style values: integers (0..INT_MAX) between the separators `seps`, in order; the first
+// `required` fields must be there, the rest may be left out. "" or why.
+std::string parse_fields(const std::string& text, const std::string& seps, size_t required,
+                         const std::vector<int*>& fields) {
+  size_t from = 0;
+  for (size_t k = 0; k < fields.size(); ++k) {
+    size_t end = k < seps.size() ? text.find(seps[k], from) : std::string::npos;
+    if (end == std::string::npos && k + 1 < required) return "no '" + std::string(1, seps[k]) + "'";
+    long long v = 0;
+    std::string bad = parse_integer(text.substr(from, end == std::string::npos ? std::string::npos : end - from), 0,
+                                    std::numeric_limits<int>::max(), &v);
+    if (!bad.empty()) return bad;
+    *fields[k] = static_cast<int>(v);
+    if (end == std::string::npos) return "";
+    from = end + 1;
+  }
+  return "";
+}
+
 std::string g9(double v) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "%.9g", v);
@@ -103,14 +124,12 @@ std::vector<double> weight_digests(const Compute& compute, int tensors) {
 
 // --dump-weights DIR: each rank writes its tensors as DIR/tensor<id>.f32 (raw little-endian
 // floats), for comparing runs to the last bit (tests measure ulps between optimizers with it).
-bool dump_weights(const Options& o, const Compute& compute, int rank, std::ostream& err, std::mutex* print_mu) {
+bool dump_weights(const Options& o, const Compute& compute, std::string* why) {
   for (const auto& [id, values] : compute.parameters()) {
     std::string path = o.dump_weights + "/tensor" + std::to_string(id) + ".f32";
-    std::ofstream f(path, std::ios::binary);
-    f.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * sizeof(float)));
-    if (!f) {
-      std::lock_guard<std::mutex> lock(*print_mu);
-      err << "zbrun: rank " << rank << ": " << path << ": cannot write weights\n";
+    std::string bytes(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+    if (!write_file_replacing(path, bytes, why)) {
+      *why = "--dump-weights: cannot write " + *why;
       return false;
     }
   }
@@ -124,8 +143,8 @@ bool gather(Transport* t, std::vector<double>* values, const Options& o, const c
   std::string why;
   if (t->allreduce_sum(values, o.timeout_s, &why)) return true;
   std::lock_guard<std::mutex> lock(*print_mu);
-  err << "zbrun: rank " << t->rank() << ", " << what << ": " << why << "\n";
-  t->abort("rank " + std::to_string(t->rank()) + " failed");
+  err << "zbrun: rank " + std::to_string(t->rank()) + ", " + what + ": " + why + "\n";  // one write: see stop_with
+  t->abort("rank " + std::to_string(t->rank()) + " failed, " + what + ": " + why);
   return false;
 }
 
@@ -216,8 +235,8 @@ bool measure_comm(const Options& o, Transport* t, const RankBackend& backend, do
   if (ok) ok = t->allreduce_sum(&all, o.timeout_s, &why);
   if (!ok) {
     std::lock_guard<std::mutex> lock(*print_mu);
-    err << "zbrun: rank " << rank << ", measuring T_comm: " << why << "\n";
-    t->abort("rank " + std::to_string(rank) + " failed");
+    err << "zbrun: rank " + std::to_string(rank) + ", measuring T_comm: " + why + "\n";
+    t->abort("rank " + std::to_string(rank) + " failed, measuring T_comm: " + why);
     return false;
   }
   double sum = 0;
@@ -227,8 +246,10 @@ bool measure_comm(const Options& o, Transport* t, const RankBackend& backend, do
 }
 
 // Gathers every rank's profile and has rank 0 write the problem file (times in ms, memory in MiB).
+// False with *why on a failed write; false with *why empty when the gather failed (it reported).
 bool write_profile(const Options& o, const ScheduleFile& file, const GptConfig& model, const Profile& prof,
-                   Transport* transport, std::ostream& out, std::ostream& err, std::mutex* print_mu) {
+                   Transport* transport, std::ostream& out, std::ostream& err, std::mutex* print_mu, std::string* why) {
+  why->clear();
   const Schedule& s = file.schedule;
   const int rank = transport->rank(), fields = 5;
   std::vector<double> all(static_cast<size_t>(s.p) * fields, 0.0);
@@ -254,13 +275,11 @@ bool write_profile(const Options& o, const ScheduleFile& file, const GptConfig& 
     j[names[f]] = list;
   }
   j["t_comm"] = round6(prof.comm_seconds * 1e3);
-  std::ofstream f(o.profile);
-  f << j.dump(2) << "\n";
-  std::lock_guard<std::mutex> lock(*print_mu);
-  if (!f) {
-    err << "zbrun: " << o.profile << ": cannot write the profile\n";
+  if (!write_file_replacing(o.profile, j.dump(2) + "\n", why)) {
+    *why = "--profile: cannot write " + *why;
     return false;
   }
+  std::lock_guard<std::mutex> lock(*print_mu);
   out << "wrote profile " << o.profile << " (plan with: zbplan plan --problem " << o.profile << " ...)\n";
   // The GEMM rate each op reached: its linear layers' FLOPs over its measured time (docs/benchmarks.md).
   for (int r = 0; r < s.p; ++r) {
@@ -279,9 +298,11 @@ bool write_profile(const Options& o, const ScheduleFile& file, const GptConfig& 
 }
 
 // Gathers every rank's measured op spans of the last step (each rank fills its own part of one
-// all-reduced vector) and has rank 0 write them, with the planned timeline, as one trace.
+// all-reduced vector) and has rank 0 write them, with the planned timeline, as one trace. Fails as
+// write_profile does.
 bool write_trace(const Options& o, const ScheduleFile& file, const Timeline& planned, const StepReport& report,
-                 Transport* transport, std::ostream& out, std::ostream& err, std::mutex* print_mu) {
+                 Transport* transport, std::ostream& out, std::ostream& err, std::mutex* print_mu, std::string* why) {
+  why->clear();
   const Schedule& s = file.schedule;
   Schedule compute = compute_projection(s);
   std::vector<size_t> offset(s.p + 1, 0);
@@ -303,13 +324,12 @@ bool write_trace(const Options& o, const ScheduleFile& file, const Timeline& pla
                             static_cast<Ticks>(spans[offset[r] + 2 * k + 1] * 1e9)};
   nlohmann::json more = timeline_trace_events(compute, measured, 1, "measured (last step, wall clock)");
   events.insert(events.end(), more.begin(), more.end());
-  std::ofstream f(o.trace);
-  f << nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump() << "\n";
-  std::lock_guard<std::mutex> lock(*print_mu);
-  if (!f) {
-    err << "zbrun: " << o.trace << ": cannot write trace\n";
+  if (!write_file_replacing(o.trace, nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump() + "\n",
+                            why)) {
+    *why = "--trace: cannot write " + *why;
     return false;
   }
+  std::lock_guard<std::mutex> lock(*print_mu);
   out << "wrote trace " << o.trace << " (planned and measured; open in ui.perfetto.dev)\n";
   return true;
 }
@@ -328,9 +348,9 @@ int run_rank(const Options& o, const ScheduleFile& file, const GptConfig& model,
   } catch (const std::exception& e) {
     {
       std::lock_guard<std::mutex> lock(*print_mu);
-      err << "zbrun: rank " << transport->rank() << ": " << e.what() << "\n";
+      err << "zbrun: rank " + std::to_string(transport->rank()) + ": " + e.what() + "\n";
     }
-    transport->abort("rank " + std::to_string(transport->rank()) + " failed");
+    transport->abort("rank " + std::to_string(transport->rank()) + " failed: " + e.what());
     return 1;
   }
 }
@@ -353,18 +373,27 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
       min_seconds.push_back(is_compute(op.type) ? o.pace * from_quanta(op_duration(op, rank, file.problem)) : 0.0);
     interp.set_pace(std::move(min_seconds));
   }
-  // Prints "zbrun: TEXT", tells the other ranks this one failed, and gives the exit code.
+  // Prints "zbrun: TEXT", tells the other ranks this one failed and why (so each of their
+  // messages names it), and gives the exit code.
   auto stop_with = [&](const std::string& text) {
     {
       std::lock_guard<std::mutex> lock(*print_mu);
-      err << "zbrun: " << text << "\n";
+      // One write (std::cerr flushes every <<): under mpirun, lines of ranks stay whole.
+      err << "zbrun: " + text + "\n";
     }
-    transport->abort("rank " + std::to_string(rank) + " failed");
+    const std::string who = "rank " + std::to_string(rank), mine = who + ": ";
+    transport->abort(who + " failed: " + (text.compare(0, mine.size(), mine) == 0 ? text.substr(mine.size()) : text));
     return 1;
   };
   auto stop = [&](const std::string& why) { return stop_with("rank " + std::to_string(rank) + ": " + why); };
   // A failed step names itself first: "zbrun: step 3, rank 1, op 7 (...): ...".
   auto failed = [&](const std::string& what, const std::string& why) { return stop_with(what + ", " + why); };
+  // Held for the whole run: another run given this directory is refused, naming this one.
+  std::unique_ptr<CheckpointLock> checkpoint_lock;
+  if (!o.checkpoint.empty()) {
+    std::string why;
+    if (!(checkpoint_lock = lock_checkpoints(o.checkpoint, rank, &why))) return stop(why);
+  }
   // Every rank must replay the same file: compare the hashes of their texts (as two exact halves).
   std::vector<double> hashes(2 * static_cast<size_t>(s.p), 0.0);
   hashes[2 * rank] = static_cast<double>(o.schedule_hash >> 32);
@@ -382,6 +411,15 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
     if (!gather(transport, &latest, o, "finding the checkpoint to resume", err, print_mu)) return 1;
     first_step = static_cast<int>(*std::min_element(latest.begin(), latest.end()));
     if (first_step < 0) return stop(o.checkpoint + ": no checkpoint of this rank or another to resume from");
+    if (first_step >= o.steps) {
+      // Every rank gathered the same step, so every rank ends here alike: no one waits.
+      if (rank == 0) {
+        std::lock_guard<std::mutex> lock(*print_mu);
+        err << "zbrun: --resume: " << o.checkpoint << " holds the state after " << first_step << " steps, and --steps "
+            << o.steps << " asks for no more; give --steps above " << first_step << "\n";
+      }
+      return 1;
+    }
     std::string state, why;
     if (!read_checkpoint(o.checkpoint, rank, first_step, o.schedule_hash, &state, &why) || !compute->load_state(state, &why))
       return stop("cannot resume: " + why);
@@ -391,16 +429,11 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
       out << "resumed from " << o.checkpoint << " after step " << first_step - 1 << "\n";
     }
   }
-  std::ofstream metrics;
-  if (rank == 0 && !o.metrics.empty()) {
-    metrics.open(o.metrics, o.resume ? std::ios::app : std::ios::trunc);
-    if (!metrics) {
-      std::lock_guard<std::mutex> lock(*print_mu);
-      err << "zbrun: " << o.metrics << ": cannot write metrics file\n";
-      transport->abort("rank 0 cannot write metrics");
-      return 1;
-    }
-  }
+  // Streamed a line per step, so it can be followed; every write is checked.
+  StreamFile metrics;
+  std::string metrics_error;
+  if (rank == 0 && !o.metrics.empty() && !metrics.open(o.metrics, o.resume, &metrics_error))
+    return stop("--metrics: cannot write " + metrics_error);
   double measured_sum = 0, seconds_sum = 0;
   int measured_steps = 0;
   StepReport last_report;
@@ -410,6 +443,7 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
   size_t peak_bytes = 0;
   int rolled_back = 0, replays = 0, held = 0;
   // Prints and sums the steps whose figures are complete (with post-validation, a step later).
+  // False when the metrics line cannot be written (metrics_error says why).
   auto report_finished = [&]() {
     for (const StepReport& report : interp.take_reports()) {
       const int step = report.step;
@@ -432,14 +466,26 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
       if (!o.quiet)
         out << "step " << step << ": loss " << g9(report.loss) << notes << ", " << f4(report.seconds) << " s, bubble "
             << f4(report.measured_bubble) << " measured / " << f4(planned.bubble_rate) << " planned\n";
-      if (metrics)
-        metrics << "{\"step\": " << step << ", \"loss\": " << g9(report.loss) << ", \"iteration_seconds\": "
-                << g9(report.seconds) << ", \"measured_bubble_rate\": " << g9(report.measured_bubble)
-                << ", \"planned_bubble_rate\": " << g9(planned.bubble_rate) << ", \"grad_norm\": " << g9(report.grad_norm)
-                << ", \"skipped\": " << (report.skipped ? "true" : "false") << ", \"replays\": " << report.replays
-                << ", \"held\": " << (report.held ? "true" : "false") << "}\n";
+      if (metrics.is_open()) {
+        // JSON has no nan or inf: such a figure is written null, and "nonfinite" says one was.
+        bool nonfinite = false;
+        auto number = [&nonfinite](double v) {
+          nonfinite = nonfinite || !std::isfinite(v);
+          return std::isfinite(v) ? g9(v) : std::string("null");
+        };
+        std::ostringstream line;
+        line << "{\"step\": " << step << ", \"loss\": " << number(report.loss) << ", \"iteration_seconds\": "
+             << number(report.seconds) << ", \"measured_bubble_rate\": " << number(report.measured_bubble)
+             << ", \"planned_bubble_rate\": " << number(planned.bubble_rate)
+             << ", \"grad_norm\": " << number(report.grad_norm) << ", \"skipped\": " << (report.skipped ? "true" : "false")
+             << ", \"replays\": " << report.replays << ", \"held\": " << (report.held ? "true" : "false")
+             << ", \"nonfinite\": " << (nonfinite ? "true" : "false") << "}\n";
+        if (!metrics.write(line.str(), &metrics_error)) return false;
+      }
     }
+    return true;
   };
+  auto metrics_failed = [&] { return stop("--metrics: cannot write " + metrics_error); };
   // When each step's run_step returned: the steady-state period is the mean gap after the first.
   std::vector<std::chrono::steady_clock::time_point> step_ends;
   for (int step = first_step; step < o.steps; ++step) {
@@ -448,22 +494,25 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
     interp.set_fault(rank == o.fail_rank && step == o.fail_step ? o.fail_op : -1, fault);
     if (!interp.run_step(data.step_batches(model, step, s.m), &why)) return failed("step " + std::to_string(step), why);
     step_ends.push_back(std::chrono::steady_clock::now());
-    report_finished();
+    if (!report_finished()) return metrics_failed();
     if (!o.checkpoint.empty() && (step + 1) % o.every == 0) {
       // Validate the last step first (post-validation), so the checkpoint holds final weights.
       std::string state;
       if (!interp.finish(&why)) return failed("validating step " + std::to_string(step) + " for its checkpoint", why);
-      report_finished();
+      if (!report_finished()) return metrics_failed();
       if (!compute->save_state(&state)) return stop("this backend cannot write checkpoints");
       if (!write_checkpoint(o.checkpoint, rank, step + 1, o.schedule_hash, state, &why)) return stop(why);
     }
   }
   std::string why;
   if (!interp.finish(&why)) return failed("validating the last step", why);
-  report_finished();
-  if (!o.dump_weights.empty() && !dump_weights(o, *compute, rank, err, print_mu)) return 1;
-  if (!o.trace.empty() && !write_trace(o, file, planned, last_report, transport, out, err, print_mu)) return 1;
-  if (!o.profile.empty() && !write_profile(o, file, model, profile, transport, out, err, print_mu)) return 1;
+  if (!report_finished()) return metrics_failed();
+  // A failed output stops every rank at once (stop tells them), whichever rank it was on.
+  if (!o.dump_weights.empty() && !dump_weights(o, *compute, &why)) return stop(why);
+  if (!o.trace.empty() && !write_trace(o, file, planned, last_report, transport, out, err, print_mu, &why))
+    return why.empty() ? 1 : stop(why);
+  if (!o.profile.empty() && !write_profile(o, file, model, profile, transport, out, err, print_mu, &why))
+    return why.empty() ? 1 : stop(why);
   // Measured steady-state period per rank (iterations back to back, the first left out: it
   // allocates); the slowest rank's is the run's.
   std::vector<double> periods(s.p, 0.0);
@@ -478,11 +527,17 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
   // Final weights, digested per tensor and gathered, so runs can be compared exactly.
   std::vector<double> digests = weight_digests(*compute, global_tensor_count(model));
   if (!gather(transport, &digests, o, "final weight digest", err, print_mu)) return 1;
+  std::uint64_t h = 1469598103934665603ULL;
+  for (double d : digests) h = (h ^ static_cast<std::uint64_t>(d)) * 1099511628211ULL;
+  char digest[32];
+  std::snprintf(digest, sizeof digest, "%016llx", static_cast<unsigned long long>(h));
+  if (metrics.is_open()) {
+    // The last line, then the checked close: until then the run has not succeeded.
+    std::string last = "{\"final\": true, \"weights_digest\": \"" + std::string(digest) +
+                       "\", \"measured_period_seconds\": " + g9(gaps > 0 ? measured_period : 0) + "}\n";
+    if (!metrics.write(last, &metrics_error) || !metrics.close(&metrics_error)) return metrics_failed();
+  }
   if (rank == 0) {
-    std::uint64_t h = 1469598103934665603ULL;
-    for (double d : digests) h = (h ^ static_cast<std::uint64_t>(d)) * 1099511628211ULL;
-    char digest[32];
-    std::snprintf(digest, sizeof digest, "%016llx", static_cast<unsigned long long>(h));
     std::lock_guard<std::mutex> lock(*print_mu);
     out << "done: " << o.steps << " steps of " << s.method << " on " << s.p << " ranks (p=" << s.p << ", m=" << s.m
         << ", chunks=" << s.chunks << "), model " << model.name << " (" << model.layers << " layers)\n";
@@ -516,9 +571,6 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
     for (int r = 0; r < s.p; ++r) out << (r ? ", " : "") << format_quanta(planned.peak_memory[r]);
     out << "] (in the problem's memory unit)\n";
     out << "  weights digest " << digest << "\n";
-    if (metrics)
-      metrics << "{\"final\": true, \"weights_digest\": \"" << digest << "\", \"measured_period_seconds\": "
-              << g9(gaps > 0 ? measured_period : 0) << "}\n";
   }
   return 0;
 }
@@ -623,27 +675,14 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
                  std::string("a preset (") + kGptPresets + "; default tiny) or a model JSON file {vocab, seq, channels, "
                  "heads, layers, batch}")
       ->check(file_name());
-  // Checks with plain messages (CLI11's ranges print 300-digit bounds).
-  auto positive = CLI::Validator(
-      [](std::string& v) {
-        char* end = nullptr;
-        double x = std::strtod(v.c_str(), &end);
-        return (*end == '\0' && std::isfinite(x) && x > 0) ? std::string() : "must be a positive finite number, got " + v;
-      },
-      "POSITIVE");
-  auto finite = CLI::Validator(
-      [](std::string& v) {
-        char* end = nullptr;
-        double x = std::strtod(v.c_str(), &end);
-        return (*end == '\0' && std::isfinite(x)) ? std::string() : "must be a finite number, got " + v;
-      },
-      "NUMBER");
-  app.add_option("--steps", o.steps, "training steps")->check(CLI::Range(1, 100000000, "1..100000000"));
-  app.add_option("--seed", o.seed, "initialisation seed");
+  // Every number goes through cli_numbers.h: decimal, whole token, finite, in range.
+  const auto positive = real_in(0, kAnyReal, true);
+  app.add_option("--steps", o.steps, "training steps")->check(integer_in(1, 100000000));
+  app.add_option("--seed", o.seed, "initialisation seed")->check(integer_in(0, std::numeric_limits<long long>::max()));
   app.add_option("--threads", o.blas_threads,
                  "OpenBLAS threads of the CPU backend's GEMMs, per process (1; more for a rank that owns several "
                  "cores; results are the same bits)")
-      ->check(CLI::Range(1, 256));
+      ->check(integer_in(1, 256));
   app.add_option("--data", o.data, "\"synthetic\" or a text file, read as bytes")->check(file_name());
   app.add_option("--metrics", o.metrics, "write one JSON object per step (JSON lines)")->check(file_name());
   app.add_option("--profile", o.profile,
@@ -656,9 +695,12 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
   app.add_option("--trace", o.trace,
                  "write a Chrome/Perfetto trace of the last step: measured ops per rank, planned beside")
       ->check(file_name());
-  app.add_option("--timeout", o.timeout_s, "seconds any wait may take before the run fails")->check(positive);
+  // A wait's deadline is now + timeout: a week at most keeps it far from overflowing the clock.
+  app.add_option("--timeout", o.timeout_s, "seconds any wait may take before the run fails")
+      ->check(real_in(0, 7 * 86400, true));
   app.add_option("--lr", o.adamw.lr, "AdamW learning rate")->check(positive);
-  app.add_option("--clip-norm", o.adamw.clip_norm, "global gradient-norm clip (<= 0: off)")->check(finite);
+  app.add_option("--clip-norm", o.adamw.clip_norm, "global gradient-norm clip (<= 0: off)")
+      ->check(real_in(-kAnyReal, kAnyReal));
   app.add_flag("--local", o.local, "run all ranks as threads in this process (no mpirun)");
   app.add_option("--backend", o.backend, "compute backend: cpu, or cuda (bf16 on GPUs; NCCL under mpirun)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
@@ -669,7 +711,8 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
   app.add_flag("--check", o.check,
                "check the schedule, model, data, output paths and rank count, say what would run, and exit (0: ok)");
   app.add_option("--layer-split", o.layer_split,
-                 "blocks per virtual stage, e.g. 1,2,2,1 (default: even, the first and last take fewer)");
+                 "blocks per virtual stage, e.g. 1,2,2,1 (default: even, the first and last take fewer)")
+      ->check(integer_list_in(0, std::numeric_limits<int>::max()));
   app.add_option("--inject-nonfinite", o.inject,
                  "STEP:RANK: a NaN in that rank's gradients at that step (the step is skipped on every rank)");
   app.add_option("--fail-at", o.fail_at,
@@ -685,7 +728,7 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
   app.add_option("--checkpoint", o.checkpoint,
                  "directory for checkpoints: DIR/step<N>.rank<R>.ckpt, the weights and optimizer state after N steps, "
                  "written atomically")->check(file_name());
-  app.add_option("--every", o.every, "with --checkpoint: write one after every N steps")->check(CLI::Range(1, 1 << 30));
+  app.add_option("--every", o.every, "with --checkpoint: write one after every N steps")->check(integer_in(1, 1 << 30));
   app.add_flag("--resume", o.resume, "with --checkpoint: continue from the latest checkpoint every rank has");
   try {
     app.parse(argc, argv);
@@ -698,9 +741,12 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
     return 2;
   }
 
-  if (!o.fail_at.empty() && std::sscanf(o.fail_at.c_str(), "%d:%d@%d", &o.fail_rank, &o.fail_op, &o.fail_step) < 2) {
-    err << "zbrun: --fail-at: expected RANK:OP or RANK:OP@STEP, got '" << o.fail_at << "'\n";
-    return 2;
+  if (!o.fail_at.empty()) {
+    std::string bad = parse_fields(o.fail_at, ":@", 2, {&o.fail_rank, &o.fail_op, &o.fail_step});
+    if (!bad.empty()) {
+      err << "zbrun: --fail-at: expected RANK:OP or RANK:OP@STEP, got '" << o.fail_at << "': " << bad << "\n";
+      return 2;
+    }
   }
   cpu_set_threads(o.blas_threads);
   if ((o.every > 0 || o.resume) && o.checkpoint.empty()) {
@@ -708,14 +754,27 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
     return 2;
   }
   if (!o.checkpoint.empty() && o.every == 0) o.every = o.steps;  // at least one, at the end
-  if (!o.inject.empty() && std::sscanf(o.inject.c_str(), "%d:%d", &o.inject_step, &o.inject_rank) != 2) {
-    err << "zbrun: --inject-nonfinite: expected STEP:RANK, got '" << o.inject << "'\n";
-    return 2;
+  if (!o.inject.empty()) {
+    std::string bad = parse_fields(o.inject, ":", 2, {&o.inject_step, &o.inject_rank});
+    if (!bad.empty()) {
+      err << "zbrun: --inject-nonfinite: expected STEP:RANK, got '" << o.inject << "': " << bad << "\n";
+      return 2;
+    }
   }
   if (o.single_gpu) {
     o.backend = "cuda";
     o.local = true;
   }
+  // Under mpirun every process would run the whole pipeline in threads, all writing the same files.
+  if (o.local)
+    for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MPI_LOCALNRANKS"})
+      if (const char* n = std::getenv(var); n != nullptr && std::atoi(n) > 1) {
+        err << "zbrun: " << (o.single_gpu ? "--single-gpu" : "--local") << " runs every rank in this process, but "
+            << "mpirun started " << n << " processes (" << var << "=" << n << "): each would run the whole pipeline "
+            << "and write the same files; drop " << (o.single_gpu ? "--single-gpu" : "--local")
+            << " under mpirun, or start zbrun without mpirun\n";
+        return 1;
+      }
   const bool cuda = o.backend == "cuda";
   if (cuda) {
     // Before the first CUDA call of the process, or they have no effect; set whatever the
@@ -773,13 +832,11 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
   auto model = load_gpt_config(o.model, &why);
   if (!model) return fail(why);
   if (!o.layer_split.empty()) {
-    std::stringstream in(o.layer_split);
-    for (std::string item; std::getline(in, item, ',');) {
-      char* end = nullptr;
-      long n = std::strtol(item.c_str(), &end, 10);
-      if (item.empty() || *end != '\0') return fail("--layer-split: '" + o.layer_split + "' is not a list of integers");
-      if (n < 0 || n > model->layers)
-        return fail("--layer-split: " + item + " is not a block count of this model (0.." +
+    std::vector<long long> counts;  // the form was checked with the command line (integer_list_in)
+    parse_integer_list(o.layer_split, 0, std::numeric_limits<int>::max(), &counts);
+    for (long long n : counts) {
+      if (n > model->layers)
+        return fail("--layer-split: " + std::to_string(n) + " is not a block count of this model (0.." +
                     std::to_string(model->layers) + ")");
       model->split.push_back(static_cast<int>(n));
     }
@@ -793,20 +850,18 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
   if (!o.inject.empty() && (o.inject_rank < 0 || o.inject_rank >= s.p || o.inject_step < 0 || o.inject_step >= o.steps))
     return fail("--inject-nonfinite " + o.inject + ": no such step and rank (steps 0.." + std::to_string(o.steps - 1) +
                 ", ranks 0.." + std::to_string(s.p - 1) + ")");
-  // Output files are opened now, so a bad path fails before any training rather than after it.
-  for (const std::string* path : {&o.metrics, &o.trace, &o.profile}) {
+  // Output paths are checked now, so a bad one fails before any training rather than after it;
+  // checked without creating anything (--check touches nothing).
+  const std::pair<const char*, const std::string*> outputs[] = {
+      {"--metrics", &o.metrics}, {"--trace", &o.trace}, {"--profile", &o.profile}};
+  for (const auto& [flag, path] : outputs) {
     if (path->empty() || world_rank != 0) continue;
-    std::ofstream probe(*path, std::ios::app);
-    if (!probe) return fail(*path + ": cannot write this file");
+    if (std::string bad = check_writable_file(*path); !bad.empty())
+      return fail(std::string(flag) + ": cannot write " + bad);
   }
-  if (!o.checkpoint.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(o.checkpoint, ec);
-    std::ofstream probe(o.checkpoint + "/.zbrun-probe-" + std::to_string(world_rank));
-    if (!probe) return fail(o.checkpoint + ": cannot write checkpoints into this directory");
-    probe.close();
-    std::remove((o.checkpoint + "/.zbrun-probe-" + std::to_string(world_rank)).c_str());
-  }
+  if (!o.checkpoint.empty())
+    if (std::string bad = check_writable_dir(o.checkpoint); !bad.empty())
+      return fail("--checkpoint: cannot write checkpoints into " + bad);
   if (o.fail_step < 0 || o.fail_step >= o.steps)
     return fail("--fail-at " + o.fail_at + ": no such step (0.." + std::to_string(o.steps - 1) + ")");
   if (o.fault != "error" && o.fail_rank < 0) return fail("--fault " + o.fault + " needs --fail-at RANK:OP");
@@ -817,12 +872,9 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
                   " is " + op_short(op) + ", not a send");
     if (cuda) return fail("--fault truncate: only with --backend cpu (CUDA messages carry device handles)");
   }
-  if (!o.dump_weights.empty() && world_rank == 0) {
-    std::ofstream probe(o.dump_weights + "/.zbrun-probe");
-    if (!probe) return fail(o.dump_weights + ": cannot write into this directory (--dump-weights)");
-    probe.close();
-    std::remove((o.dump_weights + "/.zbrun-probe").c_str());
-  }
+  if (!o.dump_weights.empty() && world_rank == 0)
+    if (std::string bad = check_writable_file(o.dump_weights + "/tensor0.f32"); !bad.empty())
+      return fail("--dump-weights: cannot write " + bad);
 #ifdef ZBPP_HAVE_CUDA
   if (cuda) {
     std::string why;
@@ -846,6 +898,11 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
           << ", m=" << s.m << ", chunks=" << s.chunks << "), model " << model->name << " (" << model->layers
           << " layers), " << o.steps << " steps on " << o.backend << (mpi ? " under MPI" : " in one process") << "\n";
     return finish(0);
+  }
+  if (!o.checkpoint.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.checkpoint, ec);
+    if (ec) return fail("--checkpoint: cannot create " + o.checkpoint + ": " + ec.message());
   }
 
   if (mpi) {

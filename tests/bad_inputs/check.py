@@ -5,7 +5,8 @@ holding the expected, located message.
 
 NAME.expect, one command a line: `zbplan validate {file} => substring of stderr`. Commands run in
 the file's directory on its bare name, so messages read `NAME.json: stage 1, op 4 (W2): ...`.
-{out} is a path in a scratch directory (no file may appear there).
+{out} is a path in a scratch directory (no file may appear there). A malformed command line exits 2,
+not 1: `zbrun {file} --steps 010 => exit 2: zbrun: --steps: ...` (the message after "exit N: ").
 
 Usage: ZBPLAN=... ZBRUN=... check.py FILE.json [FILE.json ...]   (ctest: one file each)
        ZBPLAN=... ZBRUN=... check.py --table DIR                 (the docs table, markdown)
@@ -43,7 +44,10 @@ def commands(path):
         if " => " not in line:
             raise SystemExit(f"{expect}: expected 'COMMAND ARGS => message', got: {line}")
         cmd, want = line.split(" => ", 1)
-        out.append((shlex.split(cmd), want))
+        code = 1
+        if want.startswith("exit ") and ": " in want:
+            code, want = int(want[5:want.index(": ")]), want[want.index(": ") + 2:]
+        out.append((shlex.split(cmd), code, want))
     if not out:
         raise SystemExit(f"{expect}: lists no command")
     return out
@@ -65,7 +69,7 @@ def run(argv, path, scratch):
 
 def check(path):
     failures = 0
-    for argv, want in commands(path):
+    for argv, expected, want in commands(path):
         with tempfile.TemporaryDirectory() as scratch:
             code, err = run(argv, path, scratch)
             left = os.listdir(scratch)
@@ -75,8 +79,8 @@ def check(path):
             problems.append(f"did not finish in {TIMEOUT:g} s")
         elif code < 0 or code >= 128:
             problems.append(f"crashed (exit {code})")
-        elif code != 1:
-            problems.append(f"exit {code}, expected 1 (invalid input)")
+        elif code != expected:
+            problems.append(f"exit {code}, expected {expected} ({'invalid input' if expected == 1 else 'bad command line'})")
         if want not in err:
             problems.append(f"stderr lacks: {want}")
         if left:
@@ -85,7 +89,7 @@ def check(path):
             failures += 1
             print(f"FAILED  {os.path.basename(path)}: {what}: " + "; ".join(problems) + "\n--- stderr ---\n" + err[-4000:])
         else:
-            print(f"ok      {os.path.basename(path)}: {what}: exit 1, {want}")
+            print(f"ok      {os.path.basename(path)}: {what}: exit {expected}, {want}")
     return failures
 
 
@@ -97,7 +101,7 @@ def table(directory):
                    if os.path.isfile(f) and not f.endswith((".expect", ".py", ".md", ".schedule")))
     for path in files:
         rel = os.path.relpath(path, directory)
-        for argv, _ in commands(path):
+        for argv, _, _ in commands(path):
             with tempfile.TemporaryDirectory() as scratch:
                 code, err = run(argv, path, scratch)
             first = (err.strip().splitlines() or [""])[0]

@@ -72,6 +72,18 @@ class FixtureDir {
     fixtures_[name] = {std::string(std::istreambuf_iterator<char>(in), {}), std::filesystem::last_write_time(name)};
   }
 
+  /// Whether the directory holds the kept files only, none of them rewritten (zbrun --check).
+  bool untouched() const {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(fs::current_path()))
+      if (!fixtures_.count(entry.path().filename().string())) return false;
+    for (const auto& [name, fixture] : fixtures_)
+      if (fs::last_write_time(name, ec) != fixture.written || fs::file_size(name, ec) != fixture.text.size())
+        return false;
+    return true;
+  }
+
   /// Removes what a run wrote and rewrites the kept files it changed.
   void restore() {
     namespace fs = std::filesystem;

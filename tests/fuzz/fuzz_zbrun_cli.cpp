@@ -3,7 +3,7 @@
 // line, after --check (all of a run's input checks, no training) and --local (no MPI). It
 // runs in a private temporary directory of real files: lowered schedules with each optimizer, a
 // compute-only one, a model file and a text corpus. Inputs with a '/' (which could leave the
-// directory) are skipped.
+// directory) are skipped. --check must leave the directory as it was.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -69,6 +69,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string output;
   int code = call(zbrun_in_process, "zbrun", args, &output);
   zbpp::fuzz::require_cli_outcome("zbrun", code, output);
+  // --check touches nothing: no metrics file, no checkpoint directory (issue 19, class 11).
+  zbpp::fuzz::require(g_dir->untouched(), "zbrun --check created or changed a file");
   g_dir->restore();
   return 0;
 }

@@ -102,3 +102,32 @@ TEST_CASE("pytorch csv: messages between two ranks must be consumed in the order
   CHECK(diags.at(0).message.find("1F0 needs stage 0's activation of microbatch 0 from row 0, which sends 0F1's "
                                  "first") != std::string::npos);
 }
+
+TEST_CASE("pytorch csv: a UTF-8 byte order mark and CRLF line ends are read as the plain file") {
+  std::vector<Diag> diags;
+  const std::string plain = "0F0,0F1,0I0,0W0,0I1,0W1\n1F0,1I0,1W0,1F1,1I1,1W1\n";
+  auto want = import_pytorch_csv(plain, "s.csv", &diags);
+  REQUIRE(want);
+  for (const std::string& text : {"\xEF\xBB\xBF" + plain, std::string("0F0,0F1,0I0,0W0,0I1,0W1\r\n1F0,1I0,1W0,1F1,1I1,1W1\r\n"),
+                                  std::string("\xEF\xBB\xBF" "0F0,0F1,0I0,0W0,0I1,0W1\r\n1F0,1I0,1W0,1F1,1I1,1W1")}) {
+    auto got = import_pytorch_csv(text, "s.csv", &diags);
+    INFO(text);
+    REQUIRE(got);
+    CHECK(got->stages == want->stages);
+    CHECK(got->placement == want->placement);
+  }
+  CHECK(diags.empty());
+}
+
+TEST_CASE("pytorch csv: a stage beyond the rows and a microbatch beyond any problem name their row and cell") {
+  std::vector<Diag> diags;
+  CHECK_FALSE(import_pytorch_csv("0F0,0I0,0W0\n1F0,5I0,1W0\n", "s.csv", &diags));
+  REQUIRE(diags.size() == 1);
+  CHECK(format_diag(diags[0]) ==
+        "s.csv: row 1, cell 1 ('5I0'): stage 5 does not exist: 2 row(s) of 1 stage(s) each make stages 0..1");
+  diags.clear();
+  CHECK_FALSE(import_pytorch_csv("0F0,0I0,0W0\n1F0,1I0,1W0,1F9999999\n", "s.csv", &diags));
+  REQUIRE(diags.size() == 1);
+  CHECK(format_diag(diags[0]) == "s.csv: row 1, cell 3 ('1F9999999'): microbatch 9999999 is beyond the 1000000 "
+                                 "microbatches a problem may have (0..999999)");
+}

@@ -84,8 +84,9 @@ TEST_CASE("zbplan: bad flags and impossible inputs give one-line errors and non-
   CHECK(r.code == 1);
   CHECK(r.err == "zbplan: t_f must be positive and finite, got -1.0\n");
   r = plan_with({"--method", "zb-h1", "-p", "4", "-m", "8", "--tf", "1,x", "--tb", "1", "--tw", "1"});
-  CHECK(r.code == 1);
-  CHECK(r.err == "zbplan: --tf: '1,x' is not a number or a comma-separated list of numbers\n");
+  CHECK(r.code == 2);
+  CHECK(r.err == "zbplan: --tf: '1,x', item 2: 'x' is not a number; expected a decimal number like 2 or 0.5\n"
+                 "run 'zbplan --help' for usage\n");
   r = plan_with({"--method", "zb-h1", "-p", "4", "-m", "8", "--tf", "1", "--tb", "1", "--tw", "1", "--mem-limit", "0.1p"});
   CHECK(r.code == 1);
   CHECK(r.err == "zbplan: memory limit 0.4 is below 1, the activation memory of a single microbatch (M_B); no schedule fits\n");

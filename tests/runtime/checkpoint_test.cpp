@@ -73,3 +73,27 @@ TEST_CASE("checkpoint: truncated, corrupt or foreign checkpoints are refused, na
   CHECK(usage.code == 2);
   CHECK(usage.err == "zbrun: --every and --resume need --checkpoint DIR\n");
 }
+
+TEST_CASE("checkpoint: a file of another rank, or a directory where a file should be, is refused, naming both") {
+  std::string s = plan("ckswap", "zb-h1", 2, 4);
+  std::string dir = tmp("ckswap");
+  std::filesystem::remove_all(dir);
+  REQUIRE(call(zbrun_local, {"zbrun", s, "--local", "--steps", "2", "--quiet", "--checkpoint", dir}).code == 0);
+  const std::string r0 = dir + "/step2.rank0.ckpt", r1 = dir + "/step2.rank1.ckpt";
+  std::filesystem::rename(r0, dir + "/swap");
+  std::filesystem::rename(r1, r0);
+  std::filesystem::rename(dir + "/swap", r1);
+  auto resume = [&] {
+    return call(zbrun_local, {"zbrun", s, "--local", "--steps", "4", "--quiet", "--checkpoint", dir, "--resume"});
+  };
+  Run swapped = resume();
+  CHECK(swapped.code == 1);
+  CHECK(swapped.err.find("cannot resume: " + r0 + ": holds rank 1's state, but rank 0 reads it (a checkpoint file "
+                         "renamed or copied to another rank's name?)\n") != std::string::npos);
+  std::filesystem::remove(r1);
+  std::filesystem::create_directory(r1);
+  Run directory = resume();
+  CHECK(directory.code == 1);
+  CHECK(directory.err.find("zbrun: rank 1: cannot resume: " + r1 + ": not a regular file (a directory?), where rank 1's "
+                           "checkpoint of step 2 should be\n") != std::string::npos);
+}

@@ -78,6 +78,24 @@ elapsed=$(( $(date +%s) - start ))
 check "a failing rank ends the job non-zero" '[ $code -ne 0 ] && [ $code -ne 124 ]'
 check "... naming its rank and op" 'echo "$out" | grep -q "rank 2, op 5 (SEND_F1 to rank 3): injected failure"'
 check "... within seconds, not the 30 s timeout ($elapsed s)" '[ $elapsed -lt 20 ]'
+check "... and the others name rank 2 and why" \
+  '[ "$(echo "$out" | grep -c "stopped: rank 2 failed: step 0, rank 2, op 5 (SEND_F1 to rank 3): injected failure")" -ge 1 ]'
+
+# A failure outside any op (issue 19): rank 0 cannot write the trace after training. Every other
+# rank, waiting in the next all-reduce, stops at once and names rank 0 and why.
+start=$(date +%s)
+out=$(timeout 60 mpirun -n 4 "$zbrun" "$tmp/mpi_zb-h1_p4.json" --steps 2 --quiet --trace /dev/full --timeout 30 2>&1); code=$?
+elapsed=$(( $(date +%s) - start ))
+check "--trace /dev/full ends the job non-zero ($code) within seconds ($elapsed s)" \
+  '[ $code -ne 0 ] && [ $code -ne 124 ] && [ $elapsed -lt 20 ]'
+check "... rank 0 names the file and why" 'echo "$out" | grep -q "^zbrun: rank 0: --trace: cannot write /dev/full: No space left on device"'
+check "... and ranks 1, 2 and 3 each name rank 0 and why" \
+  '[ "$(echo "$out" | grep -c "^zbrun: rank [123], .*: stopped: rank 0 failed: --trace: cannot write /dev/full: No space")" = 3 ]'
+
+# --local under mpirun would run the whole pipeline in every process (issue 19): refused.
+out=$(timeout 60 mpirun -n 2 "$zbrun" "$tmp/mpi_zb-h1_p2.json" --local --steps 1 2>&1); code=$?
+check "mpirun -n 2 zbrun --local is refused ($code)" \
+  '[ $code -ne 0 ] && [ $code -ne 124 ] && echo "$out" | grep -q "mpirun started 2 processes (OMPI_COMM_WORLD_SIZE=2)"'
 
 # Iterations back to back (issue 10): the same plan lowered with post-validation runs faster than
 # with the synchronous optimizer, as the simulator predicts (zero-bubble period 24 against the wall

@@ -1,0 +1,52 @@
+// Every file zbplan and zbrun write goes through here, so a failed write never loses data and never
+// passes in silence (issue 19, classes 1 to 3).
+//
+// write_file_replacing: the whole text to a unique temporary file in the target's directory, every
+// write, the fsync and the close checked, then renamed over the target (and the directory synced).
+// A failure at any point removes the temporary file and leaves the old target as it was (so the
+// directory must be writable, not only the file). A target that exists and is not a regular file
+// (/dev/null, /dev/full, a FIFO) cannot be renamed over; it is written directly, every write checked.
+//
+// StreamFile: an output written piece by piece while a run goes on (zbrun --metrics), so it can be
+// followed with tail -f; every write is checked, and close() syncs and checks too.
+//
+// Errors read "PATH: strerror", e.g. "/dev/full: No space left on device".
+#pragma once
+
+#include <string>
+
+namespace zbpp {
+
+/// Replaces `path` with `text` atomically (see above); false with *err on failure.
+bool write_file_replacing(const std::string& path, const std::string& text, std::string* err);
+
+/// Whether `path` could be written without writing it: an existing file must be writable and not a
+/// directory; a new one needs a writable directory. "" if so, else why ("PATH: ..."). Creates nothing
+/// (zbrun --check).
+std::string check_writable_file(const std::string& path);
+/// The same for a directory that files will be created in (it may not exist yet: then its nearest
+/// existing ancestor must be a writable directory).
+std::string check_writable_dir(const std::string& dir);
+
+/// An output written as it goes: `append` keeps what the file holds (zbrun --resume).
+class StreamFile {
+ public:
+  StreamFile() = default;
+  StreamFile(const StreamFile&) = delete;
+  StreamFile& operator=(const StreamFile&) = delete;
+  ~StreamFile();
+
+  bool open(const std::string& path, bool append, std::string* err);
+  bool is_open() const { return fd_ >= 0; }
+  /// All of `text`, or false with *err.
+  bool write(const std::string& text, std::string* err);
+  /// fsync (on a regular file) and close, both checked.
+  bool close(std::string* err);
+
+ private:
+  int fd_ = -1;
+  bool regular_ = false;
+  std::string path_;
+};
+
+}  // namespace zbpp

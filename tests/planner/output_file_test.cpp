@@ -1,0 +1,188 @@
+// Issue 19, classes 1 and 3: every output is replaced atomically or not at all, and every failed
+// write is an error naming the file and why.
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "planner/output_file.h"
+#include "planner/zbplan_cli.h"
+
+using namespace zbpp;
+
+namespace {
+
+// A fresh, empty directory per test case (ctest runs them at the same time).
+std::string fresh_dir(const std::string& tag) {
+  std::string dir = std::string(ZBPP_TEST_TMP) + "/output_file_" + tag;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+std::vector<std::string> names_in(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Lowers the file-size limit for its lifetime: a write past it fails with EFBIG (SIGXFSZ ignored),
+// a disk that fills up half way through a write, made reproducible.
+struct FileSizeLimit {
+  rlimit old{};
+  void (*old_handler)(int);
+  explicit FileSizeLimit(rlim_t bytes) {
+    getrlimit(RLIMIT_FSIZE, &old);
+    old_handler = std::signal(SIGXFSZ, SIG_IGN);
+    rlimit now = old;
+    now.rlim_cur = bytes;
+    setrlimit(RLIMIT_FSIZE, &now);
+  }
+  ~FileSizeLimit() {
+    setrlimit(RLIMIT_FSIZE, &old);
+    std::signal(SIGXFSZ, old_handler);
+  }
+};
+
+int zbplan(std::vector<std::string> args, std::string* err) {
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, errs;
+  int code = run_zbplan(static_cast<int>(argv.size()), argv.data(), out, errs);
+  *err = errs.str();
+  return code;
+}
+
+}  // namespace
+
+TEST_CASE("write_file_replacing: replaces the file whole and leaves no temporary file") {
+  const std::string dir = fresh_dir("replace"), path = dir + "/a.json";
+  std::string err;
+  REQUIRE(write_file_replacing(path, "first\n", &err));
+  ::chmod(path.c_str(), 0640);
+  REQUIRE(write_file_replacing(path, "second\n", &err));
+  CHECK(read_all(path) == "second\n");
+  CHECK(names_in(dir) == std::vector<std::string>{"a.json"});
+  struct stat st;
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0640);  // the replaced file keeps its permissions
+}
+
+TEST_CASE("write_file_replacing: a write that fails half way leaves the old file and no temporary file") {
+  const std::string dir = fresh_dir("fail"), path = dir + "/a.json";
+  std::string err;
+  REQUIRE(write_file_replacing(path, "good\n", &err));
+  {
+    FileSizeLimit limit(4096);
+    CHECK_FALSE(write_file_replacing(path, std::string(100000, 'x'), &err));
+  }
+  CHECK(err == path + ": File too large");
+  CHECK(read_all(path) == "good\n");
+  CHECK(names_in(dir) == std::vector<std::string>{"a.json"});
+}
+
+TEST_CASE("write_file_replacing: a device is written in place, its failures reported, a directory refused") {
+  std::string err;
+  CHECK(write_file_replacing("/dev/null", "anything", &err));
+  CHECK_FALSE(write_file_replacing("/dev/full", "anything", &err));
+  CHECK(err == "/dev/full: No space left on device");
+  const std::string dir = fresh_dir("dir");
+  CHECK_FALSE(write_file_replacing(dir, "x", &err));
+  CHECK(err == dir + ": Is a directory");
+  CHECK_FALSE(write_file_replacing(dir + "/no/such/a.json", "x", &err));
+  CHECK(err == dir + "/no/such/a.json: No such file or directory (creating a temporary file in " + dir + "/no/such)");
+}
+
+TEST_CASE("StreamFile: every write and the close are checked") {
+  StreamFile f;
+  std::string err;
+  REQUIRE(f.open("/dev/full", false, &err));
+  CHECK_FALSE(f.write("{\"step\": 0}\n", &err));
+  CHECK(err == "/dev/full: No space left on device");
+  CHECK(f.close(&err));
+  const std::string dir = fresh_dir("stream"), path = dir + "/m.jsonl";
+  StreamFile g;
+  REQUIRE(g.open(path, false, &err));
+  REQUIRE(g.write("a\n", &err));
+  REQUIRE(g.close(&err));
+  StreamFile h;
+  REQUIRE(h.open(path, true, &err));
+  REQUIRE(h.write("b\n", &err));
+  REQUIRE(h.close(&err));
+  CHECK(read_all(path) == "a\nb\n");
+}
+
+TEST_CASE("check_writable_file and check_writable_dir: say why without creating anything") {
+  const std::string dir = fresh_dir("check");
+  CHECK(check_writable_file(dir + "/new.json") == "");
+  CHECK(check_writable_file("/dev/full") == "");
+  CHECK(check_writable_file(dir) == dir + ": Is a directory");
+  CHECK(check_writable_file(dir + "/no/new.json") ==
+        dir + "/no/new.json: No such file or directory (the directory " + dir + "/no)");
+  CHECK(check_writable_dir(dir + "/a/b/c") == "");
+  std::ofstream(dir + "/file") << "x";
+  CHECK(check_writable_dir(dir + "/file/sub") == dir + "/file/sub: Not a directory");
+  CHECK(names_in(dir) == std::vector<std::string>{"file"});
+}
+
+TEST_CASE("zbplan: every output survives a failed write and the failure is exit 1 naming the file") {
+  const std::string dir = fresh_dir("zbplan"), path = dir + "/s.json";
+  const std::vector<std::string> plan = {"zbplan", "plan", "--method", "zb-h1", "-p", "4", "-m", "8",
+                                         "--tf", "1", "--tb", "1", "--tw", "1", "-o"};
+  auto with = [&](const std::string& output) {
+    auto args = plan;
+    args.push_back(output);
+    return args;
+  };
+  std::string err;
+  REQUIRE(zbplan(with(path), &err) == 0);
+  const std::string good = read_all(path);
+  {
+    FileSizeLimit limit(1024);  // the schedule is larger
+    CHECK(zbplan(with(path), &err) == 1);
+  }
+  CHECK(err == "zbplan: cannot write " + path + ": File too large\n");
+  CHECK(read_all(path) == good);
+  CHECK(names_in(dir) == std::vector<std::string>{"s.json"});
+  CHECK(zbplan(with("/dev/full"), &err) == 1);
+  CHECK(err == "zbplan: cannot write /dev/full: No space left on device\n");
+  // show wants a name ending in .svg: a link to /dev/full (the device is written, not the link).
+  const std::string full_svg = dir + "/full.svg";
+  std::filesystem::create_symlink("/dev/full", full_svg);
+  for (std::vector<std::string> args : {std::vector<std::string>{"zbplan", "simulate", path, "--trace", "/dev/full"},
+                                        {"zbplan", "show", path, "-o", full_svg},
+                                        {"zbplan", "export", path, "-o", "/dev/full"}}) {
+    INFO(args[1]);
+    CHECK(zbplan(args, &err) == 1);
+    CHECK(err == "zbplan: cannot write " + args.back() + ": No space left on device\n");
+  }
+}
+
+TEST_CASE("zbplan show --measured: a span beyond what the drawing counts is a located error, never x=\"inf\"") {
+  const std::string dir = fresh_dir("measured"), s = dir + "/s.json", trace = dir + "/t.json", svg = dir + "/s.svg";
+  std::string err;
+  REQUIRE(zbplan({"zbplan", "plan", "--method", "zb-h1", "-p", "2", "-m", "2", "--tf", "1", "--tb", "1", "--tw", "1",
+                  "-o", s},
+                 &err) == 0);
+  std::ofstream(trace) << R"({"traceEvents": [{"ph": "X", "pid": 1, "tid": 0, "ts": 0, "dur": 1},
+                                               {"ph": "X", "pid": 1, "tid": 1, "ts": 1e300, "dur": 1}]})";
+  CHECK(zbplan({"zbplan", "show", s, "--measured", trace, "-o", svg}, &err) == 1);
+  CHECK(err == "zbplan: " + trace + ": /traceEvents/1: ts 1e+300 us and dur 1 us: a span must lie within 0..1e15 us "
+               "(1e12 ms, what the drawing counts exactly)\n");
+  CHECK(names_in(dir) == std::vector<std::string>{"s.json", "t.json"});
+}
