@@ -31,12 +31,6 @@ namespace {
 constexpr int kExitInvalid = 1;
 constexpr int kExitUsage = 2;
 
-std::string g9(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
-}
-
 std::string fixed(double v, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);

@@ -182,7 +182,6 @@ TEST_CASE("zbplan show --measured: a span beyond what the drawing counts is a lo
   std::ofstream(trace) << R"({"traceEvents": [{"ph": "X", "pid": 1, "tid": 0, "ts": 0, "dur": 1},
                                                {"ph": "X", "pid": 1, "tid": 1, "ts": 1e300, "dur": 1}]})";
   CHECK(zbplan({"zbplan", "show", s, "--measured", trace, "-o", svg}, &err) == 1);
-  CHECK(err == "zbplan: " + trace + ": /traceEvents/1: ts 1e+300 us and dur 1 us: a span must lie within 0..1e15 us "
-               "(1e12 ms, what the drawing counts exactly)\n");
+  CHECK(err == "zbplan: " + trace + ": /traceEvents/1/ts: expected a number of microseconds 0..1e15, got 1e+300\n");
   CHECK(names_in(dir) == std::vector<std::string>{"s.json", "t.json"});
 }
