@@ -36,6 +36,12 @@ class LocalHub {
       q.pop_front();
       return true;
     }
+    if (!ready && timed_out_ != kNone) {
+      // Another rank timed out a moment ago and is about to stop the run: relay its finding (one
+      // rank reports the timeout, the others name it) rather than report the same hang again.
+      ready = cv_.wait_for(lock, seconds(std::min(timeout_s, 1.0)), [&] { return !failure_.empty(); });
+    }
+    if (!ready) timed_out_ = to;
     *err = ready ? "stopped: " + failure_ : "nothing after " + format_seconds(timeout_s) + "; " + blame(from);
     waiting_on_[to] = kNone;
     return false;
@@ -109,6 +115,7 @@ class LocalHub {
   int arrived_ = 0;
   long generation_ = 0;
   std::string failure_;
+  int timed_out_ = kNone;        ///< the first rank whose wait timed out (its stop follows)
   std::vector<int> waiting_on_;  ///< per rank: the peer whose message it waits for, kNone or kAllReduce
 };
 

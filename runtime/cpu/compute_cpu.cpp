@@ -353,25 +353,25 @@ class CpuCompute final : public Compute {
     const int BT = c_.tokens(), C = c_.channels, NH = c_.heads;
     const size_t n = static_cast<size_t>(BT) * C;
     a.d_fcproj = dout;
+    // Fresh outputs are set (cpu::Out::kSet), not zeroed and added to: the same bits, less traffic.
     std::vector<float> d_gelu = pool_.take(4 * n);
-    std::fill(d_gelu.begin(), d_gelu.end(), 0.0f);
-    cpu::matmul_backward_input(d_gelu.data(), dout.data(), p[FCPROJW].value.data(), BT, 4 * C, C);
-    zero(&a.d_fch, 4 * n);
-    cpu::gelu_backward(a.d_fch.data(), a.fch.data(), d_gelu.data(), static_cast<int>(4 * n));
+    cpu::matmul_backward_input(d_gelu.data(), dout.data(), p[FCPROJW].value.data(), BT, 4 * C, C, cpu::Out::kSet);
+    pool_.fit(&a.d_fch, 4 * n);
+    cpu::gelu_backward(a.d_fch.data(), a.fch.data(), d_gelu.data(), static_cast<int>(4 * n), cpu::Out::kSet);
     pool_.give(&d_gelu);
-    zero(&a.d_ln2, n);
-    cpu::matmul_backward_input(a.d_ln2.data(), a.d_fch.data(), p[FCW].value.data(), BT, C, 4 * C);
+    pool_.fit(&a.d_ln2, n);
+    cpu::matmul_backward_input(a.d_ln2.data(), a.d_fch.data(), p[FCW].value.data(), BT, C, 4 * C, cpu::Out::kSet);
     a.d_attproj = dout;  // d res2: the residual path, plus LayerNorm 2's input gradient
     cpu::layernorm_backward_input(a.d_attproj.data(), a.d_ln2.data(), a.res2.data(), a.ln2_mean.data(), a.ln2_rstd.data(),
                                   p[LN2W].value.data(), BT, C);
     std::vector<float> d_atty = pool_.take(n);
-    std::fill(d_atty.begin(), d_atty.end(), 0.0f);
-    cpu::matmul_backward_input(d_atty.data(), a.d_attproj.data(), p[ATTPROJW].value.data(), BT, C, C);
-    zero(&a.d_qkv, 3 * n);
-    cpu::attention_backward(a.d_qkv.data(), d_atty.data(), a.qkv.data(), a.att.data(), c_.batch, c_.seq, C, NH);
+    cpu::matmul_backward_input(d_atty.data(), a.d_attproj.data(), p[ATTPROJW].value.data(), BT, C, C, cpu::Out::kSet);
+    pool_.fit(&a.d_qkv, 3 * n);
+    cpu::attention_backward(a.d_qkv.data(), d_atty.data(), a.qkv.data(), a.att.data(), c_.batch, c_.seq, C, NH,
+                            cpu::Out::kSet);
     pool_.give(&d_atty);
-    zero(&a.d_ln1, n);
-    cpu::matmul_backward_input(a.d_ln1.data(), a.d_qkv.data(), p[QKVW].value.data(), BT, C, 3 * C);
+    pool_.fit(&a.d_ln1, n);
+    cpu::matmul_backward_input(a.d_ln1.data(), a.d_qkv.data(), p[QKVW].value.data(), BT, C, 3 * C, cpu::Out::kSet);
     *dx = a.d_attproj;  // the residual path around attention
     cpu::layernorm_backward_input(dx->data(), a.d_ln1.data(), x, a.ln1_mean.data(), a.ln1_rstd.data(), p[LN1W].value.data(),
                                   BT, C);

@@ -148,8 +148,9 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, OC, C, 1.0f, inp, C, weight, C, bias ? 1.0f : 0.0f, out, OC);
 }
 
-void matmul_backward_input(float* dinp, const float* dout, const float* weight, int BT, int C, int OC) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, BT, C, OC, 1.0f, dout, OC, weight, C, 1.0f, dinp, C);
+void matmul_backward_input(float* dinp, const float* dout, const float* weight, int BT, int C, int OC, Out out) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, BT, C, OC, 1.0f, dout, OC, weight, C,
+              out == Out::kAdd ? 1.0f : 0.0f, dinp, C);
 }
 
 void matmul_backward_weight(float* dweight, float* dbias, const float* dout, const float* inp, int BT, int C, int OC) {
@@ -181,8 +182,9 @@ void attention_forward(float* out, float* att, const float* qkv, int batch, int 
 
 // dP = dY V^T, dV += P^T dY; dS = P (dP - rowsum(P dP)) / sqrt(hs); dQ += dS K, dK += dS^T Q.
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int batch, int seq, int C,
-                        int NH) {
+                        int NH, Out out) {
   const int hs = C / NH, ld = 3 * C;
+  const float beta = out == Out::kAdd ? 1.0f : 0.0f;  // each (sequence, head) part of dqkv is written once
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   std::vector<float> ds(static_cast<size_t>(seq) * seq);
   for (int b = 0; b < batch; ++b)
@@ -193,7 +195,7 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
       float* dq = dqkv + base;
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, seq, seq, hs, 1.0f, dy, C, q + 2 * C, ld, 0.0f, ds.data(),
                   seq);
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, seq, hs, seq, 1.0f, p, seq, dy, C, 1.0f, dq + 2 * C, ld);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, seq, hs, seq, 1.0f, p, seq, dy, C, beta, dq + 2 * C, ld);
       for (int t = 0; t < seq; ++t) {
         const float* pr = p + static_cast<long>(t) * seq;
         float* d = ds.data() + static_cast<long>(t) * seq;
@@ -201,9 +203,9 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
         for (int i = 0; i <= t; ++i) d[i] = pr[i] * (d[i] - dot) * scale;
         std::fill(d + t + 1, d + seq, 0.0f);
       }
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, seq, hs, seq, 1.0f, ds.data(), seq, q + C, ld, 1.0f, dq,
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, seq, hs, seq, 1.0f, ds.data(), seq, q + C, ld, beta, dq,
                   ld);
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, seq, hs, seq, 1.0f, ds.data(), seq, q, ld, 1.0f, dq + C,
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, seq, hs, seq, 1.0f, ds.data(), seq, q, ld, beta, dq + C,
                   ld);
     }
 }
@@ -216,16 +218,16 @@ void gelu_forward(float* out, const float* inp, int N) {
   }
 }
 
-void gelu_backward(float* dinp, const float* inp, const float* dout, int N) {
+void gelu_backward(float* dinp, const float* inp, const float* dout, int N, Out out) {
   const float s = std::sqrt(2.0f / static_cast<float>(M_PI));
-  for (int i = 0; i < N; ++i) {
-    float x = inp[i];
-    float u = s * (x + 0.044715f * x * x * x);
-    float th = tanh_fast(u);
-    float sech2 = 1.0f - th * th;
-    float grad = 0.5f * (1.0f + th) + 0.5f * x * sech2 * s * (1.0f + 3.0f * 0.044715f * x * x);
-    dinp[i] += grad * dout[i];
-  }
+  auto grad = [s](float x) {
+    const float th = tanh_fast(s * (x + 0.044715f * x * x * x)), sech2 = 1.0f - th * th;
+    return 0.5f * (1.0f + th) + 0.5f * x * sech2 * s * (1.0f + 3.0f * 0.044715f * x * x);
+  };
+  if (out == Out::kSet)
+    for (int i = 0; i < N; ++i) dinp[i] = grad(inp[i]) * dout[i];
+  else
+    for (int i = 0; i < N; ++i) dinp[i] += grad(inp[i]) * dout[i];
 }
 
 void crossentropy_forward(float* losses, float* probs, const float* logits, const int* targets, int BT, int V) {

@@ -11,6 +11,10 @@ namespace zbpp::cpu {
 /// OpenBLAS's thread count for every GEMM below, process-wide.
 void set_blas_threads(int threads);
 
+/// How a gradient output is written: added to (the contract above), or set, for a fresh buffer that
+/// then needs no zeroing first (the same bits as adding to zeros).
+enum class Out { kAdd, kSet };
+
 /// out (BT,C) = wte[token] + wpe[position]
 void encoder_forward(float* out, const int* tokens, const float* wte, const float* wpe, int batch, int seq, int C);
 /// dwte (V,C) +=, dwpe (seq,C) += from dout (BT,C). The encoder has no input gradient.
@@ -29,7 +33,8 @@ void layernorm_backward_weight(float* dweight, float* dbias, const float* dout, 
 /// out (BT,OC) = inp (BT,C) @ weight (OC,C)^T + bias (OC); bias may be null.
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int BT, int C, int OC);
 /// dinp (BT,C) += dout (BT,OC) @ weight (OC,C).
-void matmul_backward_input(float* dinp, const float* dout, const float* weight, int BT, int C, int OC);
+void matmul_backward_input(float* dinp, const float* dout, const float* weight, int BT, int C, int OC,
+                           Out out = Out::kAdd);
 /// dweight (OC,C) += dout^T @ inp; dbias (OC) += column sums of dout (dbias may be null).
 void matmul_backward_weight(float* dweight, float* dbias, const float* dout, const float* inp, int BT, int C, int OC);
 
@@ -37,12 +42,12 @@ void matmul_backward_weight(float* dweight, float* dbias, const float* dout, con
 void attention_forward(float* out, float* att, const float* qkv, int batch, int seq, int C, int NH);
 /// dqkv (BT,3C) += from dout (BT,C). No weights: all of it is B.
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int batch, int seq, int C,
-                        int NH);
+                        int NH, Out out = Out::kAdd);
 
 /// GELU (tanh approximation), elementwise over N values.
 void gelu_forward(float* out, const float* inp, int N);
 /// dinp += dout * gelu'(inp).
-void gelu_backward(float* dinp, const float* inp, const float* dout, int N);
+void gelu_backward(float* dinp, const float* inp, const float* dout, int N, Out out = Out::kAdd);
 
 /// probs (BT,V) = softmax(logits); losses (BT) = -log probs[target].
 void crossentropy_forward(float* losses, float* probs, const float* logits, const int* targets, int BT, int V);
