@@ -57,6 +57,25 @@ inline float tanh_fast(float u) {
   return 1.0f - 2.0f / (exp_fast(2.0f * u) + 1.0f);
 }
 
+}  // namespace
+
+// GELU is the costliest loop outside the GEMMs: compiled also for AVX2 and AVX-512, the CPU's best
+// picked at load time. Each element's arithmetic is the same in every version (no FMA contraction:
+// -ffp-contract=off in CMakeLists.txt; no reordered sums), so the bits are too.
+// Not under ThreadSanitizer, whose run-time is not up yet when the loader resolves the versions.
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define ZBPP_NO_CLONES
+#endif
+#endif
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__) && !defined(ZBPP_NO_CLONES)
+#define ZBPP_WIDE_VECTORS __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define ZBPP_WIDE_VECTORS
+#endif
+
+namespace {
+
 // Softmax of row[0..n) in place, row[n..len) set to 0 (attention's causal mask; n = len elsewhere).
 void softmax_causal_row(float* row, int n, int len) {
   float maxv = row[0];
@@ -210,7 +229,7 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
     }
 }
 
-void gelu_forward(float* out, const float* inp, int N) {
+ZBPP_WIDE_VECTORS void gelu_forward(float* out, const float* inp, int N) {
   const float s = std::sqrt(2.0f / static_cast<float>(M_PI));
   for (int i = 0; i < N; ++i) {
     float x = inp[i];
@@ -218,7 +237,7 @@ void gelu_forward(float* out, const float* inp, int N) {
   }
 }
 
-void gelu_backward(float* dinp, const float* inp, const float* dout, int N, Out out) {
+ZBPP_WIDE_VECTORS void gelu_backward(float* dinp, const float* inp, const float* dout, int N, Out out) {
   const float s = std::sqrt(2.0f / static_cast<float>(M_PI));
   auto grad = [s](float x) {
     const float th = tanh_fast(s * (x + 0.044715f * x * x * x)), sech2 = 1.0f - th * th;
