@@ -12,6 +12,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "../file_size_limit.h"
+
 #include "planner/output_file.h"
 #include "planner/zbplan_cli.h"
 
@@ -41,23 +43,7 @@ std::string read_all(const std::string& path) {
   return text.str();
 }
 
-// Lowers the file-size limit for its lifetime: a write past it fails with EFBIG (SIGXFSZ ignored),
-// a disk that fills up half way through a write, made reproducible.
-struct FileSizeLimit {
-  rlimit old{};
-  void (*old_handler)(int);
-  explicit FileSizeLimit(rlim_t bytes) {
-    getrlimit(RLIMIT_FSIZE, &old);
-    old_handler = std::signal(SIGXFSZ, SIG_IGN);
-    rlimit now = old;
-    now.rlim_cur = bytes;
-    setrlimit(RLIMIT_FSIZE, &now);
-  }
-  ~FileSizeLimit() {
-    setrlimit(RLIMIT_FSIZE, &old);
-    std::signal(SIGXFSZ, old_handler);
-  }
-};
+using test::FileSizeLimit;
 
 int zbplan(std::vector<std::string> args, std::string* err) {
   std::vector<const char*> argv;

@@ -9,6 +9,8 @@
 #include <fstream>
 
 #include <catch2/catch.hpp>
+
+#include "../file_size_limit.h"
 #include <nlohmann/json.hpp>
 
 #include "runtime/checkpoint.h"
@@ -22,23 +24,6 @@ namespace {
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
-
-// As in tests/planner/output_file_test.cpp: a full disk half way through a write, reproducibly.
-struct FileSizeLimit {
-  rlimit old{};
-  void (*old_handler)(int);
-  explicit FileSizeLimit(rlim_t bytes) {
-    getrlimit(RLIMIT_FSIZE, &old);
-    old_handler = std::signal(SIGXFSZ, SIG_IGN);
-    rlimit now = old;
-    now.rlim_cur = bytes;
-    setrlimit(RLIMIT_FSIZE, &now);
-  }
-  ~FileSizeLimit() {
-    setrlimit(RLIMIT_FSIZE, &old);
-    std::signal(SIGXFSZ, old_handler);
-  }
-};
 
 }  // namespace
 
