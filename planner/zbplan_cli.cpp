@@ -3,6 +3,7 @@
 #include "planner/zbplan_cli.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -437,6 +438,56 @@ int cmd_import(const std::string& path, const ProblemFlags& flags, const Iterati
 
 }  // namespace
 
+// The paper's names for schedules, as --method accepts them (any case): ZB-1p and ZB-2p are the
+// heuristic at 1p and 2p memory (section 3.1).
+struct MethodAlias {
+  const char* name;
+  const char* method;
+  const char* mem_limit;  ///< the memory limit the name implies, or null
+};
+constexpr MethodAlias kMethodAliases[] = {{"zb-1p", "heuristic", "1p"}, {"zb-2p", "heuristic", "2p"}};
+
+// Levenshtein distance, for "did you mean".
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// --method in any case, a method or one of the paper's names; anything else is a usage error that
+// names the closest known name.
+CLI::Validator method_name() {
+  return CLI::Validator(
+      [](std::string& value) {
+        std::string lower = value;
+        std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+        std::vector<std::string> known = plan_methods();
+        for (const auto& alias : kMethodAliases) known.push_back(alias.name);
+        if (std::find(known.begin(), known.end(), lower) != known.end()) {
+          value = lower;
+          return std::string();
+        }
+        std::string closest = known.front(), list;
+        for (const auto& k : known) {
+          if (edit_distance(lower, k) < edit_distance(lower, closest)) closest = k;
+          list += (list.empty() ? "" : ", ") + k;
+        }
+        return "unknown method '" + value + "'" +
+               (edit_distance(lower, closest) <= 3 ? "; did you mean '" + closest + "'?" : "") + " (known: " + list +
+               ")";
+      },
+      "METHOD");
+}
+
 int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   CLI::App app{"zbplan: plans zero-bubble pipeline schedules and checks schedule files"};
   app.require_subcommand(1);
@@ -445,8 +496,10 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
   std::string method, output, file, trace;
   std::string method_help = "schedule method:";
   for (const auto& m : plan_methods()) method_help += " " + m;
+  method_help += "; or the paper's names, in any case (ZB-H1, ZB-H2, 1F1B, ZB-V; ZB-1p and ZB-2p: the heuristic at "
+                 "--mem-limit 1p and 2p)";
   auto* plan = app.add_subcommand("plan", "plan a schedule for a problem and write the schedule file");
-  plan->add_option("--method", method, method_help)->required();
+  plan->add_option("--method", method, method_help)->required()->transform(method_name());
   flags.add_to(plan);
   plan->add_option("-o,--output", output, "schedule file to write")->required()->check(file_name());
   bool compute_only = false;
@@ -522,6 +575,17 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
   flags.tcomm_given = plan->count("--tcomm") > 0;
   plan_iterations.optimizer_given = plan->count("--optimizer") + plan->count("--validate-at") > 0;
 
+  for (const auto& alias : kMethodAliases) {
+    if (!plan->parsed() || method != alias.name) continue;
+    if (!flags.mem_limit.empty() && flags.mem_limit != alias.mem_limit) {
+      err << "zbplan: --method " << alias.name << " is the heuristic at --mem-limit " << alias.mem_limit
+          << ", not " << flags.mem_limit << ": drop --mem-limit, or use --method heuristic --mem-limit "
+          << flags.mem_limit << "\nrun 'zbplan --help' for usage\n";
+      return kExitUsage;
+    }
+    method = alias.method;
+    flags.mem_limit = alias.mem_limit;
+  }
   if (plan->parsed() && !quiet) plan_options.progress = [&err](const std::string& line) { err << line << std::endl; };
   if (plan->parsed()) return cmd_plan(method, flags, plan_iterations, output, compute_only, plan_options, out, err);
   if (simulate->parsed()) return cmd_simulate(file, trace, simulate_iterations_flags, out, err);

@@ -93,9 +93,22 @@ TEST_CASE("zbplan: bad flags and impossible inputs give one-line errors and non-
   r = plan_with({"--method", "zb-h1", "-p", "4", "-m", "8", "--tf", "1"});
   CHECK(r.code == 1);
   CHECK(r.err == "zbplan: give the problem with --problem FILE, or with -p, -m, --tf, --tb and --tw\n");
+  // An unknown method is a usage error (exit 2), with the closest name when one is near.
   r = plan_with({"--method", "zb-h9", "-p", "4", "-m", "8", "--tf", "1", "--tb", "1", "--tw", "1"});
-  CHECK(r.code == 1);
-  CHECK(r.err == "zbplan: unknown method 'zb-h9' (known: 1f1b, 1f1b-i, zb-h1, zb-h2, heuristic, ilp, zb-v, auto)\n");
+  CHECK(r.code == 2);
+  CHECK(r.err == "zbplan: --method: unknown method 'zb-h9'; did you mean 'zb-h1'? (known: 1f1b, 1f1b-i, zb-h1, zb-h2, "
+                 "heuristic, ilp, zb-v, auto, zb-1p, zb-2p)\nrun 'zbplan --help' for usage\n");
+  r = plan_with({"--method", "heurstic", "-p", "4", "-m", "8", "--tf", "1", "--tb", "1", "--tw", "1"});
+  CHECK(r.code == 2);
+  CHECK(r.err.find("unknown method 'heurstic'; did you mean 'heuristic'?") != std::string::npos);
+  r = plan_with({"--method", "pipedream", "-p", "4", "-m", "8", "--tf", "1", "--tb", "1", "--tw", "1"});
+  CHECK(r.code == 2);
+  CHECK(r.err.find("unknown method 'pipedream' (known: ") != std::string::npos);  // nothing close: no guess
+  // The paper's names: ZB-2p is the heuristic at 2p, and a contradicting --mem-limit is refused.
+  r = plan_with({"--method", "zb-2p", "--mem-limit", "1p", "-p", "4", "-m", "8", "--tf", "1", "--tb", "1", "--tw", "1"});
+  CHECK(r.code == 2);
+  CHECK(r.err == "zbplan: --method zb-2p is the heuristic at --mem-limit 2p, not 1p: drop --mem-limit, or use --method "
+                 "heuristic --mem-limit 1p\nrun 'zbplan --help' for usage\n");
   r = plan_with({"-p", "4", "-m", "8"});
   CHECK(r.code == 2);
   CHECK(r.err.find("--method is required") != std::string::npos);
@@ -133,6 +146,26 @@ TEST_CASE("zbplan: validate rejects a broken file with the stage and op, and sim
   v = zbplan({"validate", tmp("does_not_exist.json")});
   CHECK(v.code == 1);
   CHECK(v.err == "zbplan: " + tmp("does_not_exist.json") + ": cannot open file\n");
+}
+
+TEST_CASE("zbplan: the paper's names are methods: ZB-H1, 1F1B and ZB-V in any case, ZB-1p and ZB-2p the heuristic") {
+  const std::vector<std::string> problem = {"-p", "8", "-m", "24", "--tf", "18.522", "--tb", "18.086", "--tw", "9.337",
+                                            "--tcomm", "0.601", "--mem-b", "1", "--mem-w", "0.3664"};
+  auto out_of = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), "plan");
+    args.insert(args.end(), problem.begin(), problem.end());
+    args.insert(args.end(), {"-o", tmp("cli_alias.json")});
+    Run r = zbplan(args);
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    return r.out;
+  };
+  CHECK(out_of({"--method", "ZB-2p"}) == out_of({"--method", "heuristic", "--mem-limit", "2p"}));
+  CHECK(out_of({"--method", "ZB-1P", "--mem-limit", "1p"}) == out_of({"--method", "heuristic", "--mem-limit", "1p"}));
+  CHECK(out_of({"--method", "ZB-H1"}) == out_of({"--method", "zb-h1"}));
+  CHECK(out_of({"--method", "1F1B"}).find("method       1f1b (p=8") != std::string::npos);
+  CHECK(out_of({"--method", "ZB-V"}).find("method       zb-v (p=8") != std::string::npos);
+  CHECK(out_of({"--method", "ZB-2p"}).find("bubble rate  0.0433") != std::string::npos);
 }
 
 TEST_CASE("zbplan: heuristic at 2p and auto at 1p on 1.5B/p8/m24") {
