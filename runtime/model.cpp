@@ -130,13 +130,14 @@ std::string check_layer_split(const GptConfig& c, int virtual_stages) {
 }
 
 int global_tensor_id_block(int block, int k) { return 2 + block * kBlockTensors + k; }
-int global_tensor_count(const GptConfig& c) { return 2 + kBlockTensors * c.layers + 3; }
+int global_tensor_id_head(const GptConfig& c) { return 2 + kBlockTensors * c.layers; }
+int global_tensor_count(const GptConfig& c) { return global_tensor_id_head(c) + 3; }
 
 std::string tensor_name(const GptConfig& c, int id) {
   static const char* const block[kBlockTensors] = {"ln1.w",      "ln1.b",     "attn.qkv.w", "attn.qkv.b",
                                                     "attn.proj.w", "attn.proj.b", "ln2.w",      "ln2.b",
                                                     "mlp.fc.w",   "mlp.fc.b",  "mlp.proj.w", "mlp.proj.b"};
-  const int head = 2 + kBlockTensors * c.layers;
+  const int head = global_tensor_id_head(c);
   if (id == 0) return "wte";
   if (id == 1) return "wpe";
   if (id == head) return "lnf.w";
@@ -147,7 +148,7 @@ std::string tensor_name(const GptConfig& c, int id) {
 
 std::vector<long> tensor_shape(const GptConfig& c, int id) {
   const long C = c.channels;
-  const int head = 2 + kBlockTensors * c.layers;
+  const int head = global_tensor_id_head(c);
   if (id == 0 || id == head + 2) return {c.vocab, C};
   if (id == 1) return {c.seq, C};
   if (id >= head) return {C};
@@ -162,46 +163,50 @@ std::vector<long> tensor_shape(const GptConfig& c, int id) {
   }
 }
 
-OpFlops gemm_flops(const GptConfig& config, int vs, int total_vs) {
+double gemm_flops(const GptConfig& config, int vs, int total_vs) {
   const double BT = config.tokens(), C = config.channels;
   // Per block: qkv (C -> 3C), attention projection (C -> C), MLP (C -> 4C -> C): 12 C^2 weights.
-  double per_op = 2 * BT * 12 * C * C * layer_split(config, total_vs).count[vs];
-  if (vs == total_vs - 1) per_op += 2 * BT * C * config.vocab;
-  return {per_op, per_op, per_op};
+  double flops = 2 * BT * 12 * C * C * layer_split(config, total_vs).count[vs];
+  if (vs == total_vs - 1) flops += 2 * BT * C * config.vocab;
+  return flops;
 }
 
 std::vector<TensorSpec> stage_tensors(const GptConfig& config, int vs, int total_vs) {
   const LayerSplit split = layer_split(config, total_vs);
-  const long C = config.channels;
   // GPT-2's initialisation: N(0, 0.02), the residual projections scaled by 1/sqrt(2 layers).
   const float std_dev = 0.02f, proj_std = 0.02f / std::sqrt(2.0f * config.layers);
   std::vector<TensorSpec> out;
-  auto normal = [&](int id, long size, float s) { out.push_back({id, size, s, 0.0f, false}); };
-  auto constant = [&](int id, long size, float v) { out.push_back({id, size, 0.0f, v, true}); };
+  auto size = [&config](int id) {
+    long n = 1;
+    for (long d : tensor_shape(config, id)) n *= d;
+    return n;
+  };
+  auto normal = [&](int id, float s) { out.push_back({id, size(id), s, 0.0f, false}); };
+  auto constant = [&](int id, float v) { out.push_back({id, size(id), 0.0f, v, true}); };
   if (vs == 0) {
-    normal(0, config.vocab * C, std_dev);
-    normal(1, config.seq * C, std_dev);
+    normal(0, std_dev);
+    normal(1, std_dev);
   }
   for (int l = split.first[vs]; l < split.first[vs] + split.count[vs]; ++l) {
     auto id = [l](BlockTensor k) { return global_tensor_id_block(l, k); };
-    constant(id(LN1W), C, 1);
-    constant(id(LN1B), C, 0);
-    normal(id(QKVW), 3 * C * C, std_dev);
-    constant(id(QKVB), 3 * C, 0);
-    normal(id(ATTPROJW), C * C, proj_std);
-    constant(id(ATTPROJB), C, 0);
-    constant(id(LN2W), C, 1);
-    constant(id(LN2B), C, 0);
-    normal(id(FCW), 4 * C * C, std_dev);
-    constant(id(FCB), 4 * C, 0);
-    normal(id(FCPROJW), 4 * C * C, proj_std);
-    constant(id(FCPROJB), C, 0);
+    constant(id(LN1W), 1);
+    constant(id(LN1B), 0);
+    normal(id(QKVW), std_dev);
+    constant(id(QKVB), 0);
+    normal(id(ATTPROJW), proj_std);
+    constant(id(ATTPROJB), 0);
+    constant(id(LN2W), 1);
+    constant(id(LN2B), 0);
+    normal(id(FCW), std_dev);
+    constant(id(FCB), 0);
+    normal(id(FCPROJW), proj_std);
+    constant(id(FCPROJB), 0);
   }
   if (vs == total_vs - 1) {
-    const int head = 2 + kBlockTensors * config.layers;
-    constant(head, C, 1);
-    constant(head + 1, C, 0);
-    normal(head + 2, config.vocab * C, std_dev);
+    const int head = global_tensor_id_head(config);
+    constant(head, 1);
+    constant(head + 1, 0);
+    normal(head + 2, std_dev);
   }
   return out;
 }

@@ -49,20 +49,19 @@ enum BlockTensor { LN1W, LN1B, QKVW, QKVB, ATTPROJW, ATTPROJB, LN2W, LN2B, FCW, 
 /// A parameter tensor's place in the whole model, so every partition initialises, orders and
 /// reduces it the same way: 0 wte, 1 wpe, then 12 per block, then lnf weight, lnf bias, lm head.
 int global_tensor_id_block(int block, int k);
+/// The id of the final LayerNorm's weight, the first of the head's three tensors.
+int global_tensor_id_head(const GptConfig& config);
 int global_tensor_count(const GptConfig& config);
 /// A tensor's name as PyTorch's GPT-2 would spell it ("h3.attn.qkv.w", "lm_head.w") and its shape,
 /// row-major, weights as [out, in] like nn.Linear: what dumps of tensors are labelled with.
 std::string tensor_name(const GptConfig& config, int id);
 std::vector<long> tensor_shape(const GptConfig& config, int id);
 
-/// GEMM floating-point operations (2 per multiply-add) of one F, B and W of virtual stage `vs` for one
-/// microbatch: the linear layers of its blocks and, on the last, the LM head. F, B and W each do one
-/// GEMM per linear layer of the same size. Attention's score and value products (about
-/// 2 batch·seq²·channels per block for F, twice that for B, none in W) are not GEMMs here and not counted.
-struct OpFlops {
-  double f = 0, b = 0, w = 0;
-};
-OpFlops gemm_flops(const GptConfig& config, int vs, int total_vs);
+/// Floating-point operations (2 per multiply-add) of the linear layers in one F of virtual stage
+/// `vs` for one microbatch: its blocks and, on the last, the LM head. B and W each do one GEMM of the
+/// same size per linear layer, so the figure is theirs too. Attention's score and value products
+/// (about 2 batch·seq²·channels per block for F, twice that for B, none in W) are not counted.
+double gemm_flops(const GptConfig& config, int vs, int total_vs);
 
 /// How one parameter tensor starts: its global id and size, and a constant or N(0, std_dev).
 struct TensorSpec {
@@ -107,7 +106,7 @@ inline void check_slot(int held_mb, int mb, int slot) {
 /// blocks[i][k] and `first`, its first block).
 template <class ChunkT>
 auto* tensor_field(ChunkT& chunk, int id, const GptConfig& config) {
-  const int head = 2 + kBlockTensors * config.layers;
+  const int head = global_tensor_id_head(config);
   if (id == 0) return &chunk.wte;
   if (id == 1) return &chunk.wpe;
   if (id == head) return &chunk.lnfw;

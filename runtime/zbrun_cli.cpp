@@ -283,15 +283,12 @@ bool write_profile(const Options& o, const ScheduleFile& file, const GptConfig& 
   out << "wrote profile " << o.profile << " (plan with: zbplan plan --problem " << o.profile << " ...)\n";
   // The GEMM rate each op reached: its linear layers' FLOPs over its measured time (docs/benchmarks.md).
   for (int r = 0; r < s.p; ++r) {
-    OpFlops sum;
-    for (int vs : s.placement[r]) {
-      OpFlops one = gemm_flops(model, vs, s.p * s.chunks);
-      sum.f += one.f / s.chunks, sum.b += one.b / s.chunks, sum.w += one.w / s.chunks;
-    }
+    double flops = 0;  // per op of one chunk, as the times are
+    for (int vs : s.placement[r]) flops += gemm_flops(model, vs, s.p * s.chunks) / s.chunks;
     const double* t = &all[static_cast<size_t>(r) * fields];  // ms
     char line[160];
     std::snprintf(line, sizeof line, "  rank %d: GEMM GFLOP/s  F %.1f  B %.1f  W %.1f  (%.4f GFLOP per op)\n", r,
-                  sum.f / t[0] * 1e-6, sum.b / t[1] * 1e-6, sum.w / t[2] * 1e-6, sum.f * 1e-9);
+                  flops / t[0] * 1e-6, flops / t[1] * 1e-6, flops / t[2] * 1e-6, flops * 1e-9);
     out << line;
   }
   return true;

@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
   const zbpp::GptConfig& c = *config;
   zbpp::cpu_set_threads(1);
   const int BT = c.tokens(), C = c.channels;
-  const double flops = zbpp::gemm_flops(c, 0, 1).f;
+  const double flops = zbpp::gemm_flops(c, 0, 1);
 
   // The same GEMMs alone: per block qkv, attention projection, MLP up and down; then the LM head.
   std::mt19937 rng(1);
