@@ -10,13 +10,11 @@
 // parameters, the residual stream x<l> entering block l (x<L> enters the final LayerNorm) and its
 // gradient dx<l> per microbatch, each parameter's gradient, the parameters and AdamW moments after
 // the step, and the per-microbatch losses and global norm. Tensors are raw little-endian fp32 (tokens int32).
-#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -25,6 +23,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "planner/output_file.h"
 #include "runtime/compute.h"
 #include "runtime/cpu/compute_cpu.h"
 #include "runtime/model.h"
@@ -40,16 +39,11 @@ namespace {
 using zbpp::Compute;
 using zbpp::GptConfig;
 
-// Written under a temporary name and renamed, so a failed dump never leaves a file that looks whole.
+// Every file through the project's one atomic writer: a failed dump never leaves a file that looks whole.
 void write_file(const std::filesystem::path& path, const void* data, size_t bytes) {
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
-    out.close();
-    if (!out) throw std::runtime_error(tmp.string() + ": cannot write (" + std::strerror(errno) + ")");
-  }
-  std::filesystem::rename(tmp, path);
+  std::string err;
+  if (!zbpp::write_file_replacing(path.string(), std::string(static_cast<const char*>(data), bytes), &err))
+    throw std::runtime_error(err);
 }
 
 struct Dump {
