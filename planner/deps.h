@@ -1,5 +1,5 @@
 // The single rule of what each op waits for, how long it runs and what memory it holds.
-// validate, simulate, the generators and (later) lowering all ask here; nobody restates it.
+// validate, simulate, the generators and lowering all ask here; nobody restates it.
 // Semantics (paper, appendix G): F(vs,j) waits for F(vs-1,j); B(vs,j) waits for B(vs+1,j), the last
 // virtual stage's B waits for its own F; W(vs,j) waits for B(vs,j). A dependency between two
 // different stages arrives T_comm after its producer ends.
