@@ -707,7 +707,8 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
   app.add_option("--model", o.model,
                  std::string("a preset (") + kGptPresets + ") or a model JSON file {vocab, seq, channels, heads, "
                  "layers, batch}")
-      ->check(file_name());
+      ->check(file_name())
+      ->option_text("PRESET|FILE");
   // Every number goes through cli_numbers.h: decimal, whole token, finite, in range.
   const auto positive = real_in(0, kAnyReal, true);
   app.add_option("--steps", o.steps, "training steps")->check(integer_in(1, 100000000));
@@ -716,7 +717,9 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
                  "OpenBLAS threads of the CPU backend's GEMMs, per process (more for a rank that owns several cores; "
                  "results are the same bits)")
       ->check(integer_in(1, 256));
-  app.add_option("--data", o.data, "\"synthetic\" or a text file, read as bytes")->check(file_name());
+  app.add_option("--data", o.data, "\"synthetic\" or a text file, read as bytes")
+      ->check(file_name())
+      ->option_text("synthetic|FILE");
   app.add_option("--metrics", o.metrics, "write one JSON object per step (JSON lines)")->check(file_name());
   app.add_option("--profile", o.profile,
                  "measure T_F, T_B, T_W, T_comm (ms) and M_B, M_W (MiB) per stage and write them as a problem file "

@@ -4,9 +4,9 @@
 # Also: the build-info script says "unknown" for a source tree that is not a git checkout.
 # Usage: install_test.sh CMAKE BUILD_DIR SOURCE_DIR SCRATCH_DIR
 set -u
-cmake=$1 build=$2 source=$3 scratch=$4
+cmake=$1 build=$2 source=$3
+rm -rf "$4" && mkdir -p "$4" && scratch=$(cd "$4" && pwd) || exit 1
 prefix="$scratch/prefix"
-rm -rf "$scratch" && mkdir -p "$scratch"
 passed=0 failed=0
 check() { if eval "$2"; then passed=$((passed + 1)); echo "ok      $1"; else failed=$((failed + 1)); echo "FAILED  $1"; fi; }
 

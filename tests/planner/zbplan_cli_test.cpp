@@ -301,6 +301,24 @@ TEST_CASE("zbplan: --help lists the subcommands and exits 0") {
   r = zbplan({"plan", "--help"});
   CHECK(r.code == 0);
   CHECK(r.out.find("--mem-limit") != std::string::npos);
+  // Issue 22: the subcommand's usage line, a metavar (not CLI11's "TEXT:FILE") and every default.
+  CHECK(r.out.rfind("plan a schedule for a problem and write the schedule file\nUsage: zbplan plan [OPTIONS]\n", 0) == 0);
+  for (const char* shown : {"  --method METHOD REQUIRED ", "  -o,--output FILE REQUIRED ", "  --mem-limit LIMIT ",
+                            "  --optimizer post-validation|sync\n", "  --objective period|wall "})
+    CHECK(r.out.find(shown) != std::string::npos);
+  for (const char* described : {"iterations simulated back to back for the period (default 3)\n",
+                                "CBC threads for the ILP (default 1)\n", "(M_W), as --tf (default 0.5)\n",
+                                "between neighbouring stages (default 0)\n"})
+    CHECK(r.out.find(described) != std::string::npos);
+  CHECK(r.out.find("TEXT") == std::string::npos);
+  CHECK(r.out.find("INT:") == std::string::npos);
+  // show draws one iteration unless told: its help says so, not simulate's default of 3.
+  r = zbplan({"show", "--help"});
+  CHECK(r.code == 0);
+  CHECK(r.out.find("  --iterations K ") != std::string::npos);
+  CHECK(r.out.find("draw K iterations back to back, timed by the K-iteration simulation (default: one iteration "
+                   "alone); needs a lowered file\n") != std::string::npos);
+  CHECK(r.out.find("(default 3)") == std::string::npos);
 }
 
 TEST_CASE("zbplan: show writes SVG and self-contained HTML, export/import round-trip through the CLI") {

@@ -353,7 +353,8 @@ TEST_CASE("zbrun: usage errors exit 2 naming the closest flag or value; --help s
                                 "under mpirun) (default cpu)\n", "the same bits) (default 1)\n"})
     CHECK(r.out.find(described) != std::string::npos);
   for (const char* shown : {"  --checkpoint DIR ", "  --dump-weights DIR ", "  --steps INT ", "  --lr NUMBER ",
-                            "  --backend cpu|cuda ", "  --fail-at RANK:OP[@STEP] ", "  schedule FILE REQUIRED "})
+                            "  --backend cpu|cuda ", "  --model PRESET|FILE ", "  --data synthetic|FILE ",
+                            "  --fail-at RANK:OP[@STEP] ", "  schedule FILE REQUIRED "})
     CHECK(r.out.find(shown) != std::string::npos);
   CHECK(r.out.find("TEXT") == std::string::npos);  // CLI11's type names: a metavar says what to give
   CHECK(r.out.find("INT:") == std::string::npos);
