@@ -17,4 +17,13 @@ inline CLI::Validator file_name() {
       "FILE");
 }
 
+/// The same for a directory (shown as DIR in --help).
+inline CLI::Validator dir_name() {
+  return CLI::Validator(
+      [](std::string& v) {
+        return !v.empty() && v[0] == '-' ? "'" + v + "' looks like a flag, not a directory name" : std::string();
+      },
+      "DIR");
+}
+
 }  // namespace zbpp

@@ -1,6 +1,7 @@
 // Command-line numbers (see cli_numbers.h).
 #include "planner/cli_numbers.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -30,6 +31,11 @@ std::string decimal_shape(const std::string& text, bool real) {
   };
   const size_t first = i, whole = digits();
   const std::string expected = real ? "expected a decimal number like 2 or 0.5" : "expected a decimal integer";
+  // "--tcomm -o x.json": CLI11 hands the next word to a flag that needs a value, even another flag.
+  const std::string rest = text.size() > 1 ? text.substr(1) : "";
+  if (whole == 0 && first == 1 && (rest[0] == '-' || std::isalpha(static_cast<unsigned char>(rest[0]))) &&
+      rest != "inf" && rest != "nan")
+    return quoted(text) + " looks like a flag, not a number (the flag's value must follow it)";
   if (whole == 0) return quoted(text) + " is not a number; " + expected;
   if (whole > 1 && text[first] == '0') {
     size_t nonzero = first;

@@ -56,12 +56,19 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
   for (const auto& method : plan_methods()) {
     if (method == "auto") continue;
     if (method == "ilp" && options.time_limit <= 0) continue;  // the ILP runs only with a time budget
+    if (method == "1f1b-i" && pr.chunks < 2) {
+      notes.push_back("auto: 1f1b-i left out: it interleaves model chunks (give --chunks V, V >= 2, to include it)");
+      continue;
+    }
     std::vector<Diag> why;
     auto result = plan_schedule(pr, method, &why, options);
     if (!result) {
-      // The first finding says enough (a header line, when there is one, comes before it).
-      std::string reason = why.empty() ? "failed" : format_diag(why[why.size() > 1 ? 1 : 0]);
-      notes.push_back("auto: " + method + " does not fit: " + reason);
+      // A schedule over the memory limit does not fit (its first finding says enough, after the
+      // header line); a method the problem's shape rules out is left out, saying why.
+      const bool over = why.size() > 1 && why[0].message == "the " + method + " schedule does not fit this problem:";
+      notes.push_back("auto: " + method +
+                      (over ? " does not fit: " + format_diag(why[1])
+                            : " left out: " + (why.empty() ? std::string("failed") : format_diag(why[0]))));
       continue;
     }
     std::vector<Diag> unused;

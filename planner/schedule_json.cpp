@@ -2,7 +2,9 @@
 #include "planner/schedule_json.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <fstream>
@@ -105,9 +107,11 @@ bool read_text_file(const std::string& path, std::string* text, std::vector<Diag
     diags->push_back({path, "", -1, -1, "", "not a regular file"});
     return false;
   }
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    diags->push_back({path, "", -1, -1, "", "cannot open file"});
+    const int why = errno;  // set by the open(2) under the stream
+    diags->push_back({path, "", -1, -1, "", std::string(kCannotOpen) + (why ? std::string(": ") + std::strerror(why) : "")});
     return false;
   }
   std::ostringstream buf;

@@ -46,7 +46,9 @@ struct ScheduleFile {
 
 /// Parses JSON text; a syntax error becomes `file:line:col: message` followed by the line and a caret.
 std::optional<nlohmann::json> parse_json_text(const std::string& text, const std::string& file, std::vector<Diag>* diags);
-/// Reads a whole file as text; false with a diagnostic when it cannot be read.
+/// Reads a whole file as text; false with a diagnostic when it cannot be read: "not a regular
+/// file", or kCannotOpen and the system's reason ("cannot open file: No such file or directory").
+constexpr const char* kCannotOpen = "cannot open file";
 bool read_text_file(const std::string& path, std::string* text, std::vector<Diag>* diags);
 
 /// Reads a schedule from parsed JSON. Every wrong field is reported with its JSON pointer.

@@ -12,8 +12,9 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "planner/export_csv.h"
+#include "planner/cli_common.h"
 #include "planner/cli_numbers.h"
+#include "planner/export_csv.h"
 #include "planner/lower.h"
 #include "planner/output_file.h"
 #include "planner/render_svg.h"
@@ -29,8 +30,11 @@ namespace zbpp {
 
 namespace {
 
-constexpr int kExitInvalid = 1;
-constexpr int kExitUsage = 2;
+constexpr int kExitInvalid = kExitFailed;
+
+bool ends_with(const std::string& text, const std::string& tail) {
+  return text.size() >= tail.size() && text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
+}
 
 std::string fixed(double v, int digits) {
   char buf[64];
@@ -68,32 +72,43 @@ struct IterationFlags {
   int iterations = 3;
   double state_latency = -1, allreduce_latency = -1;
 
-  void add_to(CLI::App* app, bool with_optimizer) {
+  // `drawn`: show's --iterations, which draws that many iterations (one when not given).
+  void add_to(CLI::App* app, bool with_optimizer, bool drawn = false) {
     if (with_optimizer)
       app->add_option("--optimizer", optimizer,
-                      "post-validation (default: each stage steps under the partial gradient state passed forward and is "
+                      "post-validation (each stage steps under the partial gradient state passed forward and is "
                       "validated, rolled back if need be, in the next iteration; paper section 4) or sync (one all-reduce "
                       "before every stage steps)")
-          ->check(CLI::IsMember({std::string(kOptimizerPostValidation), std::string(kOptimizerSync)}));
+          ->transform(one_of({kOptimizerPostValidation, kOptimizerSync}, "optimizer"));
     if (with_optimizer)
       app->add_option("--objective", objective,
-                      "what heuristic and auto minimise: period (the longest stage span: the time per iteration when "
-                      "iterations overlap; default with post-validation) or wall (first op to last op: the time per "
-                      "iteration with a synchronous step; default with --optimizer sync)")
-          ->check(CLI::IsMember({"period", "wall"}));
+                      "what heuristic, ilp and auto minimise: period (the longest stage span: the time per iteration "
+                      "when iterations overlap; the default with post-validation) or wall (first op to last op: the time "
+                      "per iteration with a synchronous step; the default with --optimizer sync)")
+          ->transform(one_of({"period", "wall"}, "objective"));
     if (with_optimizer)
       app->add_option("--validate-at", validate_at,
-                      "post-validation: where each stage validates its previous step: first-backward (default; the "
-                      "warm-up forwards run speculatively and are replayed after a rollback) or start (hold the first "
-                      "forward until validated; for comparison)")
-          ->check(CLI::IsMember({"first-backward", "start"}));
-    app->add_option("--iterations", iterations, "iterations simulated back to back for the period (default 3)")
-        ->check(integer_in(2, 100));
+                      "post-validation: where each stage validates its previous step: first-backward (the warm-up "
+                      "forwards run speculatively and are replayed after a rollback) or start (hold the first forward "
+                      "until validated; for comparison)")
+          ->transform(one_of({"first-backward", "start"}, "place"));
+    if (drawn)
+      app->add_option("--iterations", iterations,
+                      "draw K iterations back to back, timed by the K-iteration simulation (default: one iteration "
+                      "alone); needs a lowered file")
+          ->check(integer_in(2, 100))
+          ->option_text("K")
+          ->default_str("");
+    else
+      app->add_option("--iterations", iterations, "iterations simulated back to back for the period")
+          ->check(integer_in(2, 100));
     app->add_option("--state-latency", state_latency, "time of one optimizer-state message between neighbours (default T_comm)")
-        ->check(real_in(0, 1e9));
+        ->check(real_in(0, 1e9))
+        ->default_str("");
     app->add_option("--allreduce-latency", allreduce_latency,
                     "time of the synchronous optimizer's all-reduce (default 2*ceil(log2 p)*T_comm)")
-        ->check(real_in(0, 1e9));
+        ->check(real_in(0, 1e9))
+        ->default_str("");
   }
 
   Objective objective_or_default() const {
@@ -163,14 +178,37 @@ struct ProblemFlags {
     app->add_option("--problem", problem_file, "problem JSON file (schema/problem.schema.json); flags override it")->check(file_name());
     // The problem's own checks (p >= 1, t_f > 0, ...) come after, with the file's: these check the form.
     const auto whole = integer_in(std::numeric_limits<int>::min() + 1, std::numeric_limits<int>::max());
-    app->add_option("-p,--stages", p, "pipeline stages")->check(whole);
-    app->add_option("-m,--microbatches", m, "microbatches per iteration")->check(whole);
-    add_times(app, "time of one F: one number, or one per stage \"a,b,c,...\"", "time of one B (input gradient), as --tf",
-              "time of one W (weight gradient), as --tf", "latency of one hop between neighbouring stages",
+    // -p, -m, --tf, --tb and --tw are required without --problem (ProblemFlags::missing).
+    app->add_option("-p,--stages", p, "pipeline stages (without --problem: required)")->check(whole)->default_str("");
+    app->add_option("-m,--microbatches", m, "microbatches per iteration (without --problem: required)")
+        ->check(whole)
+        ->default_str("");
+    add_times(app, "time of one F: one number, or one per stage \"a,b,c,...\" (without --problem: required)",
+              "time of one B (input gradient), as --tf", "time of one W (weight gradient), as --tf",
+              "latency of one hop between neighbouring stages (default 0)",
               "activation memory one F adds (M_B), as --tf (default 1)",
               "memory kept from B until W (M_W), as --tf (default 0.5)",
-              "activation memory limit per stage: a number, or a multiple of p*M_B like 1p, 1.5p, 2p");
-    app->add_option("--chunks", chunks, "model chunks per stage (interleaved schedules)")->check(whole);
+              "activation memory limit per stage: a number, or a multiple of p*M_B like 1p, 1.5p, 2p (default: none)");
+    app->add_option("--chunks", chunks, "model chunks per stage (interleaved schedules; default 1)")
+        ->check(whole)
+        ->default_str("");
+  }
+
+  // The flags a problem needs when no --problem file gives it, those missing: "-m and --tw".
+  std::string missing() const {
+    if (!problem_file.empty()) return "";
+    std::vector<std::string> names;
+    if (p == kUnset) names.push_back("-p (stages)");
+    if (m == kUnset) names.push_back("-m (microbatches)");
+    if (require_times) {
+      if (tf.empty()) names.push_back("--tf");
+      if (tb.empty()) names.push_back("--tb");
+      if (tw.empty()) names.push_back("--tw");
+    }
+    std::string out;
+    for (size_t i = 0; i < names.size(); ++i)
+      out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+    return out;
   }
 
   // The flags plan and import share (import's help is shorter: the CSV gives the shape).
@@ -180,10 +218,26 @@ struct ProblemFlags {
     app->add_option("--tf", tf, tf_help)->check(list);
     app->add_option("--tb", tb, tb_help)->check(list);
     app->add_option("--tw", tw, tw_help)->check(list);
-    app->add_option("--tcomm", tcomm, tcomm_help)->check(real_in(-kAnyReal, kAnyReal));
+    app->add_option("--tcomm", tcomm, tcomm_help)->check(real_in(-kAnyReal, kAnyReal))->default_str("");
     app->add_option("--mem-b", mem_b, mem_b_help)->check(list);
     app->add_option("--mem-w", mem_w, mem_w_help)->check(list);
-    app->add_option("--mem-limit", mem_limit, mem_limit_help);
+    app->add_option("--mem-limit", mem_limit, mem_limit_help)->transform(memory_limit_value());
+  }
+
+  // --mem-limit: a number, or a multiple of p*M_B ("2p", "2P"), read by the one number parser;
+  // whether it is big enough is the problem's check.
+  static CLI::Validator memory_limit_value() {
+    return CLI::Validator(
+        [](std::string& text) {
+          const bool multiple = !text.empty() && (text.back() == 'p' || text.back() == 'P');
+          double v = 0;
+          if (!parse_real(multiple ? text.substr(0, text.size() - 1) : text, -kAnyReal, kAnyReal, false, &v).empty())
+            return "'" + text + "' is neither a number nor a multiple of p*M_B like 1p, 1.5p or 2p";
+          if (v <= 0) return "'" + text + "' must be above 0";
+          if (multiple) text.back() = 'p';
+          return std::string();
+        },
+        "LIMIT");
   }
 
   // Fills a ProblemInput from the file (if any) and the flags; false with diagnostics.
@@ -208,10 +262,6 @@ struct ProblemFlags {
     list(mem_w, "--mem-w", &in->mem_w);
     if (tcomm_given) in->t_comm = tcomm;
     if (!mem_limit.empty()) in->mem_limit = mem_limit;
-    if (problem_file.empty() && (p == kUnset || m == kUnset || (require_times && (tf.empty() || tb.empty() || tw.empty())))) {
-      diags->push_back({"", "", -1, -1, "", "give the problem with --problem FILE, or with -p, -m, --tf, --tb and --tw"});
-      ok = false;
-    }
     return ok;
   }
 };
@@ -243,9 +293,39 @@ int write_planned(const PlanResult& planned, const IterationFlags& iteration_fla
   return 0;
 }
 
+// After a fixed method's schedule went over the memory limit: the limit it needs, and whether the
+// heuristic, which plans under the limit, fits. "" when the failure was something else.
+std::string memory_hint(const Problem& problem, const std::string& method, const PlanOptions& options,
+                        const std::vector<Diag>& failed) {
+  const std::string header = "the " + method + " schedule does not fit this problem:";
+  if (!problem.mem_limit || failed.empty() || failed[0].message != header || method == "heuristic" || method == "ilp")
+    return "";
+  Problem unlimited = problem;
+  unlimited.mem_limit.reset();
+  std::vector<Diag> unused;
+  auto alone = plan_schedule(unlimited, method, &unused, options);
+  if (!alone) return "";
+  const auto peaks = peak_memory(alone->schedule, alone->problem);
+  const size_t stage = std::max_element(peaks.begin(), peaks.end()) - peaks.begin();
+  const double multiple = static_cast<double>(peaks[stage]) / (static_cast<double>(problem.p) * problem.stage_mem_b());
+  char p_multiple[32];
+  std::snprintf(p_multiple, sizeof p_multiple, "%.4gp", multiple);
+  std::string limit = format_quanta(*problem.mem_limit);
+  if (!problem.mem_limit_spec.empty() && problem.mem_limit_spec.back() == 'p') limit += " = " + problem.mem_limit_spec;
+  std::string hint = method + " needs a memory limit of at least " + format_quanta(peaks[stage]) + " (" + p_multiple +
+                     ", stage " + std::to_string(stage) + "'s peak), not " + limit + ": raise --mem-limit to " +
+                     p_multiple;
+  if (plan_schedule(problem, "heuristic", &unused, options))
+    return hint + ", or use --method heuristic (or auto), which plans within " + limit;
+  return hint + " (no heuristic schedule fits within " + limit + " either)";
+}
+
 int cmd_plan(const std::string& method, const ProblemFlags& flags, const IterationFlags& iteration_flags,
              const std::string& output, bool compute_only, const PlanOptions& options, std::ostream& out,
              std::ostream& err) {
+  if (std::string missing = flags.missing(); !missing.empty())
+    return usage_error(err, "zbplan", "plan",
+                       "no " + missing + ": give the problem with -p, -m, --tf, --tb and --tw, or with --problem FILE");
   std::vector<Diag> diags;
   ProblemInput input;
   if (!flags.to_input(&input, &diags)) return fail(err, diags);
@@ -263,7 +343,11 @@ int cmd_plan(const std::string& method, const ProblemFlags& flags, const Iterati
                                   {kOptimizerSync, ValidateAt::kFirstBackward}};
   }
   auto planned = plan_schedule(*problem, method, &diags, with_objective);
-  if (!planned) return fail(err, diags);
+  if (!planned) {
+    fail(err, diags);
+    if (std::string hint = memory_hint(*problem, method, options, diags); !hint.empty()) err << "zbplan: " << hint << "\n";
+    return kExitInvalid;
+  }
   if (!compute_only && planned->schedule.level != kLevelLowered &&
       !lower_planned(&*planned, &diags, iteration_flags.lower_options()))
     return fail(err, diags);
@@ -364,8 +448,9 @@ int cmd_show(const std::string& path, const std::string& output, int width, cons
   options.width = width;
   if (show_iterations) {
     if (file.schedule.level != kLevelLowered) {
-      err << "zbplan: show: " << path << ": --iterations needs a lowered file (one with the optimizer's ops)\n";
-      return kExitUsage;
+      err << "zbplan: show: " << path << ": --iterations needs a lowered file (one with the optimizer's ops): plan it "
+          << "without --compute-only, or drop --iterations\n";
+      return kExitInvalid;
     }
     std::vector<Diag> diags;
     auto it = simulate_iterations(file.schedule, file.problem, iteration_flags.options(), &diags);
@@ -384,12 +469,7 @@ int cmd_show(const std::string& path, const std::string& output, int width, cons
     if (!measured) return fail(err, diags);
     options.measured = &*measured;
   }
-  bool html = output.size() >= 5 && output.substr(output.size() - 5) == ".html";
-  bool svg = output.size() >= 4 && output.substr(output.size() - 4) == ".svg";
-  if (!html && !svg) {
-    err << "zbplan: show: " << output << ": the output must end in .svg or .html\n";
-    return kExitUsage;
-  }
+  const bool html = ends_with(output, ".html");  // else .svg: the command line was checked (picture_name)
   std::string text = html ? render_html(drawn, file.problem, timeline, options)
                           : render_svg(drawn, file.problem, timeline, options);
   if (!write_file(output, text, err)) return kExitInvalid;
@@ -397,12 +477,7 @@ int cmd_show(const std::string& path, const std::string& output, int width, cons
   return 0;
 }
 
-int cmd_export(const std::string& path, const std::string& format, const std::string& output, std::ostream& out,
-               std::ostream& err) {
-  if (format != "pytorch-csv") {
-    err << "zbplan: export: unknown format '" << format << "' (known: pytorch-csv)\n";
-    return kExitUsage;
-  }
+int cmd_export(const std::string& path, const std::string& output, std::ostream& out, std::ostream& err) {
   auto loaded = load_checked(path, err);
   if (!loaded) return kExitInvalid;
   if (!write_file(output, export_pytorch_csv(loaded->first.schedule), err)) return kExitInvalid;
@@ -440,6 +515,8 @@ int cmd_import(const std::string& path, const ProblemFlags& flags, const Iterati
 
 // The paper's names for schedules, as --method accepts them (any case): ZB-1p and ZB-2p are the
 // heuristic at 1p and 2p memory (section 3.1).
+namespace {
+
 struct MethodAlias {
   const char* name;
   const char* method;
@@ -447,67 +524,47 @@ struct MethodAlias {
 };
 constexpr MethodAlias kMethodAliases[] = {{"zb-1p", "heuristic", "1p"}, {"zb-2p", "heuristic", "2p"}};
 
-// Levenshtein distance, for "did you mean".
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
+// show -o: the picture's kind is its extension.
+CLI::Validator picture_name() {
+  return CLI::Validator(
+      [](std::string& v) {
+        if (std::string bad = file_name().operator()(v); !bad.empty()) return bad;
+        return ends_with(v, ".svg") || ends_with(v, ".html")
+                   ? std::string()
+                   : "'" + v + "': a picture's name ends in .svg or .html (the kind of picture written)";
+      },
+      "FILE");
 }
 
-// --method in any case, a method or one of the paper's names; anything else is a usage error that
-// names the closest known name.
-CLI::Validator method_name() {
-  return CLI::Validator(
-      [](std::string& value) {
-        std::string lower = value;
-        std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-        std::vector<std::string> known = plan_methods();
-        for (const auto& alias : kMethodAliases) known.push_back(alias.name);
-        if (std::find(known.begin(), known.end(), lower) != known.end()) {
-          value = lower;
-          return std::string();
-        }
-        std::string closest = known.front(), list;
-        for (const auto& k : known) {
-          if (edit_distance(lower, k) < edit_distance(lower, closest)) closest = k;
-          list += (list.empty() ? "" : ", ") + k;
-        }
-        return "unknown method '" + value + "'" +
-               (edit_distance(lower, closest) <= 3 ? "; did you mean '" + closest + "'?" : "") + " (known: " + list +
-               ")";
-      },
-      "METHOD");
-}
+}  // namespace
 
 int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
-  CLI::App app{"zbplan: plans zero-bubble pipeline schedules and checks schedule files"};
+  CLI::App app{"zbplan: plans zero-bubble pipeline schedules and checks schedule files", "zbplan"};
+  set_up_app(&app, "zbplan");
   app.require_subcommand(1);
 
   ProblemFlags flags;
   std::string method, output, file, trace;
-  std::string method_help = "schedule method:";
-  for (const auto& m : plan_methods()) method_help += " " + m;
-  method_help += "; or the paper's names, in any case (ZB-H1, ZB-H2, 1F1B, ZB-V; ZB-1p and ZB-2p: the heuristic at "
-                 "--mem-limit 1p and 2p)";
+  std::vector<std::string> methods = plan_methods();
+  for (const auto& alias : kMethodAliases) methods.push_back(alias.name);
+  auto method_name = one_of(methods, "method");
+  method_name.description("METHOD");
   auto* plan = app.add_subcommand("plan", "plan a schedule for a problem and write the schedule file");
-  plan->add_option("--method", method, method_help)->required()->transform(method_name());
+  plan->add_option("--method", method,
+                   "schedule method: " + join_names(plan_methods()) +
+                       "; or the paper's names, in any case (ZB-H1, ZB-H2, 1F1B, ZB-V; ZB-1p and ZB-2p: the heuristic "
+                       "at --mem-limit 1p and 2p)")
+      ->required()
+      ->transform(method_name);
   flags.add_to(plan);
   plan->add_option("-o,--output", output, "schedule file to write")->required()->check(file_name());
   bool compute_only = false;
   PlanOptions plan_options;
   plan->add_option("--time-limit,--ilp-seconds", plan_options.time_limit,
                    "seconds for the ILP refinement: method ilp (default 10); auto runs the ILP only when given")
-      ->check(real_in(0.01, 86400));
-  plan->add_option("--threads", plan_options.threads, "CBC threads for the ILP (default 1)")->check(integer_in(1, 256));
+      ->check(real_in(0.01, 86400))
+      ->default_str("");
+  plan->add_option("--threads", plan_options.threads, "CBC threads for the ILP")->check(integer_in(1, 256));
   bool quiet = false;
   plan->add_flag("--quiet", quiet, "no ILP progress lines on stderr");
   plan->add_flag("--compute-only", compute_only,
@@ -516,73 +573,55 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
   plan_iterations.add_to(plan, true);
 
   auto* simulate = app.add_subcommand("simulate", "validate a schedule file and print its predicted timeline figures");
-  simulate->add_option("file", file, "schedule file")->required();
+  simulate->add_option("file", file, "schedule file")->required()->check(file_name());
   simulate->add_option("--trace", trace, "also write a Chrome/Perfetto trace of the predicted timeline")->check(file_name());
   simulate_iterations_flags.add_to(simulate, false);
 
   auto* validate_cmd = app.add_subcommand("validate", "check a schedule file; exit 1 with located errors if it is invalid");
-  validate_cmd->add_option("file", file, "schedule file")->required();
+  validate_cmd->add_option("file", file, "schedule file")->required()->check(file_name());
 
   std::string show_out, show_measured, export_format = "pytorch-csv", export_out;
   int show_width = 0;
   auto* show = app.add_subcommand("show", "draw a schedule file as SVG or a self-contained HTML page");
-  show->add_option("file", file, "schedule file")->required();
-  show->add_option("-o,--output", show_out, "picture to write: .svg or .html")->required()->check(file_name());
+  show->add_option("file", file, "schedule file")->required()->check(file_name());
+  show->add_option("-o,--output", show_out, "picture to write: .svg or .html")->required()->check(picture_name());
   show->add_option("--width", show_width, "drawing width in px (default: wide enough to show every block)")
-      ->check(integer_in(100, 200000));
+      ->check(integer_in(100, 200000))
+      ->default_str("");
   show->add_option("--measured", show_measured, "a zbrun --trace file: draw the measured run under the plan")->check(file_name());
   IterationFlags show_iterations_flags;
-  show_iterations_flags.add_to(show, false);
+  show_iterations_flags.add_to(show, false, true);
 
   auto* export_cmd = app.add_subcommand("export", "write a schedule in another tool's format");
-  export_cmd->add_option("file", file, "schedule file")->required();
-  export_cmd->add_option("--format", export_format, "pytorch-csv (torch.distributed.pipelining)");
+  export_cmd->add_option("file", file, "schedule file")->required()->check(file_name());
+  export_cmd->add_option("--format", export_format, "the format: pytorch-csv (torch.distributed.pipelining)")
+      ->transform(one_of({"pytorch-csv"}, "format"));
   export_cmd->add_option("-o,--output", export_out, "file to write")->required()->check(file_name());
 
   ProblemFlags import_flags;
   std::string import_out;
   bool import_compute_only = false;
   auto* import_cmd = app.add_subcommand("import", "read a PyTorch pipelining CSV into a schedule file");
-  import_cmd->add_option("file", file, "CSV: one row per rank of actions like 0F0, 0I0, 0W0, 0B0")->required();
+  import_cmd->add_option("file", file, "CSV: one row per rank of actions like 0F0, 0I0, 0W0, 0B0")
+      ->required()
+      ->check(file_name());
   import_flags.add_times(import_cmd, "time of one F (default 1), as for plan", "time of one B", "time of one W",
                          "latency of one hop", "M_B", "M_W", "memory limit");
   import_cmd->add_option("-o,--output", import_out, "schedule file to write")->required()->check(file_name());
   import_cmd->add_flag("--compute-only", import_compute_only, "do not lower");
   import_iterations.add_to(import_cmd, true);
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    out << app.help();
-    return 0;
-  } catch (const CLI::CallForAllHelp& e) {
-    out << app.help("", CLI::AppFormatMode::All);
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    // A subcommand's --help arrives here too, as a CallForHelp raised inside the subcommand.
-    if (e.get_exit_code() == 0) {
-      for (auto* sub : {plan, simulate, validate_cmd, show, export_cmd, import_cmd})
-        if (sub->parsed()) {
-          out << sub->help();
-          return 0;
-        }
-      out << app.help();
-      return 0;
-    }
-    err << "zbplan: " << e.what() << "\n" << "run 'zbplan --help' for usage\n";
-    return kExitUsage;
-  }
+  if (int code = parse_command_line(&app, argc, argv, out, err); code >= 0) return code;
   flags.tcomm_given = plan->count("--tcomm") > 0;
   plan_iterations.optimizer_given = plan->count("--optimizer") + plan->count("--validate-at") > 0;
 
   for (const auto& alias : kMethodAliases) {
     if (!plan->parsed() || method != alias.name) continue;
-    if (!flags.mem_limit.empty() && flags.mem_limit != alias.mem_limit) {
-      err << "zbplan: --method " << alias.name << " is the heuristic at --mem-limit " << alias.mem_limit
-          << ", not " << flags.mem_limit << ": drop --mem-limit, or use --method heuristic --mem-limit "
-          << flags.mem_limit << "\nrun 'zbplan --help' for usage\n";
-      return kExitUsage;
-    }
+    if (!flags.mem_limit.empty() && flags.mem_limit != alias.mem_limit)
+      return usage_error(err, "zbplan", "plan",
+                         "--method " + std::string(alias.name) + " is the heuristic at --mem-limit " + alias.mem_limit +
+                             ", not " + flags.mem_limit + ": drop --mem-limit, or use --method heuristic --mem-limit " +
+                             flags.mem_limit);
     method = alias.method;
     flags.mem_limit = alias.mem_limit;
   }
@@ -592,7 +631,7 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
   if (show->parsed())
     return cmd_show(file, show_out, show_width, show_measured, show_iterations_flags, show->count("--iterations") > 0,
                     out, err);
-  if (export_cmd->parsed()) return cmd_export(file, export_format, export_out, out, err);
+  if (export_cmd->parsed()) return cmd_export(file, export_out, out, err);
   if (import_cmd->parsed()) {
     import_flags.tcomm_given = import_cmd->count("--tcomm") > 0;
     return cmd_import(file, import_flags, import_iterations, import_out, import_compute_only, out, err);

@@ -1,9 +1,13 @@
 // Training data (see data.h).
 #include "runtime/data.h"
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+
+#include "planner/cli_common.h"
 
 namespace zbpp {
 
@@ -16,9 +20,13 @@ std::optional<DataSource> DataSource::open(const std::string& spec, std::string*
     *err = spec + ": not a regular file";
     return std::nullopt;
   }
+  errno = 0;
   std::ifstream in(spec, std::ios::binary);
   if (!in) {
-    *err = spec + ": cannot open data file (or say --data synthetic)";
+    const int why = errno;  // set by the open(2) under the stream
+    *err = spec + ": cannot open data file" + (why ? std::string(": ") + std::strerror(why) : "") +
+           (closest_name(spec, {"synthetic"}).empty() ? " (give a text file, or --data synthetic)"
+                                                      : "; did you mean --data synthetic?");
     return std::nullopt;
   }
   d.bytes_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "planner/cli_common.h"
 #include "planner/schedule_json.h"
 
 namespace zbpp {
@@ -32,9 +33,22 @@ std::optional<GptConfig> load_gpt_config(const std::string& name_or_file, std::s
   std::optional<nlohmann::json> parsed;
   if (read_text_file(name_or_file, &text, &diags)) parsed = parse_json_text(text, name_or_file, &diags);
   if (!parsed) {
-    *err = diags.empty() || diags[0].message == "cannot open file"
-               ? name_or_file + ": not a preset (" + std::string(kGptPresets) + ") and cannot open it as a model file"
-               : format_diag(diags[0]);
+    // A name that is no file: most likely a preset mistyped.
+    const std::string& why = diags.empty() ? "" : diags[0].message;
+    if (why.rfind(kCannotOpen, 0) == 0) {
+      std::vector<std::string> presets;
+      for (std::string rest = kGptPresets; !rest.empty();) {
+        const size_t comma = rest.find(", ");
+        presets.push_back(rest.substr(0, comma));
+        rest = comma == std::string::npos ? "" : rest.substr(comma + 2);
+      }
+      const std::string closest = closest_name(name_or_file, presets);
+      *err = name_or_file + ": not a preset (" + std::string(kGptPresets) +
+             (closest.empty() ? "" : "; did you mean '" + closest + "'?") + "), and cannot open it as a model file" +
+             why.substr(std::string(kCannotOpen).size());
+    } else {
+      *err = format_diag(diags[0]);
+    }
     return std::nullopt;
   }
   try {

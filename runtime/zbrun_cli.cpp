@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "planner/cli_common.h"
 #include "planner/cli_file_name.h"
 #include "planner/cli_numbers.h"
 #include "planner/lower.h"
@@ -664,23 +665,61 @@ int run_nccl_rank(const Options& o, const ScheduleFile& file, const GptConfig& m
 
 }  // namespace
 
+namespace {
+
+// Virtual stages between the first (which embeds) and the last (which computes the loss) that hold
+// no transformer block compute nothing: a schedule that plans them as busy as the others does not
+// describe the run. "" when every one holds a block.
+std::string empty_stages_warning(const GptConfig& model, const Schedule& s) {
+  const int virtual_stages = s.p * s.chunks;
+  const LayerSplit split = layer_split(model, virtual_stages);
+  std::vector<std::string> empty;
+  for (int vs = 1; vs + 1 < virtual_stages; ++vs) {
+    if (split.count[vs] > 0) continue;
+    std::string name = std::to_string(vs);
+    if (s.chunks > 1)
+      for (int r = 0; r < s.p; ++r)
+        if (std::find(s.placement[r].begin(), s.placement[r].end(), vs) != s.placement[r].end())
+          name += " (rank " + std::to_string(r) + ")";
+    empty.push_back(name);
+  }
+  if (empty.empty()) return "";
+  std::string list;
+  for (size_t i = 0; i < empty.size(); ++i)
+    list += (i == 0 ? "" : i + 1 == empty.size() ? " and " : ", ") + empty[i];
+  const std::string stages = s.chunks > 1 ? "virtual stages" : "stages";
+  return "model " + model.name + " has " + std::to_string(model.layers) + " transformer blocks for " +
+         std::to_string(virtual_stages) + " " + stages + ": " + (empty.size() == 1 ? stages.substr(0, stages.size() - 1) : stages) +
+         " " + list + (empty.size() == 1 ? " holds" : " hold") +
+         " none and only pass activations on, so the run does not follow the plan's times; " +
+         (model.split.empty() ? "use a model with at least " + std::to_string(virtual_stages - 2) +
+                                    " layers, or plan fewer stages"
+                              : "give every stage a block in --layer-split");
+}
+
+}  // namespace
+
 int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream& err, bool use_mpi) {
-  CLI::App app{"zbrun: replays a zbplan schedule file, training a GPT with split backward (B and W)"};
+  CLI::App app{"zbrun: replays a zbplan schedule file, training a GPT with split backward (B and W)", "zbrun"};
+  set_up_app(&app, "zbrun");
   Options o;
-  app.add_option("schedule", o.schedule_file, "lowered schedule file from zbplan plan")->required();
+  app.add_option("schedule", o.schedule_file, "lowered schedule file from zbplan plan")->required()->check(file_name());
   app.add_option("--model", o.model,
-                 std::string("a preset (") + kGptPresets + "; default tiny) or a model JSON file {vocab, seq, channels, "
-                 "heads, layers, batch}")
-      ->check(file_name());
+                 std::string("a preset (") + kGptPresets + ") or a model JSON file {vocab, seq, channels, heads, "
+                 "layers, batch}")
+      ->check(file_name())
+      ->option_text("PRESET|FILE");
   // Every number goes through cli_numbers.h: decimal, whole token, finite, in range.
   const auto positive = real_in(0, kAnyReal, true);
   app.add_option("--steps", o.steps, "training steps")->check(integer_in(1, 100000000));
   app.add_option("--seed", o.seed, "initialisation seed")->check(integer_in(0, std::numeric_limits<long long>::max()));
   app.add_option("--threads", o.blas_threads,
-                 "OpenBLAS threads of the CPU backend's GEMMs, per process (1; more for a rank that owns several "
-                 "cores; results are the same bits)")
+                 "OpenBLAS threads of the CPU backend's GEMMs, per process (more for a rank that owns several cores; "
+                 "results are the same bits)")
       ->check(integer_in(1, 256));
-  app.add_option("--data", o.data, "\"synthetic\" or a text file, read as bytes")->check(file_name());
+  app.add_option("--data", o.data, "\"synthetic\" or a text file, read as bytes")
+      ->check(file_name())
+      ->option_text("synthetic|FILE");
   app.add_option("--metrics", o.metrics, "write one JSON object per step (JSON lines)")->check(file_name());
   app.add_option("--profile", o.profile,
                  "measure T_F, T_B, T_W, T_comm (ms) and M_B, M_W (MiB) per stage and write them as a problem file "
@@ -688,7 +727,7 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
       ->check(file_name());
   app.add_option("--dump-weights", o.dump_weights,
                  "after training, write every weight tensor to DIR/tensor<id>.f32 (raw floats)")
-      ->check(file_name());
+      ->check(dir_name());
   app.add_option("--trace", o.trace,
                  "write a Chrome/Perfetto trace of the last step: measured ops per rank, planned beside")
       ->check(file_name());
@@ -700,7 +739,7 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
       ->check(real_in(-kAnyReal, kAnyReal));
   app.add_flag("--local", o.local, "run all ranks as threads in this process (no mpirun)");
   app.add_option("--backend", o.backend, "compute backend: cpu, or cuda (bf16 on GPUs; NCCL under mpirun)")
-      ->check(CLI::IsMember({"cpu", "cuda"}));
+      ->transform(one_of({"cpu", "cuda"}, "backend"));
   app.add_flag("--single-gpu", o.single_gpu,
                "--backend cuda with every stage in this process on GPU 0, each on its own SM partition "
                "(green contexts) or, where those are unavailable, its own stream");
@@ -711,52 +750,51 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
                  "blocks per virtual stage, e.g. 1,2,2,1 (default: even, the first and last take fewer)")
       ->check(integer_list_in(0, std::numeric_limits<int>::max()));
   app.add_option("--inject-nonfinite", o.inject,
-                 "STEP:RANK: a NaN in that rank's gradients at that step (the step is skipped on every rank)");
+                 "a NaN in that rank's gradients at that step (the step is skipped on every rank)")
+      ->type_name("STEP:RANK");
   app.add_option("--fail-at", o.fail_at,
-                 "RANK:OP[@STEP]: make that rank fail at that op of that step (default 0), to test error handling");
+                 "make that rank fail at that op of that step (default step 0), to test error handling")
+      ->type_name("RANK:OP[@STEP]");
   app.add_option("--fault", o.fault,
                  "how --fail-at fails: error (the op fails), hang (the rank stops answering), truncate (a send op "
                  "sends half its message)")
-      ->check(CLI::IsMember({"error", "hang", "truncate"}));
+      ->transform(one_of({"error", "hang", "truncate"}, "fault"));
   app.add_option("--pace", o.pace,
-                 "S: every compute op lasts at least S seconds per time unit of its planned duration (sleeping the "
-                 "rest), so a run follows the plan's timing where cores are too few for one rank each")
-      ->check(positive);
+                 "every compute op lasts at least S seconds per time unit of its planned duration (sleeping the "
+                 "rest), so a run follows the plan's timing where cores are too few for one rank each (default: off)")
+      ->check(positive)
+      ->option_text("S")
+      ->default_str("");
   app.add_option("--checkpoint", o.checkpoint,
                  "directory for checkpoints: DIR/step<N>.rank<R>.ckpt, the weights and optimizer state after N steps, "
-                 "written atomically")->check(file_name());
-  app.add_option("--every", o.every, "with --checkpoint: write one after every N steps")->check(integer_in(1, 1 << 30));
+                 "written atomically")->check(dir_name());
+  app.add_option("--every", o.every, "with --checkpoint: write one after every N steps (default: one, at the end)")
+      ->check(integer_in(1, 1 << 30))
+      ->option_text("N")
+      ->default_str("");
   app.add_flag("--resume", o.resume, "with --checkpoint: continue from the latest checkpoint every rank has");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) {
-      out << app.help();
-      return 0;
-    }
-    err << "zbrun: " << e.what() << "\nrun 'zbrun --help' for usage\n";
-    return 2;
-  }
+  if (int code = parse_command_line(&app, argc, argv, out, err); code >= 0) return code;
+  auto usage = [&err](const std::string& message) { return usage_error(err, "zbrun", "", message); };
 
   if (!o.fail_at.empty()) {
     std::string bad = parse_fields(o.fail_at, ":@", 2, {&o.fail_rank, &o.fail_op, &o.fail_step});
-    if (!bad.empty()) {
-      err << "zbrun: --fail-at: expected RANK:OP or RANK:OP@STEP, got '" << o.fail_at << "': " << bad << "\n";
-      return 2;
-    }
+    if (!bad.empty()) return usage("--fail-at: expected RANK:OP or RANK:OP@STEP, got '" + o.fail_at + "': " + bad);
+    if (o.fail_step >= o.steps)
+      return usage("--fail-at " + o.fail_at + ": no step " + std::to_string(o.fail_step) + " (--steps " +
+                   std::to_string(o.steps) + " runs steps 0.." + std::to_string(o.steps - 1) + ")");
   }
+  if (o.fault != "error" && o.fail_rank < 0) return usage("--fault " + o.fault + " needs --fail-at RANK:OP");
+  if (o.fault == "truncate" && (o.backend == "cuda" || o.single_gpu))
+    return usage("--fault truncate: only with --backend cpu (CUDA messages carry device handles)");
   cpu_set_threads(o.blas_threads);
-  if ((o.every > 0 || o.resume) && o.checkpoint.empty()) {
-    err << "zbrun: --every and --resume need --checkpoint DIR\n";
-    return 2;
-  }
+  if ((o.every > 0 || o.resume) && o.checkpoint.empty()) return usage("--every and --resume need --checkpoint DIR");
   if (!o.checkpoint.empty() && o.every == 0) o.every = o.steps;  // at least one, at the end
   if (!o.inject.empty()) {
     std::string bad = parse_fields(o.inject, ":", 2, {&o.inject_step, &o.inject_rank});
-    if (!bad.empty()) {
-      err << "zbrun: --inject-nonfinite: expected STEP:RANK, got '" << o.inject << "': " << bad << "\n";
-      return 2;
-    }
+    if (!bad.empty()) return usage("--inject-nonfinite: expected STEP:RANK, got '" + o.inject + "': " + bad);
+    if (o.inject_step >= o.steps)
+      return usage("--inject-nonfinite " + o.inject + ": no step " + std::to_string(o.inject_step) + " (--steps " +
+                   std::to_string(o.steps) + " runs steps 0.." + std::to_string(o.steps - 1) + ")");
   }
   if (o.single_gpu) {
     o.backend = "cuda";
@@ -766,11 +804,10 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
   if (o.local)
     for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MPI_LOCALNRANKS"})
       if (const char* n = std::getenv(var); n != nullptr && std::atoi(n) > 1) {
-        err << "zbrun: " << (o.single_gpu ? "--single-gpu" : "--local") << " runs every rank in this process, but "
-            << "mpirun started " << n << " processes (" << var << "=" << n << "): each would run the whole pipeline "
-            << "and write the same files; drop " << (o.single_gpu ? "--single-gpu" : "--local")
-            << " under mpirun, or start zbrun without mpirun\n";
-        return 1;
+        const std::string flag = o.single_gpu ? "--single-gpu" : "--local";
+        return usage(flag + " runs every rank in this process, but mpirun started " + n + " processes (" + var + "=" +
+                     n + "): each would run the whole pipeline and write the same files; drop " + flag +
+                     " under mpirun, or start zbrun without mpirun");
       }
   const bool cuda = o.backend == "cuda";
   if (cuda) {
@@ -839,14 +876,16 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
     }
   }
   if (std::string bad = check_layer_split(*model, s.p * s.chunks); !bad.empty()) return fail(bad);
+  if (std::string warning = empty_stages_warning(*model, s); !warning.empty() && world_rank == 0)
+    err << "zbrun: warning: " << warning << "\n";
   auto data = DataSource::open(o.data, &why);
   if (!data) return fail(why);
   if (std::string bad = data->check(*model); !bad.empty()) return fail(bad);
   if (o.fail_rank >= s.p || o.fail_rank < -1 || (o.fail_rank >= 0 && (o.fail_op < 0 || o.fail_op >= static_cast<int>(s.stages[o.fail_rank].size()))))
     return fail("--fail-at " + o.fail_at + ": no such rank and op in this schedule (p = " + std::to_string(s.p) + ")");
-  if (!o.inject.empty() && (o.inject_rank < 0 || o.inject_rank >= s.p || o.inject_step < 0 || o.inject_step >= o.steps))
-    return fail("--inject-nonfinite " + o.inject + ": no such step and rank (steps 0.." + std::to_string(o.steps - 1) +
-                ", ranks 0.." + std::to_string(s.p - 1) + ")");
+  if (!o.inject.empty() && o.inject_rank >= s.p)
+    return fail("--inject-nonfinite " + o.inject + ": no rank " + std::to_string(o.inject_rank) + " in this schedule (ranks 0.." +
+                std::to_string(s.p - 1) + ")");
   // Output paths are checked now, so a bad one fails before any training rather than after it;
   // checked without creating anything (--check touches nothing).
   const std::pair<const char*, const std::string*> outputs[] = {
@@ -859,15 +898,11 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
   if (!o.checkpoint.empty())
     if (std::string bad = check_writable_dir(o.checkpoint); !bad.empty())
       return fail("--checkpoint: cannot write checkpoints into " + bad);
-  if (o.fail_step < 0 || o.fail_step >= o.steps)
-    return fail("--fail-at " + o.fail_at + ": no such step (0.." + std::to_string(o.steps - 1) + ")");
-  if (o.fault != "error" && o.fail_rank < 0) return fail("--fault " + o.fault + " needs --fail-at RANK:OP");
   if (o.fault == "truncate" && o.fail_rank >= 0) {
     const Op& op = s.stages[o.fail_rank][o.fail_op];
     if (!is_send(op.type))
       return fail("--fault truncate: op " + std::to_string(o.fail_op) + " of rank " + std::to_string(o.fail_rank) +
                   " is " + op_short(op) + ", not a send");
-    if (cuda) return fail("--fault truncate: only with --backend cpu (CUDA messages carry device handles)");
   }
   if (!o.dump_weights.empty() && world_rank == 0)
     if (std::string bad = check_writable_file(o.dump_weights + "/tensor0.f32"); !bad.empty())
@@ -886,8 +921,11 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
   std::mutex print_mu;
   if (mpi && world_size != s.p)
     return fail(o.schedule_file + ": planned for " + std::to_string(s.p) + " ranks, but " + std::to_string(world_size) +
-                (world_size == 1 ? " rank is" : " ranks are") + " running" +
-                (world_size == 1 ? " (start it with mpirun -n " + std::to_string(s.p) + ", or add --local)" : ""));
+                (world_size == 1 ? " rank is" : " ranks are") + " running: start it with mpirun -n " +
+                std::to_string(s.p) +
+                (world_size == 1 ? ", or add --local to run every rank in this process"
+                                 : ", or plan it for " + std::to_string(world_size) + " stages (zbplan plan -p " +
+                                       std::to_string(world_size) + " ...)"));
   if (o.check) {
     // Everything above is what a run checks before it trains; say what it would run.
     if (world_rank == 0)

@@ -43,6 +43,8 @@ TEST_CASE("parse_integer and parse_real: decimal, whole token, finite, in range"
         "'1e': digits must follow the exponent; expected a decimal number like 2 or 0.5");
   CHECK(parse_real("0", 0, 9, true, &x) == "'0' is out of range; expected above 0 and at most 9");
   CHECK(parse_real("-1", 0, kAnyReal, true, &x) == "'-1' is out of range; expected above 0");
+  CHECK(parse_real("-o", 0, kAnyReal, true, &x) == "'-o' looks like a flag, not a number (the flag's value must follow it)");
+  CHECK(parse_real("-inf", 0, kAnyReal, true, &x) == "'-inf' is not a number; expected a decimal number like 2 or 0.5");
 }
 
 TEST_CASE("parse_real_list: every item a number, no empty item, nothing after") {
@@ -71,7 +73,7 @@ TEST_CASE("zbplan: every number flag refuses octal, junk, nan and out-of-range v
     int code = run_zbplan(static_cast<int>(argv.size()), argv.data(), out, err);
     return std::make_pair(code, err.str());
   };
-  const std::string usage = "\nrun 'zbplan --help' for usage\n";
+  const std::string usage = "\nrun 'zbplan plan --help' for usage\n";
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"-m", "010"}, "zbplan: --microbatches: '010' has a leading zero (octal or decimal?); write 10"},
       {{"-p", "2x"}, "zbplan: --stages: '2x' has 'x' after the number; expected a decimal integer"},
@@ -83,6 +85,9 @@ TEST_CASE("zbplan: every number flag refuses octal, junk, nan and out-of-range v
       {{"--time-limit", "nan"}, "zbplan: --time-limit: 'nan' is not a number; expected a decimal number like 2 or 0.5"},
       {{"--time-limit", "1e9"}, "zbplan: --time-limit: '1e9' is out of range; expected 0.01..86400"},
       {{"--iterations", "0x10"}, "zbplan: --iterations: '0x10' has 'x10' after the number; expected a decimal integer"},
+      // A flag where a value belongs: the value was left out.
+      {{"--tcomm", "--quiet"}, "zbplan: --tcomm: '--quiet' looks like a flag, not a number (the flag's value must follow it)"},
+      {{"--tf", "-o"}, "zbplan: --tf: '-o' looks like a flag, not a number (the flag's value must follow it)"},
   };
   for (const auto& [extra, message] : cases) {
     INFO(extra[0] << " " << extra[1]);

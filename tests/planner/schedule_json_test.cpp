@@ -84,5 +84,5 @@ TEST_CASE("schedule file: an unreadable path is an error, not a crash") {
   std::vector<Diag> diags;
   CHECK_FALSE(load_schedule_file("/nonexistent/s.json", &diags));
   REQUIRE(diags.size() == 1);
-  CHECK(format_diag(diags[0]) == "/nonexistent/s.json: cannot open file");
+  CHECK(format_diag(diags[0]) == "/nonexistent/s.json: cannot open file: No such file or directory");
 }

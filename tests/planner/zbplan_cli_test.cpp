@@ -86,18 +86,25 @@ TEST_CASE("zbplan: bad flags and impossible inputs give one-line errors and non-
   r = plan_with({"--method", "zb-h1", "-p", "4", "-m", "8", "--tf", "1,x", "--tb", "1", "--tw", "1"});
   CHECK(r.code == 2);
   CHECK(r.err == "zbplan: --tf: '1,x', item 2: 'x' is not a number; expected a decimal number like 2 or 0.5\n"
-                 "run 'zbplan --help' for usage\n");
+                 "run 'zbplan plan --help' for usage\n");
   r = plan_with({"--method", "zb-h1", "-p", "4", "-m", "8", "--tf", "1", "--tb", "1", "--tw", "1", "--mem-limit", "0.1p"});
   CHECK(r.code == 1);
   CHECK(r.err == "zbplan: memory limit 0.4 is below 1, the activation memory of a single microbatch (M_B); no schedule fits\n");
+  // A problem given by flags with some left out is a usage error naming them (a --problem file that
+  // lacks a field is an invalid input, exit 1: problem_test.cpp).
   r = plan_with({"--method", "zb-h1", "-p", "4", "-m", "8", "--tf", "1"});
-  CHECK(r.code == 1);
-  CHECK(r.err == "zbplan: give the problem with --problem FILE, or with -p, -m, --tf, --tb and --tw\n");
+  CHECK(r.code == 2);
+  CHECK(r.err == "zbplan: no --tb and --tw: give the problem with -p, -m, --tf, --tb and --tw, or with --problem FILE\n"
+                 "run 'zbplan plan --help' for usage\n");
+  r = plan_with({"--method", "zb-h1", "-p", "4", "--tf", "1", "--tb", "1", "--tw", "1"});
+  CHECK(r.code == 2);
+  CHECK(r.err == "zbplan: no -m (microbatches): give the problem with -p, -m, --tf, --tb and --tw, or with --problem "
+                 "FILE\nrun 'zbplan plan --help' for usage\n");
   // An unknown method is a usage error (exit 2), with the closest name when one is near.
   r = plan_with({"--method", "zb-h9", "-p", "4", "-m", "8", "--tf", "1", "--tb", "1", "--tw", "1"});
   CHECK(r.code == 2);
   CHECK(r.err == "zbplan: --method: unknown method 'zb-h9'; did you mean 'zb-h1'? (known: 1f1b, 1f1b-i, zb-h1, zb-h2, "
-                 "heuristic, ilp, zb-v, auto, zb-1p, zb-2p)\nrun 'zbplan --help' for usage\n");
+                 "heuristic, ilp, zb-v, auto, zb-1p, zb-2p)\nrun 'zbplan plan --help' for usage\n");
   r = plan_with({"--method", "heurstic", "-p", "4", "-m", "8", "--tf", "1", "--tb", "1", "--tw", "1"});
   CHECK(r.code == 2);
   CHECK(r.err.find("unknown method 'heurstic'; did you mean 'heuristic'?") != std::string::npos);
@@ -108,20 +115,105 @@ TEST_CASE("zbplan: bad flags and impossible inputs give one-line errors and non-
   r = plan_with({"--method", "zb-2p", "--mem-limit", "1p", "-p", "4", "-m", "8", "--tf", "1", "--tb", "1", "--tw", "1"});
   CHECK(r.code == 2);
   CHECK(r.err == "zbplan: --method zb-2p is the heuristic at --mem-limit 2p, not 1p: drop --mem-limit, or use --method "
-                 "heuristic --mem-limit 1p\nrun 'zbplan --help' for usage\n");
+                 "heuristic --mem-limit 1p\nrun 'zbplan plan --help' for usage\n");
   r = plan_with({"-p", "4", "-m", "8"});
   CHECK(r.code == 2);
-  CHECK(r.err.find("--method is required") != std::string::npos);
+  CHECK(r.err == "zbplan: --method is required (schedule method: 1f1b, 1f1b-i, zb-h1, zb-h2, heuristic, ilp, zb-v, auto; "
+                 "or the paper's names, in any case (ZB-H1, ZB-H2, 1F1B, ZB-V; ZB-1p and ZB-2p: the heuristic at "
+                 "--mem-limit 1p and 2p))\nrun 'zbplan plan --help' for usage\n");
   r = zbplan({"plan", "--method", "zb-h1", "-p", "4", "-m", "8", "--bogus", "-o", out});
   CHECK(r.code == 2);
-  // A method whose schedule needs more memory than the limit says where it crosses it.
+  CHECK(r.err == "zbplan: unknown flag --bogus\nrun 'zbplan plan --help' for usage\n");
+  // A method whose schedule needs more memory than the limit says where it crosses it, what limit
+  // it needs, and that the heuristic plans within this one.
   r = plan_with({"--method", "zb-h2", "-p", "4", "-m", "8", "--tf", "1", "--tb", "1", "--tw", "1", "--mem-limit", "1p"});
   CHECK(r.code == 1);
   CHECK(r.err ==
         "zbplan: the zb-h2 schedule does not fit this problem:\n"
         "zbplan: stage 0, op 4 (F4): activation memory reaches 5, over the limit 4 = 1p\n"
         "zbplan: stage 1, op 4 (F4): activation memory reaches 5, over the limit 4 = 1p\n"
-        "zbplan: stage 2, op 8 (F5): activation memory reaches 4.5, over the limit 4 = 1p\n");
+        "zbplan: stage 2, op 8 (F5): activation memory reaches 4.5, over the limit 4 = 1p\n"
+        "zbplan: zb-h2 needs a memory limit of at least 7 (1.75p, stage 0's peak), not 4 = 1p: raise --mem-limit to "
+        "1.75p, or use --method heuristic (or auto), which plans within 4 = 1p\n");
+}
+
+// Issue 22: every usage error exits 2, says what is wrong and what to do, and names the closest
+// flag, subcommand or value for a typo.
+TEST_CASE("zbplan: usage errors exit 2 with the closest name for a typo and the subcommand's help") {
+  const std::vector<std::string> problem = {"-p", "2", "-m", "4", "--tf", "1", "--tb", "1", "--tw", "1", "-o",
+                                            tmp("cli_usage.json")};
+  auto plan_with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"plan", "--method", "zb-h1"};
+    args.insert(args.end(), problem.begin(), problem.end());
+    args.insert(args.end(), extra.begin(), extra.end());
+    return zbplan(args);
+  };
+  const std::string plan_help = "\nrun 'zbplan plan --help' for usage\n";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--mem-limt", "2p"}, "zbplan: unknown flag --mem-limt; did you mean --mem-limit?"},
+      {{"--optimiser=sync"}, "zbplan: unknown flag --optimiser; did you mean --optimizer?"},
+      {{"--optimizer", "foo"}, "zbplan: --optimizer: unknown optimizer 'foo' (known: post-validation, sync)"},
+      {{"--optimizer", "snyc"},
+       "zbplan: --optimizer: unknown optimizer 'snyc'; did you mean 'sync'? (known: post-validation, sync)"},
+      {{"--objective", "walls"}, "zbplan: --objective: unknown objective 'walls'; did you mean 'wall'? (known: period, wall)"},
+      {{"--validate-at", "first-backwards"},
+       "zbplan: --validate-at: unknown place 'first-backwards'; did you mean 'first-backward'? (known: first-backward, "
+       "start)"},
+      {{"--mem-limit", "2x"}, "zbplan: --mem-limit: '2x' is neither a number nor a multiple of p*M_B like 1p, 1.5p or 2p"},
+      {{"--mem-limit", "0p"}, "zbplan: --mem-limit: '0p' must be above 0"},
+      {{"-p", "two"}, "zbplan: --stages: 'two' is not a number; expected a decimal integer"},
+      {{"--tf", "abc"}, "zbplan: --tf: 'abc' is not a number; expected a decimal number like 2 or 0.5"},
+      {{"--tcomm"}, "zbplan: --tcomm needs a value (NUMBER)"},
+  };
+  for (const auto& [extra, message] : cases) {
+    INFO(extra[0]);
+    Run r = plan_with(extra);
+    CHECK(r.code == 2);
+    CHECK(r.err == message + plan_help);
+  }
+  // The enum values and the memory limit are read in any case.
+  Run upper = plan_with({"--mem-limit", "2P", "--optimizer", "SYNC"});
+  INFO(upper.err);
+  CHECK(upper.code == 0);
+  CHECK(upper.out.find("(limit 4 = 2p)") != std::string::npos);
+  CHECK(upper.out.find("  optimizer    sync: ") != std::string::npos);
+
+  Run r = zbplan({"plna"});
+  CHECK(r.code == 2);
+  CHECK(r.err == "zbplan: unknown subcommand 'plna'; did you mean 'plan'? (subcommands: plan, simulate, validate, show, "
+                 "export, import)\nrun 'zbplan --help' for usage\n");
+  r = zbplan({});
+  CHECK(r.code == 2);
+  CHECK(r.err == "zbplan: give a subcommand: plan, simulate, validate, show, export, import\nrun 'zbplan --help' for "
+                 "usage\n");
+  r = zbplan({"validate", tmp("a.json"), tmp("b.json")});
+  CHECK(r.code == 2);
+  CHECK(r.err == "zbplan: unexpected argument '" + tmp("b.json") + "'\nrun 'zbplan validate --help' for usage\n");
+  r = zbplan({"export", tmp("a.json"), "--format", "pytorch", "-o", tmp("a.csv")});
+  CHECK(r.code == 2);
+  CHECK(r.err == "zbplan: --format: unknown format 'pytorch' (known: pytorch-csv)\nrun 'zbplan export --help' for usage\n");
+  r = zbplan({"show", tmp("a.json"), "-o", tmp("a.png")});
+  CHECK(r.code == 2);
+  CHECK(r.err == "zbplan: --output: '" + tmp("a.png") + "': a picture's name ends in .svg or .html (the kind of picture "
+                 "written)\nrun 'zbplan show --help' for usage\n");
+}
+
+TEST_CASE("zbplan: --version names the version, the git commit and the libraries the build found") {
+  Run r = zbplan({"--version"});
+  CHECK(r.code == 0);
+  CHECK(r.err.empty());
+  const std::string first = r.out.substr(0, r.out.find('\n'));
+  CHECK(first.rfind("zbplan 0.1.0 (git ", 0) == 0);
+  CHECK(first.back() == ')');
+  CHECK(r.out.find("\nbuilt with:\n  CBC: ") != std::string::npos);
+  for (const char* line : {"\n  OpenBLAS: ", "\n  MPI: ", "\n  CUDA: ", "\n  NCCL: "}) CHECK(r.out.find(line) != std::string::npos);
+#ifdef ZBPP_HAVE_CBC
+  CHECK(r.out.find("  CBC: not found") == std::string::npos);
+#else
+  CHECK(r.out.find("  CBC: not found") != std::string::npos);
+#endif
+  // Even where a subcommand is required, and after one.
+  CHECK(zbplan({"plan", "--version"}).out == r.out);
 }
 
 TEST_CASE("zbplan: validate rejects a broken file with the stage and op, and simulate refuses it too") {
@@ -145,7 +237,7 @@ TEST_CASE("zbplan: validate rejects a broken file with the stage and op, and sim
   CHECK(v.err == "zbplan: " + std::string(ZBPP_TEST_TMP) + ": not a regular file\n");
   v = zbplan({"validate", tmp("does_not_exist.json")});
   CHECK(v.code == 1);
-  CHECK(v.err == "zbplan: " + tmp("does_not_exist.json") + ": cannot open file\n");
+  CHECK(v.err == "zbplan: " + tmp("does_not_exist.json") + ": cannot open file: No such file or directory\n");
 }
 
 TEST_CASE("zbplan: the paper's names are methods: ZB-H1, 1F1B and ZB-V in any case, ZB-1p and ZB-2p the heuristic") {
@@ -188,7 +280,9 @@ TEST_CASE("zbplan: heuristic at 2p and auto at 1p on 1.5B/p8/m24") {
   REQUIRE(a.code == 0);
   CHECK(a.out.find("auto: zb-h2 does not fit: stage 0, op 8 (F8): activation memory reaches 9, over the limit 8 = 1p") !=
         std::string::npos);
-  CHECK(a.out.find("auto: 1f1b-i does not fit: 1f1b-i interleaves chunks: give --chunks V with V >= 2") != std::string::npos);
+  // Memory is not what keeps 1f1b-i out: it needs --chunks.
+  CHECK(a.out.find("  auto: 1f1b-i left out: it interleaves model chunks (give --chunks V, V >= 2, to include it)\n") !=
+        std::string::npos);
   CHECK(a.out.find("auto: zb-h1 span 1310.405, bubble rate 0.1585; post-validation: period 1310.405 (bubble 0.1585), "
                    "wall 1314.612; post-validation, validated at the start: period 1318.819 (bubble 0.1639), wall "
                    "1314.612; sync: period 1314.011 (bubble 0.1608), wall 1314.011") != std::string::npos);
@@ -207,6 +301,24 @@ TEST_CASE("zbplan: --help lists the subcommands and exits 0") {
   r = zbplan({"plan", "--help"});
   CHECK(r.code == 0);
   CHECK(r.out.find("--mem-limit") != std::string::npos);
+  // Issue 22: the subcommand's usage line, a metavar (not CLI11's "TEXT:FILE") and every default.
+  CHECK(r.out.rfind("plan a schedule for a problem and write the schedule file\nUsage: zbplan plan [OPTIONS]\n", 0) == 0);
+  for (const char* shown : {"  --method METHOD REQUIRED ", "  -o,--output FILE REQUIRED ", "  --mem-limit LIMIT ",
+                            "  --optimizer post-validation|sync\n", "  --objective period|wall "})
+    CHECK(r.out.find(shown) != std::string::npos);
+  for (const char* described : {"iterations simulated back to back for the period (default 3)\n",
+                                "CBC threads for the ILP (default 1)\n", "(M_W), as --tf (default 0.5)\n",
+                                "between neighbouring stages (default 0)\n"})
+    CHECK(r.out.find(described) != std::string::npos);
+  CHECK(r.out.find("TEXT") == std::string::npos);
+  CHECK(r.out.find("INT:") == std::string::npos);
+  // show draws one iteration unless told: its help says so, not simulate's default of 3.
+  r = zbplan({"show", "--help"});
+  CHECK(r.code == 0);
+  CHECK(r.out.find("  --iterations K ") != std::string::npos);
+  CHECK(r.out.find("draw K iterations back to back, timed by the K-iteration simulation (default: one iteration "
+                   "alone); needs a lowered file\n") != std::string::npos);
+  CHECK(r.out.find("(default 3)") == std::string::npos);
 }
 
 TEST_CASE("zbplan: show writes SVG and self-contained HTML, export/import round-trip through the CLI") {
@@ -224,7 +336,8 @@ TEST_CASE("zbplan: show writes SVG and self-contained HTML, export/import round-
   CHECK(text.str().find("src=") == std::string::npos);                    // nothing loaded from elsewhere
   Run bad = zbplan({"show", s, "-o", tmp("cli_show.png")});
   CHECK(bad.code == 2);
-  CHECK(bad.err == "zbplan: show: " + tmp("cli_show.png") + ": the output must end in .svg or .html\n");
+  CHECK(bad.err == "zbplan: --output: '" + tmp("cli_show.png") + "': a picture's name ends in .svg or .html (the kind "
+                   "of picture written)\nrun 'zbplan show --help' for usage\n");
   REQUIRE(zbplan({"export", s, "--format", "pytorch-csv", "-o", tmp("cli_show.csv")}).code == 0);
   Run back = zbplan({"import", tmp("cli_show.csv"), "-o", tmp("cli_back.json")});
   INFO(back.err);
@@ -233,7 +346,7 @@ TEST_CASE("zbplan: show writes SVG and self-contained HTML, export/import round-
   CHECK(v.out == tmp("cli_back.json") + ": ok (pytorch-csv, lowered, p=4, m=8, chunks=1, 212 ops)\n");  // 96 compute, 4 x 24 send/recv, 4 steps, 16 post-validation
   Run unknown = zbplan({"export", s, "--format", "csv2", "-o", tmp("x.csv")});
   CHECK(unknown.code == 2);
-  CHECK(unknown.err == "zbplan: export: unknown format 'csv2' (known: pytorch-csv)\n");
+  CHECK(unknown.err == "zbplan: --format: unknown format 'csv2' (known: pytorch-csv)\nrun 'zbplan export --help' for usage\n");
 }
 
 TEST_CASE("zbplan: plan and simulate report iterations back to back, and show --iterations draws them") {
@@ -279,8 +392,9 @@ TEST_CASE("zbplan: plan and simulate report iterations back to back, and show --
   args.insert(args.end(), problem.begin(), problem.end());
   REQUIRE(zbplan(args).code == 0);
   Run bad = zbplan({"show", compute, "--iterations", "3", "-o", tmp("cli_iter2.svg")});
-  CHECK(bad.code == 2);
-  CHECK(bad.err == "zbplan: show: " + compute + ": --iterations needs a lowered file (one with the optimizer's ops)\n");
+  CHECK(bad.code == 1);  // the command line is right; the file cannot do it
+  CHECK(bad.err == "zbplan: show: " + compute + ": --iterations needs a lowered file (one with the optimizer's ops): "
+                   "plan it without --compute-only, or drop --iterations\n");
 }
 
 TEST_CASE("zbplan: every plan records its certified bound, and ilp takes --time-limit, --threads, --quiet") {

@@ -71,7 +71,7 @@ TEST_CASE("checkpoint: truncated, corrupt or foreign checkpoints are refused, na
   CHECK(none.err.find("no checkpoint of this rank or another to resume from") != std::string::npos);
   Run usage = call(zbrun_local, {"zbrun", s, "--local", "--resume"});
   CHECK(usage.code == 2);
-  CHECK(usage.err == "zbrun: --every and --resume need --checkpoint DIR\n");
+  CHECK(usage.err == "zbrun: --every and --resume need --checkpoint DIR\nrun 'zbrun --help' for usage\n");
 }
 
 TEST_CASE("checkpoint: a file of another rank, or a directory where a file should be, is refused, naming both") {

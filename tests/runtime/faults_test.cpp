@@ -92,13 +92,18 @@ TEST_CASE("zbrun: a truncated message is refused by its receiver, naming both ra
 TEST_CASE("zbrun: --fault is checked before anything runs") {
   std::string s = plan("faultargs", "zb-h1", 2, 4);
   Run r = call(zbrun_local, {"zbrun", s, "--local", "--fault", "hang"});
-  CHECK(r.code == 1);
-  CHECK(r.err == "zbrun: --fault hang needs --fail-at RANK:OP\n");
+  CHECK(r.code == 2);
+  CHECK(r.err == "zbrun: --fault hang needs --fail-at RANK:OP\nrun 'zbrun --help' for usage\n");
+  r = call(zbrun_local, {"zbrun", s, "--local", "--fail-at", "0:1", "--fault", "truncate", "--backend", "cuda"});
+  CHECK(r.code == 2);
+  CHECK(r.err == "zbrun: --fault truncate: only with --backend cpu (CUDA messages carry device handles)\n"
+                 "run 'zbrun --help' for usage\n");
   r = call(zbrun_local, {"zbrun", s, "--local", "--fail-at", "0:0", "--fault", "truncate"});
   CHECK(r.code == 1);
   CHECK(r.err == "zbrun: --fault truncate: op 0 of rank 0 is F0, not a send\n");
   r = call(zbrun_local, {"zbrun", s, "--local", "--fail-at", "0:0", "--fault", "explode"});
   CHECK(r.code == 2);
+  CHECK(r.err == "zbrun: --fault: unknown fault 'explode' (known: error, hang, truncate)\nrun 'zbrun --help' for usage\n");
   r = call(zbrun_local, {"zbrun", s, "--local", "--pace", "-1"});
   CHECK(r.code == 2);
 }

@@ -50,7 +50,11 @@ check "... exit 0 ($code), digest $got equals the in-process run's $local" '[ $c
 
 out=$(timeout 60 mpirun -n 2 "$zbrun" "$tmp/mpi_zb-h1_p4.json" --steps 1 2>&1); code=$?
 check "a 4-rank schedule under 2 ranks exits non-zero" '[ $code -ne 0 ]'
-check "... saying so" 'echo "$out" | grep -q "planned for 4 ranks, but 2 ranks are running"'
+check "... saying so, and how to start it" '[ "$(echo "$out" | grep -c "^zbrun: $tmp/mpi_zb-h1_p4.json: planned for 4 ranks, but 2 ranks are running: start it with mpirun -n 4, or plan it for 2 stages (zbplan plan -p 2 ...)$")" = 1 ]'
+out=$(timeout 60 mpirun -n 3 "$zbrun" "$tmp/mpi_zb-h1_p2.json" --steps 1 2>&1); code=$?
+check "a 2-rank schedule under 3 ranks exits 1 ($code), saying how to start it" '[ $code -eq 1 ] && echo "$out" | grep -qx "zbrun: $tmp/mpi_zb-h1_p2.json: planned for 2 ranks, but 3 ranks are running: start it with mpirun -n 2, or plan it for 3 stages (zbplan plan -p 3 ...)"'
+out=$(timeout 60 "$zbrun" "$tmp/mpi_zb-h1_p2.json" --steps 1 2>&1); code=$?
+check "a 2-rank schedule without mpirun exits 1 ($code), saying how to start it" '[ $code -eq 1 ] && [ "$out" = "zbrun: $tmp/mpi_zb-h1_p2.json: planned for 2 ranks, but 1 rank is running: start it with mpirun -n 2, or add --local to run every rank in this process" ]'
 out=$(timeout 60 mpirun -n 2 "$zbrun" "$tmp/mpi_zb-h1_p4.json" --check 2>&1); code=$?
 check "... and so does --check" '[ $code -ne 0 ] && echo "$out" | grep -q "planned for 4 ranks, but 2 ranks are running"'
 out=$(timeout 60 mpirun -n 4 "$zbrun" "$tmp/mpi_zb-h1_p4.json" --check 2>&1); code=$?

@@ -171,10 +171,10 @@ TEST_CASE("zbrun: --local in a process mpirun started (more than one) is refused
     setenv(var, "2", 1);
     Run r = call(zbrun_local, {"zbrun", s, "--local", "--steps", "1"});
     unsetenv(var);
-    CHECK(r.code == 1);
+    CHECK(r.code == 2);  // how zbrun was started is the command line
     CHECK(r.err == std::string("zbrun: --local runs every rank in this process, but mpirun started 2 processes (") + var +
                        "=2): each would run the whole pipeline and write the same files; drop --local under mpirun, "
-                       "or start zbrun without mpirun\n");
+                       "or start zbrun without mpirun\nrun 'zbrun --help' for usage\n");
   }
   setenv("OMPI_COMM_WORLD_SIZE", "1", 1);  // mpirun -n 1: one process, one pipeline
   CHECK(call(zbrun_local, {"zbrun", s, "--local", "--steps", "1", "--quiet"}).code == 0);

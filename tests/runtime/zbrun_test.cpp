@@ -94,7 +94,8 @@ TEST_CASE("zbrun: bad inputs are refused with a message and exit 1") {
                         "1000000 steps on cpu in one process\n");
   r = call(zbrun_local, {"zbrun", good, "--local", "--data", tmp("no_such_corpus.txt")});
   CHECK(r.code == 1);
-  CHECK(r.err == "zbrun: " + tmp("no_such_corpus.txt") + ": cannot open data file (or say --data synthetic)\n");
+  CHECK(r.err == "zbrun: " + tmp("no_such_corpus.txt") + ": cannot open data file: No such file or directory (give a "
+                 "text file, or --data synthetic)\n");
   std::string short_data = tmp("short_corpus.txt");
   std::ofstream(short_data) << std::string(64, 'x');
   std::string long_seq = tmp("long_seq.json");
@@ -118,9 +119,16 @@ TEST_CASE("zbrun: bad inputs are refused with a message and exit 1") {
   r = call(zbrun_local, {"zbrun", good, "--local", "--fail-at", "5:0"});
   CHECK(r.code == 1);
   CHECK(r.err == "zbrun: --fail-at 5:0: no such rank and op in this schedule (p = 2)\n");
+  // A step beyond --steps is wrong whatever the file (exit 2); a rank beyond the file's is not (exit 1).
   r = call(zbrun_local, {"zbrun", good, "--local", "--steps", "3", "--inject-nonfinite", "3:0"});
+  CHECK(r.code == 2);
+  CHECK(r.err == "zbrun: --inject-nonfinite 3:0: no step 3 (--steps 3 runs steps 0..2)\nrun 'zbrun --help' for usage\n");
+  r = call(zbrun_local, {"zbrun", good, "--local", "--steps", "3", "--inject-nonfinite", "2:2"});
   CHECK(r.code == 1);
-  CHECK(r.err == "zbrun: --inject-nonfinite 3:0: no such step and rank (steps 0..2, ranks 0..1)\n");
+  CHECK(r.err == "zbrun: --inject-nonfinite 2:2: no rank 2 in this schedule (ranks 0..1)\n");
+  r = call(zbrun_local, {"zbrun", good, "--local", "--steps", "3", "--fail-at", "0:1@3"});
+  CHECK(r.code == 2);
+  CHECK(r.err == "zbrun: --fail-at 0:1@3: no step 3 (--steps 3 runs steps 0..2)\nrun 'zbrun --help' for usage\n");
   r = call(zbrun_local, {"zbrun", good, "--local", "--lr", "nan"});
   CHECK(r.code == 2);
   r = call(zbrun_local, {"zbrun", good, "--local", "--trace", "/nonexistent/dir/t.json"});
@@ -298,4 +306,97 @@ TEST_CASE("zbrun: a schedule with W ops out of microbatch order runs with a warn
   Run clean = call(zbrun_local, {"zbrun", plan("w_order_clean", "zb-h1", 2, 4), "--local", "--steps", "1", "--quiet"});
   CHECK(clean.code == 0);
   CHECK(clean.err.find("warning") == std::string::npos);
+}
+
+// Issue 22: one exit-code rule for both programs, messages that say what to do, and --help
+// showing every default.
+TEST_CASE("zbrun: usage errors exit 2 naming the closest flag or value; --help shows the defaults; --version") {
+  std::string s = plan("usage", "zb-h1", 2, 4);
+  const std::string help = "\nrun 'zbrun --help' for usage\n";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--stpes", "3"}, "zbrun: unknown flag --stpes; did you mean --steps?"},
+      {{"--backend", "cdua"}, "zbrun: --backend: unknown backend 'cdua'; did you mean 'cuda'? (known: cpu, cuda)"},
+      {{"--backend", "opencl"}, "zbrun: --backend: unknown backend 'opencl' (known: cpu, cuda)"},
+      {{"--checkpoint", "--resume"}, "zbrun: --checkpoint: '--resume' looks like a flag, not a directory name"},
+      {{"--steps"}, "zbrun: --steps needs a value (INT)"},
+  };
+  for (const auto& [extra, message] : cases) {
+    INFO(extra[0]);
+    std::vector<std::string> args = {"zbrun", s, "--local"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    Run r = call(zbrun_local, args);
+    CHECK(r.code == 2);
+    CHECK(r.err == message + help);
+  }
+  Run r = call(zbrun_local, {"zbrun", "--local"});
+  CHECK(r.code == 2);
+  CHECK(r.err == "zbrun: schedule is required (lowered schedule file from zbplan plan)" + help);
+  // Values are read in any case.
+  r = call(zbrun_local, {"zbrun", s, "--local", "--backend", "CPU", "--check"});
+  CHECK(r.code == 0);
+  CHECK(r.out.find(" steps on cpu in one process\n") != std::string::npos);
+  // A mistyped preset or data name is not taken for a missing file alone.
+  r = call(zbrun_local, {"zbrun", s, "--local", "--model", "tny"});
+  CHECK(r.code == 1);
+  CHECK(r.err == "zbrun: tny: not a preset (tiny, small, c256; did you mean 'tiny'?), and cannot open it as a model file: "
+                 "No such file or directory\n");
+  r = call(zbrun_local, {"zbrun", s, "--local", "--data", "synthetc"});
+  CHECK(r.code == 1);
+  CHECK(r.err == "zbrun: synthetc: cannot open data file: No such file or directory; did you mean --data synthetic?\n");
+
+  r = call(zbrun_local, {"zbrun", "--help"});
+  CHECK(r.code == 0);
+  for (const char* described : {"training steps (default 20)\n", "initialisation seed (default 1)\n",
+                                "AdamW learning rate (default 0.001)\n", "gradient-norm clip (<= 0: off) (default 1)\n",
+                                "seconds any wait may take before the run fails (default 10)\n",
+                                "layers, batch} (default tiny)\n", "read as bytes (default synthetic)\n",
+                                "under mpirun) (default cpu)\n", "the same bits) (default 1)\n"})
+    CHECK(r.out.find(described) != std::string::npos);
+  for (const char* shown : {"  --checkpoint DIR ", "  --dump-weights DIR ", "  --steps INT ", "  --lr NUMBER ",
+                            "  --backend cpu|cuda ", "  --model PRESET|FILE ", "  --data synthetic|FILE ",
+                            "  --fail-at RANK:OP[@STEP] ", "  schedule FILE REQUIRED "})
+    CHECK(r.out.find(shown) != std::string::npos);
+  CHECK(r.out.find("TEXT") == std::string::npos);  // CLI11's type names: a metavar says what to give
+  CHECK(r.out.find("INT:") == std::string::npos);
+
+  r = call(zbrun_local, {"zbrun", "--version"});
+  CHECK(r.code == 0);
+  CHECK(r.out.rfind("zbrun 0.1.0 (git ", 0) == 0);
+  CHECK(r.out.find("\n  OpenBLAS: ") != std::string::npos);
+}
+
+// Issue 22: the tiny model's 4 blocks over 8 stages left two with nothing to do, silently.
+TEST_CASE("zbrun: stages that hold no transformer block are named in a warning, by a run and by --check") {
+  std::string p8 = plan("empty_stages", "zb-h1", 8, 8);
+  const std::string warning = "zbrun: warning: model tiny has 4 transformer blocks for 8 stages: stages 5 and 6 hold "
+                              "none and only pass activations on, so the run does not follow the plan's times; use a "
+                              "model with at least 6 layers, or plan fewer stages\n";
+  Run r = call(zbrun_local, {"zbrun", p8, "--local", "--check"});
+  CHECK(r.code == 0);
+  CHECK(r.err == warning);
+  CHECK(r.out == p8 + ": ok: zb-h1 (post-validation) on 8 ranks (p=8, m=8, chunks=1), model tiny (4 layers), 20 steps "
+                      "on cpu in one process\n");
+  r = call(zbrun_local, {"zbrun", p8, "--local", "--steps", "1", "--quiet"});
+  CHECK(r.code == 0);
+  CHECK(r.err == warning);
+  // c256 has 8 blocks: one each, no warning.
+  r = call(zbrun_local, {"zbrun", p8, "--local", "--check", "--model", "c256"});
+  CHECK(r.code == 0);
+  CHECK(r.err.empty());
+  // An explicit split is the user's: the hint says where to move blocks.
+  r = call(zbrun_local, {"zbrun", p8, "--local", "--check", "--layer-split", "0,2,1,0,0,0,1,0"});
+  CHECK(r.code == 0);
+  CHECK(r.err == "zbrun: warning: model tiny has 4 transformer blocks for 8 stages: stages 3, 4 and 5 hold none and "
+                 "only pass activations on, so the run does not follow the plan's times; give every stage a block in "
+                 "--layer-split\n");
+  // Interleaved: virtual stages, and the ranks that hold them.
+  std::string v = plan("empty_stages", "zb-v", 4, 8);
+  r = call(zbrun_local, {"zbrun", v, "--local", "--check"});
+  CHECK(r.code == 0);
+  CHECK(r.err == "zbrun: warning: model tiny has 4 transformer blocks for 8 virtual stages: virtual stages 5 (rank 2) "
+                 "and 6 (rank 1) hold none and only pass activations on, so the run does not follow the plan's times; "
+                 "use a model with at least 6 layers, or plan fewer stages\n");
+  r = call(zbrun_local, {"zbrun", plan("empty_stages", "zb-h1", 4, 8), "--local", "--check"});
+  CHECK(r.code == 0);
+  CHECK(r.err.empty());
 }
