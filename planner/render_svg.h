@@ -1,7 +1,9 @@
 // Pictures of a schedule like the paper's Figures 3 and 6: one row per stage, F/B/W/BW blocks
-// coloured by kind and labelled with the microbatch where the label fits, idle time visible,
-// send/recv ticks and the optimizer step when the file is lowered, and the figures in a legend.
-// Each block carries a <title>, so browsers show its details on hover.
+// coloured by kind (a lighter and a darker shade per chunk when there are several) and labelled
+// with the microbatch where the label fits, idle time visible, send/recv ticks and the optimizer
+// step when the file is lowered, and the figures and a key of the kinds present in a legend.
+// Blocks narrower than 3 px get no outline, so thin blocks keep their colour. In the SVG each block
+// carries a <title>; the HTML page is an interactive viewer (planner/viewer.js).
 #pragma once
 
 #include <string>
@@ -30,7 +32,10 @@ struct RenderOptions {
 /// A standalone SVG document. `timeline` must come from simulate_timeline(schedule, problem).
 std::string render_svg(const Schedule& schedule, const Problem& problem, const Timeline& timeline,
                        const RenderOptions& options = {});
-/// A single self-contained HTML page around the SVG, with zoom buttons.
+/// A single self-contained HTML page: the schedule as data and a canvas viewer (planner/viewer.js)
+/// with wheel zoom at the cursor, drag to pan, stage labels and a time axis that stay in view,
+/// microbatch numbers once blocks are wide enough, a hover card, and the view in the URL fragment
+/// (#zoom=8&t=1200&stage=0&sel=3,57).
 std::string render_html(const Schedule& schedule, const Problem& problem, const Timeline& timeline,
                         const RenderOptions& options = {});
 

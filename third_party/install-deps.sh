@@ -16,6 +16,8 @@ packages=(
   python3-jsonschema     # checks written files against schema/*.schema.json in tests
   python3-torch          # the oracle tests: PyTorch autograd checks the CPU backend (tests/oracle)
   librsvg2-bin python3-pil     # render test of zbplan show: SVG -> PNG, count the blocks
+  fontconfig             # fc-match: the font tools/pictures.sh records in each PNG (tests/check_pictures.py)
+  chromium               # viewer test: zbplan show's HTML page in headless Chromium (tests/check_viewer.py)
   clang-14 libclang-rt-14-dev llvm-14  # sanitizer and libFuzzer builds (tools/ci-sanitize.sh); llvm-symbolizer
 )
 

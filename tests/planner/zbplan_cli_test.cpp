@@ -331,9 +331,11 @@ TEST_CASE("zbplan: show writes SVG and self-contained HTML, export/import round-
   std::ifstream page(tmp("cli_show.html"));
   std::stringstream text;
   text << page.rdbuf();
-  CHECK(text.str().find("<svg") != std::string::npos);
-  CHECK(text.str().find("<title>F5 on stage 2: ") != std::string::npos);  // hover details
-  CHECK(text.str().find("src=") == std::string::npos);                    // nothing loaded from elsewhere
+  // The viewer: the schedule as data (F5 on stage 2 as kind 0, microbatch 5, chunk 0, then its
+  // times) and the script that draws it (tests/check_viewer.py runs it in Chromium).
+  CHECK(text.str().find("<script id=\"zbpp-data\" type=\"application/json\">{") != std::string::npos);
+  CHECK(text.str().find("function setView(") != std::string::npos);
+  CHECK(text.str().find("src=") == std::string::npos);  // nothing loaded from elsewhere
   Run bad = zbplan({"show", s, "-o", tmp("cli_show.png")});
   CHECK(bad.code == 2);
   CHECK(bad.err == "zbplan: --output: '" + tmp("cli_show.png") + "': a picture's name ends in .svg or .html (the kind "
@@ -347,6 +349,67 @@ TEST_CASE("zbplan: show writes SVG and self-contained HTML, export/import round-
   Run unknown = zbplan({"export", s, "--format", "csv2", "-o", tmp("x.csv")});
   CHECK(unknown.code == 2);
   CHECK(unknown.err == "zbplan: --format: unknown format 'csv2' (known: pytorch-csv)\nrun 'zbplan export --help' for usage\n");
+}
+
+TEST_CASE("zbplan: show keys only the kinds present, shades a V schedule's chunks, outlines only wide blocks") {
+  auto picture = [](const std::vector<std::string>& plan, const std::string& name, std::vector<std::string> show = {}) {
+    std::vector<std::string> args = {"plan", "-o", tmp(name + ".json"), "--tf", "1", "--tb", "1", "--tw", "0.5"};
+    args.insert(args.end(), plan.begin(), plan.end());
+    REQUIRE(zbplan(args).code == 0);
+    show.insert(show.begin(), {"show", tmp(name + ".json"), "-o", tmp(name)});
+    REQUIRE(zbplan(show).code == 0);
+    std::ifstream in(tmp(name));
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  };
+  auto has = [](const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; };
+  // The fills of one kind's blocks, sorted.
+  auto fills = [](const std::string& svg, const std::string& kind) {
+    std::vector<std::string> seen;
+    const std::string tag = "class=\"op op-" + kind + "\"";
+    for (size_t at = svg.find(tag); at != std::string::npos; at = svg.find(tag, at + 1)) {
+      size_t f = svg.find("fill=\"", at) + 6;
+      std::string fill = svg.substr(f, 7);
+      if (std::find(seen.begin(), seen.end(), fill) == seen.end()) seen.push_back(fill);
+    }
+    std::sort(seen.begin(), seen.end());
+    return seen;
+  };
+  for (const std::string ext : {"svg", "html"}) {
+    INFO(ext);
+    std::string split = picture({"--method", "zb-h1", "-p", "4", "-m", "8"}, "cli_key_split." + ext);
+    CHECK((has(split, "F forward") && has(split, "B input grad") && has(split, "W weight grad")));
+    CHECK_FALSE(has(split, "BW fused"));
+    CHECK_FALSE(has(split, "shades: chunk"));
+    std::string fused = picture({"--method", "1f1b", "-p", "4", "-m", "8"}, "cli_key_fused." + ext);
+    CHECK((has(fused, "F forward") && has(fused, "BW fused")));
+    CHECK_FALSE((has(fused, "B input grad") || has(fused, "W weight grad")));
+    std::string v = picture({"--method", "zb-v", "-p", "4", "-m", "8"}, "cli_key_v." + ext);
+    CHECK(has(v, "shades: chunk 0 to 1, light to dark"));
+  }
+  std::string v = picture({"--method", "zb-v", "-p", "4", "-m", "8", "--compute-only"}, "cli_v.svg");
+  // Two shades a kind: chunk 1 darker (#2f6db0, #55933c, #d6a21e) than chunk 0.
+  CHECK(fills(v, "F") == std::vector<std::string>{"#2f6db0", "#6fa8dc"});
+  CHECK(fills(v, "B") == std::vector<std::string>{"#55933c", "#93c47d"});
+  CHECK(fills(v, "W") == std::vector<std::string>{"#d6a21e", "#ffd966"});
+  CHECK(fills(picture({"--method", "1f1b", "-p", "4", "-m", "8"}, "cli_1f1b.svg"), "BW") ==
+        std::vector<std::string>{"#b4a7d6"});
+  // 32 blocks of each kind: wide by default, all outlined; in 100 px (span 23) W's 0.5 is about
+  // 2 px, F's 1 about 4 px: only F and B keep an outline.
+  auto outlined = [](const std::string& svg, const std::string& kind) {
+    size_t n = 0;
+    const std::string tag = "class=\"op op-" + kind + "\"", stroke = "stroke=\"#ffffff\" stroke-width=\"1\">";
+    for (size_t at = svg.find(tag); at != std::string::npos; at = svg.find(tag, at + 1))
+      n += svg.compare(svg.find('>', at) + 1 - stroke.size(), stroke.size(), stroke) == 0;
+    return n;
+  };
+  std::vector<std::string> h1 = {"--method", "zb-h1", "-p", "4", "-m", "8", "--compute-only"};
+  std::string wide = picture(h1, "cli_wide.svg"), thin = picture(h1, "cli_thin.svg", {"--width", "100"});
+  CHECK(outlined(wide, "F") == 32);
+  CHECK(outlined(wide, "W") == 32);
+  CHECK(outlined(thin, "F") == 32);
+  CHECK(outlined(thin, "W") == 0);
 }
 
 TEST_CASE("zbplan: plan and simulate report iterations back to back, and show --iterations draws them") {
