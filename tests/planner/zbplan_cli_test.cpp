@@ -97,7 +97,7 @@ TEST_CASE("zbplan: bad flags and impossible inputs give one-line errors and non-
   r = plan_with({"--method", "zb-h9", "-p", "4", "-m", "8", "--tf", "1", "--tb", "1", "--tw", "1"});
   CHECK(r.code == 2);
   CHECK(r.err == "zbplan: --method: unknown method 'zb-h9'; did you mean 'zb-h1'? (known: 1f1b, 1f1b-i, zb-h1, zb-h2, "
-                 "heuristic, ilp, zb-v, auto, zb-1p, zb-2p)\nrun 'zbplan --help' for usage\n");
+                 "heuristic, ilp, zb-v, dualpipe-v, auto, zb-1p, zb-2p)\nrun 'zbplan --help' for usage\n");
   r = plan_with({"--method", "heurstic", "-p", "4", "-m", "8", "--tf", "1", "--tb", "1", "--tw", "1"});
   CHECK(r.code == 2);
   CHECK(r.err.find("unknown method 'heurstic'; did you mean 'heuristic'?") != std::string::npos);
