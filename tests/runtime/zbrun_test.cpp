@@ -35,6 +35,7 @@ TEST_CASE("zbrun: losses and weights are bit-identical across schedules and equa
         {"heuristic", plan("same", "heuristic", p, m, {"--mem-limit", "2p"})},
         {"ilp", plan("same", "ilp", p, m, {"--mem-limit", "2p", "--ilp-seconds", "1"})},
         {"zb-v", plan("same", "zb-v", p, m)},
+        {"dualpipe-v", plan("same", "dualpipe-v", p, m)},
         {"1f1b-i", plan("same", "1f1b-i", p, m, {"--chunks", "2"})},
     };
     for (const auto& [method, path] : runs) {
