@@ -47,6 +47,18 @@ TEST_CASE("zbrun: losses and weights are bit-identical across schedules and equa
   }
 }
 
+TEST_CASE("zbrun: a schedule PyTorch wrote (DualPipeV, compute+comms CSV), imported, trains bit-identically") {
+  // tests/golden/pytorch/README.md says how the CSV was made; p = 4, m = 8.
+  const int steps = 4;
+  auto reference = train(plan("pytorch", "1f1b", 1, 8, {"--optimizer", "sync"}), steps);
+  const std::string path = tmp("pytorch_dualpipev.json");
+  Run r = call(run_zbplan, {"zbplan", "import", std::string(ZBPP_GOLDEN_DIR) + "/pytorch/dualpipev_p4_m8.csv", "--tf",
+                            "1", "--tb", "1", "--tw", "0.5", "--optimizer", "sync", "-o", path});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(train(path, steps) == reference);
+}
+
 TEST_CASE("zbrun: the loss decreases over 20 steps") {
   auto [losses, digest] = train(plan("learn", "zb-h1", 2, 4), 20, "0.01");
   double first = std::stod(losses.front()), last = std::stod(losses.back());
