@@ -2,6 +2,7 @@
 #include "planner/gen_baseline.h"
 
 #include <algorithm>
+#include <deque>
 
 namespace zbpp {
 
@@ -132,6 +133,65 @@ Schedule generate_zb_v(const Problem& pr) {
     }
     while (pending_w(1) > 0) emit(OpType::W, 1);
     while (pending_w(0) > 0) emit(OpType::W, 0);
+  }
+  return s;
+}
+
+std::optional<Schedule> generate_dualpipe_v(const Problem& pr, std::string* err) {
+  const int p = pr.p, m = pr.m;
+  if (m < 2 * p) {
+    *err = "dualpipe-v needs at least as many microbatches as virtual stages (m >= 2p = " + std::to_string(2 * p) +
+           "); got m = " + std::to_string(m) + ", p = " + std::to_string(p);
+    return std::nullopt;
+  }
+  Schedule s = empty_schedule(pr, 2, v_shape_placement(p), "dualpipe-v");
+  for (int r = 0; r < p; ++r) {
+    auto& ops = s.stages[r];
+    int next_f[2] = {}, next_b[2] = {};
+    std::deque<Op> held;  // W's of split B's, run in the order their B's ran
+    auto f = [&](int chunk) { ops.push_back({OpType::F, next_f[chunk]++, chunk}); };
+    auto bw = [&](int chunk) { ops.push_back({OpType::BW, next_b[chunk]++, chunk}); };
+    auto b = [&](int chunk) {
+      held.push_back({OpType::W, next_b[chunk], chunk});
+      ops.push_back({OpType::B, next_b[chunk]++, chunk});
+    };
+    auto w = [&] {
+      if (held.empty()) return;
+      ops.push_back(held.front());
+      held.pop_front();
+    };
+    for (int k = 0; k < 2 * (p - 1 - r); ++k) f(0);
+    for (int k = 0; k <= r; ++k) {
+      f(0);
+      f(1);
+    }
+    for (int k = 0; k < p - 1 - r; ++k) {
+      b(1);
+      w();
+      f(1);
+    }
+    for (int k = 0; k < m - 2 * p + r + 1; ++k) {
+      f(0);
+      bw(1);
+      f(1);
+      bw(0);
+    }
+    for (int k = 0; k < p - 1 - r; ++k) {
+      bw(1);
+      f(1);
+      bw(0);
+    }
+    // 2(r+1) backwards alternating chunk 1, chunk 0: the first r+1 fused, the rest split.
+    for (int k = 0; k < 2 * (r + 1); ++k) {
+      const int chunk = k % 2 == 0 ? 1 : 0;
+      if (k <= r) bw(chunk);
+      else b(chunk);
+    }
+    for (int k = 0; k < p - 1 - r; ++k) {
+      w();
+      b(0);
+    }
+    while (!held.empty()) w();
   }
   return s;
 }

@@ -28,6 +28,17 @@ Schedule generate_zb_h2(const Problem& problem);
 /// Peak memory stays near p * M_B of a whole stage, as 1F1B.
 Schedule generate_zb_v(const Problem& problem);
 
+/// DualPipe-V (DeepSeek's DualPipe folded into a V, as PyTorch's ScheduleDualPipeV orders it): two
+/// chunks per stage placed [r, 2p-1-r], as ZB-V, and m >= 2p (otherwise nothing, with *err).
+/// Stage r runs 2(p-1-r) F's of chunk 0; r+1 pairs (F chunk 0, F chunk 1); p-1-r times (B, W, F)
+/// of chunk 1; then the steady state, m-2p+r+1 times the pairs (F chunk 0, BW chunk 1) and
+/// (F chunk 1, BW chunk 0) -- DualPipe overlaps the two ops of a pair, this model runs them one
+/// after the other; p-1-r times (BW chunk 1; F chunk 1, BW chunk 0); r+1 times the backwards of
+/// chunk 1 and chunk 0, fused BW's in the first half and split B's (W held) in the second; p-1-r
+/// times (a held W, B chunk 0); the r+1 held W's. Held W's run first in, first out, so every
+/// stage's W's and BW's follow microbatch order.
+std::optional<Schedule> generate_dualpipe_v(const Problem& problem, std::string* err);
+
 /// One stage's F/B/W order: `warmup` F's, then repeatedly B, a W when more than `w_delay` W's are
 /// pending, and the next F; once B's run out, the remaining W's. Building block of ZB-H1/H2.
 std::vector<Op> fbw_order(int m, int warmup, int w_delay, int chunk = 0);

@@ -16,7 +16,8 @@
 namespace zbpp {
 
 const std::vector<std::string>& plan_methods() {
-  static const std::vector<std::string> methods = {"1f1b", "1f1b-i", "zb-h1", "zb-h2", "heuristic", "ilp", "zb-v", "auto"};
+  static const std::vector<std::string> methods = {"1f1b", "1f1b-i", "zb-h1", "zb-h2", "heuristic",
+                                                     "ilp",  "zb-v",   "dualpipe-v", "auto"};
   return methods;
 }
 
@@ -138,13 +139,19 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
   std::vector<std::string> notes;
   std::optional<SolverReport> ilp_report;
   Problem pr = original;
-  if (method == "zb-v" && pr.chunks == 1) {
+  const bool v_shape = method == "zb-v" || method == "dualpipe-v";
+  if (v_shape && pr.chunks == 1) {
     pr = split_into_chunks(original, 2);
-    notes.push_back("zb-v: each stage split into 2 chunks (per-chunk times and memory are half the stage's)");
+    notes.push_back(method + ": each stage split into 2 chunks (per-chunk times and memory are half the stage's)");
   }
-  if (method == "zb-v") {
+  if (v_shape) {
     if (!check_shape(pr, method, 2, diags)) return std::nullopt;
-    s = generate_zb_v(pr);
+    std::string err;
+    s = method == "zb-v" ? generate_zb_v(pr) : generate_dualpipe_v(pr, &err);
+    if (!s) {
+      diags->push_back({"", "", -1, -1, "", err});
+      return std::nullopt;
+    }
   } else if (method == "heuristic" || method == "ilp") {
     if (!check_shape(pr, method, 1, diags)) return std::nullopt;
     auto found = search_heuristic(pr, diags, 0, options.objective);

@@ -492,21 +492,46 @@ int cmd_import(const std::string& path, const ProblemFlags& flags, const Iterati
   if (!read_text_file(path, &text, &diags)) return fail(err, diags);
   auto imported = import_pytorch_csv(text, path, &diags);
   if (!imported) return fail(err, diags);
-  // The CSV fixes the shape; times and memory come from the flags (placeholders 1/1/1 otherwise).
+  // The CSV fixes the shape; times and memory come from the flags, a time not given is 1 (said).
   ProblemInput input;
   ProblemFlags shaped = flags;
   shaped.require_times = false;
-  shaped.p = imported->p;
-  shaped.m = imported->m;
-  shaped.chunks = imported->chunks;
+  shaped.p = imported->schedule.p;
+  shaped.m = imported->schedule.m;
+  shaped.chunks = imported->schedule.chunks;
   if (!shaped.to_input(&input, &diags)) return fail(err, diags);
-  input.placement = imported->placement;
+  input.placement = imported->schedule.placement;
   auto problem = build_problem(input, path, &diags);
   if (!problem) return fail(err, diags);
-  diags = validate(*imported, *problem, path);
-  if (!diags.empty()) return fail(err, diags);
+  diags = validate(imported->schedule, *problem, path);
+  if (!diags.empty()) {
+    // The validator speaks of our stages (ranks) and chunks; say how the CSV was read.
+    const Schedule& s = imported->schedule;
+    std::string shape = "read as p = " + std::to_string(s.p) + " ranks (rows), m = " + std::to_string(s.m) +
+                        " (the largest microbatch + 1), " + std::to_string(s.chunks) + " stage(s) per rank; above, " +
+                        "\"stage N\" is rank N";
+    if (s.chunks > 1) {
+      shape += " and \":c\" its c-th stage counting from 0 (rank 0 runs stages";
+      for (int vs : s.placement[0]) shape += " " + std::to_string(vs);
+      shape += ")";
+    }
+    add_diag(&diags, {path, "", -1, -1, "", shape});
+    return fail(err, diags);
+  }
+  if (!check_message_cells(*imported, path, &diags)) return fail(err, diags);
   if (!compute_only && !check_message_order(*imported, path, &diags)) return fail(err, diags);
-  PlanResult planned{*imported, *problem, {}, {}};
+  PlanResult planned{imported->schedule, *problem, imported->notes, {}};
+  if (!imported->messages.empty())
+    planned.notes.push_back("import: " + std::to_string(imported->messages.size()) +
+                            " SEND_F/RECV_F/SEND_B/RECV_B cells match the messages zbplan's lowering sends; dropped" +
+                            (compute_only ? " (--compute-only)" : ", and the schedule lowered again"));
+  std::string assumed;
+  for (const auto& [given, flag] : {std::pair{&flags.tf, "--tf"}, {&flags.tb, "--tb"}, {&flags.tw, "--tw"}})
+    if (given->empty()) assumed += std::string(assumed.empty() ? "" : " ") + flag + " 1";
+  if (!assumed.empty())
+    planned.notes.push_back("import: assumed " + assumed +
+                            " (not given): the figures below count in that unit; give --tf, --tb and --tw for real "
+                            "ones");
   if (!compute_only && !lower_planned(&planned, &diags, iteration_flags.lower_options())) return fail(err, diags);
   return write_planned(planned, iteration_flags, output, out, err);
 }
@@ -602,7 +627,9 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
   std::string import_out;
   bool import_compute_only = false;
   auto* import_cmd = app.add_subcommand("import", "read a PyTorch pipelining CSV into a schedule file");
-  import_cmd->add_option("file", file, "CSV: one row per rank of actions like 0F0, 0I0, 0W0, 0B0")
+  import_cmd->add_option("file", file,
+                         "CSV as PyTorch's _dump_csv writes it, either format: one row per rank of actions like 0F0, "
+                         "0I0, 0W0, 0B0, (0F7;7B3)OVERLAP_F_B, 0SEND_F0, 0REDUCE_GRAD")
       ->required()
       ->check(file_name());
   import_flags.add_times(import_cmd, "time of one F (default 1), as for plan", "time of one B", "time of one W",

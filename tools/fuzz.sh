@@ -33,13 +33,14 @@ plan --method zb-h1 -p 3 -m 4 --tf 1,2,1 --tb 1 --tw 0.5 --tcomm 0.1
 plan --method zb-h2 -p 2 -m 4 --tf 1 --tb 1 --tw 1 --compute-only
 plan --method heuristic -p 3 -m 5 --tf 1 --tb 1.5 --tw 0.7 --mem-limit 2p
 plan --method zb-v -p 2 -m 3 --tf 2 --tb 2 --tw 1
+plan --method dualpipe-v -p 2 -m 4 --tf 2 --tb 2 --tw 1
 plan --method 1f1b-i -p 2 -m 4 --chunks 2 --tf 1 --tb 1 --tw 1 --compute-only
 plan --method zb-h1 --problem docs/examples/heterogeneous-p4.problem.json
 # PyTorch CSVs: every planned schedule exported, the golden CSVs, and any CSV bad input.
 for s in "$seeds"/fuzz_schedule/planned*.json; do
   "$zbplan" export "$s" --format pytorch-csv -o "$seeds/fuzz_csv_import/$(basename "$s" .json).csv" > /dev/null
 done
-cp tests/golden/*.csv "$seeds/fuzz_csv_import/"
+cp tests/golden/*.csv tests/golden/pytorch/*.csv "$seeds/fuzz_csv_import/"
 find tests/bad_inputs -name '*.csv' -size -16k -exec cp {} "$seeds/fuzz_csv_import/" \;
 # Traces for show --measured (fuzz_measured_trace draws under a 4-stage plan): a planned trace, and
 # the same relabelled as zbrun's measured process (pid 1).

@@ -1,8 +1,9 @@
 // libFuzzer harness: PyTorch pipelining CSV -> import_pytorch_csv -> the problem `zbplan import`
 // builds (the CSV's shape, placeholder times) -> validate. A CSV the importer accepts must export
-// back to the same schedule; one that also validates must simulate, and once its messages pass
-// check_message_order it must lower (both optimizers) to a schedule that validates and simulates
-// for several iterations, as `zbplan import` does.
+// back to the same schedule; one that also validates must simulate, and once its communication
+// cells pass check_message_cells and its messages check_message_order it must lower (both
+// optimizers) to a schedule that validates and simulates for several iterations, as `zbplan
+// import` does.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -36,15 +37,16 @@ void require_lowers(const Schedule& imported, const Problem& problem, const char
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   std::vector<Diag> diags;
-  auto imported = import_pytorch_csv(text, "fuzz.csv", &diags);
-  if (!imported) {
+  auto read = import_pytorch_csv(text, "fuzz.csv", &diags);
+  if (!read) {
     fuzz::require(!diags.empty(), "CSV rejected without a diagnostic");
     (void)format_diags(diags);
     return 0;
   }
+  const Schedule* imported = &read->schedule;
   auto again = import_pytorch_csv(export_pytorch_csv(*imported), "exported.csv", &diags);
   fuzz::require(again.has_value(), "an imported schedule exports to a CSV that does not import", diags);
-  fuzz::require(again->stages == imported->stages && again->placement == imported->placement,
+  fuzz::require(again->schedule.stages == imported->stages && again->schedule.placement == imported->placement,
                 "an imported schedule does not export and import back the same");
   ProblemInput input;  // what zbplan import builds when no times are given
   input.p = imported->p;
@@ -62,8 +64,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!diags.empty()) return 0;
   fuzz::require(simulate_timeline(*imported, *problem, &diags).has_value(), "a validated import does not simulate",
                 diags);
-  if (!check_message_order(*imported, "fuzz.csv", &diags)) {  // zbplan import stops here too
-    fuzz::require(!diags.empty(), "message order rejected without a diagnostic");
+  // zbplan import stops at these too.
+  if (!check_message_cells(*read, "fuzz.csv", &diags) || !check_message_order(*read, "fuzz.csv", &diags)) {
+    fuzz::require(!diags.empty(), "communication cells or message order rejected without a diagnostic");
+    (void)format_diags(diags);
     return 0;
   }
   require_lowers(*imported, *problem, kOptimizerSync);

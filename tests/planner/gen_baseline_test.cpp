@@ -134,3 +134,32 @@ TEST_CASE("baselines: ZB-V beats ZB-H1 at the same memory on the paper's 1.5B se
   CHECK(v == Approx(0.0728).margin(0.00005));
   CHECK(v < h1);
 }
+
+TEST_CASE("baselines: DualPipe-V runs PyTorch's ScheduleDualPipeV order, valid for every p and m >= 2p") {
+  // p = 2, m = 4, as PyTorch's ScheduleDualPipeV lists it with each OVERLAP_F_B pair run as its two
+  // ops in order (rank 0 holds virtual stages 0 and 3: chunk 1 is ":1"; PyTorch's I is our B, its B our BW).
+  Problem pr = make_problem(2, 4, 1, 1, 1, 0, 0.5, 0.25, "", 2);
+  std::string err;
+  auto s = generate_dualpipe_v(pr, &err);
+  REQUIRE(s);
+  auto text = [](const std::vector<Op>& ops) {
+    std::string out;
+    for (const Op& op : ops) out += (out.empty() ? "" : " ") + op_short(op);
+    return out;
+  };
+  CHECK(text(s->stages[0]) == "F0 F1 F2 F0:1 B0:1 W0:1 F1:1 F3 BW1:1 F2:1 BW0 BW2:1 F3:1 BW1 BW3:1 B2 W2 B3 W3");
+  CHECK(text(s->stages[1]) == "F0 F0:1 F1 F1:1 F2 BW0:1 F2:1 BW0 F3 BW1:1 F3:1 BW1 BW2:1 BW2 B3:1 B3 W3:1 W3");
+  for (int p : {1, 2, 3, 4, 5, 8}) {
+    for (int m : {2 * p, 2 * p + 1, 3 * p + 1, 5 * p}) {
+      INFO("p=" << p << " m=" << m);
+      Problem two = make_problem(p, m, 1.5, 1.5, 1, 0.1, 0.5, 0.2, "", 2);
+      auto v = generate_dualpipe_v(two, &err);
+      REQUIRE(v);
+      CHECK(v->placement == v_shape_placement(p));
+      check_invariants(*v, two);
+    }
+  }
+  Problem few = make_problem(4, 7, 1, 1, 1, 0, 0.5, 0.25, "", 2);
+  CHECK_FALSE(generate_dualpipe_v(few, &err));
+  CHECK(err == "dualpipe-v needs at least as many microbatches as virtual stages (m >= 2p = 8); got m = 7, p = 4");
+}

@@ -104,7 +104,7 @@ TEST_CASE("zbplan: bad flags and impossible inputs give one-line errors and non-
   r = plan_with({"--method", "zb-h9", "-p", "4", "-m", "8", "--tf", "1", "--tb", "1", "--tw", "1"});
   CHECK(r.code == 2);
   CHECK(r.err == "zbplan: --method: unknown method 'zb-h9'; did you mean 'zb-h1'? (known: 1f1b, 1f1b-i, zb-h1, zb-h2, "
-                 "heuristic, ilp, zb-v, auto, zb-1p, zb-2p)\nrun 'zbplan plan --help' for usage\n");
+                 "heuristic, ilp, zb-v, dualpipe-v, auto, zb-1p, zb-2p)\nrun 'zbplan plan --help' for usage\n");
   r = plan_with({"--method", "heurstic", "-p", "4", "-m", "8", "--tf", "1", "--tb", "1", "--tw", "1"});
   CHECK(r.code == 2);
   CHECK(r.err.find("unknown method 'heurstic'; did you mean 'heuristic'?") != std::string::npos);
@@ -118,7 +118,7 @@ TEST_CASE("zbplan: bad flags and impossible inputs give one-line errors and non-
                  "heuristic --mem-limit 1p\nrun 'zbplan plan --help' for usage\n");
   r = plan_with({"-p", "4", "-m", "8"});
   CHECK(r.code == 2);
-  CHECK(r.err == "zbplan: --method is required (schedule method: 1f1b, 1f1b-i, zb-h1, zb-h2, heuristic, ilp, zb-v, auto; "
+  CHECK(r.err == "zbplan: --method is required (schedule method: 1f1b, 1f1b-i, zb-h1, zb-h2, heuristic, ilp, zb-v, dualpipe-v, auto; "
                  "or the paper's names, in any case (ZB-H1, ZB-H2, 1F1B, ZB-V; ZB-1p and ZB-2p: the heuristic at "
                  "--mem-limit 1p and 2p))\nrun 'zbplan plan --help' for usage\n");
   r = zbplan({"plan", "--method", "zb-h1", "-p", "4", "-m", "8", "--bogus", "-o", out});
@@ -344,8 +344,28 @@ TEST_CASE("zbplan: show writes SVG and self-contained HTML, export/import round-
   Run back = zbplan({"import", tmp("cli_show.csv"), "-o", tmp("cli_back.json")});
   INFO(back.err);
   REQUIRE(back.code == 0);
+  // Times not given are 1, and import says so (issue 22).
+  CHECK(back.out.find("  import: assumed --tf 1 --tb 1 --tw 1 (not given): the figures below count in that unit; give "
+                      "--tf, --tb and --tw for real ones\n") != std::string::npos);
+  Run partly = zbplan({"import", tmp("cli_show.csv"), "--tf", "2", "-o", tmp("cli_back_tf.json")});
+  CHECK(partly.code == 0);
+  CHECK(partly.out.find("  import: assumed --tb 1 --tw 1 (not given)") != std::string::npos);
+  Run given = zbplan({"import", tmp("cli_show.csv"), "--tf", "2", "--tb", "2", "--tw", "1", "-o", tmp("cli_back_tf.json")});
+  CHECK(given.code == 0);
+  CHECK(given.out.find("assumed") == std::string::npos);
   Run v = zbplan({"validate", tmp("cli_back.json")});
   CHECK(v.out == tmp("cli_back.json") + ": ok (pytorch-csv, lowered, p=4, m=8, chunks=1, 212 ops)\n");  // 96 compute, 4 x 24 send/recv, 4 steps, 16 post-validation
+  // What PyTorch writes for DualPipeV (compute+comms format): the notes say what was read and not kept.
+  const std::string pytorch = std::string(ZBPP_GOLDEN_DIR) + "/pytorch/dualpipev_p4_m8.csv";
+  Run dual = zbplan({"import", pytorch, "--tf", "1", "--tb", "1", "--tw", "1", "-o", tmp("cli_dual.json")});
+  INFO(dual.err);
+  CHECK(dual.code == 0);
+  CHECK(dual.out.find("  import: 192 SEND_F/RECV_F/SEND_B/RECV_B cells match the messages zbplan's lowering sends; "
+                      "dropped, and the schedule lowered again\n") != std::string::npos);
+  CHECK(dual.out.find("  import: 25 OVERLAP_F_B cells: each runs its actions one after the other") != std::string::npos);
+  Run compute = zbplan({"import", pytorch, "--tf", "1", "--tb", "1", "--tw", "1", "--compute-only", "-o", tmp("cli_dual_c.json")});
+  CHECK(compute.out.find("cells match the messages zbplan's lowering sends; dropped (--compute-only)\n") !=
+        std::string::npos);
   Run unknown = zbplan({"export", s, "--format", "csv2", "-o", tmp("x.csv")});
   CHECK(unknown.code == 2);
   CHECK(unknown.err == "zbplan: --format: unknown format 'csv2' (known: pytorch-csv)\nrun 'zbplan export --help' for usage\n");

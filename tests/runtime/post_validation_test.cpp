@@ -94,7 +94,8 @@ TEST_CASE("post-validation: without faults, losses and weights equal the synchro
   for (int p : {2, 4}) {
     std::vector<std::pair<std::string, std::vector<std::string>>> methods = {
         {"1f1b", {}}, {"zb-h1", {}}, {"zb-h2", {}}, {"heuristic", {"--mem-limit", "2p"}},
-        {"ilp", {"--mem-limit", "2p", "--ilp-seconds", "1"}}, {"zb-v", {}}, {"1f1b-i", {"--chunks", "2"}}};
+        {"ilp", {"--mem-limit", "2p", "--ilp-seconds", "1"}}, {"zb-v", {}}, {"dualpipe-v", {}},
+        {"1f1b-i", {"--chunks", "2"}}};
     for (const auto& [method, flags] : methods) {
       INFO("p=" << p << " " << method);
       auto result = train(plan("pv", method, p, m, flags), steps, "0.001", no_clip);

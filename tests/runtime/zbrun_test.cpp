@@ -35,6 +35,7 @@ TEST_CASE("zbrun: losses and weights are bit-identical across schedules and equa
         {"heuristic", plan("same", "heuristic", p, m, {"--mem-limit", "2p"})},
         {"ilp", plan("same", "ilp", p, m, {"--mem-limit", "2p", "--ilp-seconds", "1"})},
         {"zb-v", plan("same", "zb-v", p, m)},
+        {"dualpipe-v", plan("same", "dualpipe-v", p, m)},
         {"1f1b-i", plan("same", "1f1b-i", p, m, {"--chunks", "2"})},
     };
     for (const auto& [method, path] : runs) {
@@ -44,6 +45,18 @@ TEST_CASE("zbrun: losses and weights are bit-identical across schedules and equa
       CHECK(result.second == reference.second);
     }
   }
+}
+
+TEST_CASE("zbrun: a schedule PyTorch wrote (DualPipeV, compute+comms CSV), imported, trains bit-identically") {
+  // tests/golden/pytorch/README.md says how the CSV was made; p = 4, m = 8.
+  const int steps = 4;
+  auto reference = train(plan("pytorch", "1f1b", 1, 8, {"--optimizer", "sync"}), steps);
+  const std::string path = tmp("pytorch_dualpipev.json");
+  Run r = call(run_zbplan, {"zbplan", "import", std::string(ZBPP_GOLDEN_DIR) + "/pytorch/dualpipev_p4_m8.csv", "--tf",
+                            "1", "--tb", "1", "--tw", "0.5", "--optimizer", "sync", "-o", path});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(train(path, steps) == reference);
 }
 
 TEST_CASE("zbrun: the loss decreases over 20 steps") {
