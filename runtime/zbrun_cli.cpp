@@ -446,7 +446,7 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
       const int step = report.step;
       last_report = report;
       peak_bytes = std::max(peak_bytes, report.peak_activation_bytes);
-      rolled_back += report.rolled_back ? 1 : 0;
+      rolled_back += report.chain_start_rolled_back ? 1 : 0;
       replays += report.replays;
       held += report.held ? 1 : 0;
       if (step > 0 || o.steps == 1) profile.add(s.stages[rank], report);
@@ -559,7 +559,8 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
     out << "  optimizer " << s.optimizer;
     if (s.optimizer == kOptimizerPostValidation)
       out << ": " << rolled_back << " speculative step" << (rolled_back == 1 ? "" : "s")
-          << " rolled back and redone on rank 0; " << replays << " iteration" << (replays == 1 ? "" : "s")
+          << " rolled back and redone on rank " << interp.state_chain_start() << "; " << replays << " iteration"
+          << (replays == 1 ? "" : "s")
           << " replayed, " << held << " held until validated";
     out << "\n";
     out << "  peak activation memory per rank: measured [";

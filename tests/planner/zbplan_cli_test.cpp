@@ -192,8 +192,8 @@ TEST_CASE("zbplan: heuristic at 2p and auto at 1p on 1.5B/p8/m24") {
   CHECK(a.out.find("auto: zb-h1 span 1310.405, bubble rate 0.1585; post-validation: period 1310.405 (bubble 0.1585), "
                    "wall 1314.612; post-validation, validated at the start: period 1318.819 (bubble 0.1639), wall "
                    "1314.612; sync: period 1314.011 (bubble 0.1608), wall 1314.011") != std::string::npos);
-  CHECK(a.out.find("auto: best by period (optimizer included) is zb-v (sync)") != std::string::npos);
-  CHECK(a.out.find("optimizer    sync: 3 iterations back to back take 1192.877 each") != std::string::npos);
+  CHECK(a.out.find("auto: best by period (optimizer included) is zb-v (post-validation)") != std::string::npos);
+  CHECK(a.out.find("optimizer    post-validation: 3 iterations back to back take 1189.271 each") != std::string::npos);
   CHECK(a.out.find("method       zb-v (p=8, m=24, chunks=2)") != std::string::npos);
   Run v = zbplan({"validate", tmp("cli_auto.json")});
   CHECK(v.code == 0);
