@@ -77,8 +77,8 @@ std::string render_svg(const Schedule& s, const Problem& pr, const Timeline& t, 
                                                   ", chunks=" + std::to_string(s.chunks) + ", " + s.level + ")"
                                             : options.title;
   char figures[200];
-  std::snprintf(figures, sizeof figures, "makespan %s   span %s   bubble rate %.4f", format_quanta(t.makespan).c_str(),
-                format_quanta(t.span).c_str(), t.bubble_rate);
+  std::snprintf(figures, sizeof figures, "makespan %s   span %s   span bubble rate %.4f",
+                format_quanta(t.makespan).c_str(), format_quanta(t.span).c_str(), t.span_bubble_rate);
   svg << "<text x=\"" << left << "\" y=\"20\" font-size=\"14\" font-weight=\"bold\">" << escape(title) << "</text>\n";
   svg << "<text x=\"" << left << "\" y=\"40\" font-size=\"12\">" << (options.figures.empty() ? std::string(figures) : escape(options.figures))
       << (measured ? "   (thin rows: the measured run)" : "") << "</text>\n";
