@@ -116,6 +116,8 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
       PlanOptions one = options;
       one.lowerings.clear();
       if (lowering) one.lowerings.push_back(*lowering);
+      // The ILP's time limit is auto's in all, shared among the placements it plans for.
+      one.time_limit = options.time_limit / static_cast<double>(lowerings.size());
       std::vector<Diag> why;
       auto result = plan_schedule(pr, method, &why, one);
       const std::string name = lowering ? lowering_name(*lowering) : "";
@@ -135,15 +137,12 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
         consider(std::move(*result), cost_of(*t, compute), method);
         continue;
       }
-      auto timed = time_iterations(result->schedule, result->problem, options.iterations, &unused);
-      if (!timed) {  // plan_schedule timed it already: cannot happen
-        parts.push_back(head + (unused.empty() ? "failed" : unused.back().message));
-        continue;
-      }
+      const IterationTimeline& it = *result->iterations;  // plan_schedule timed the lowered plan
       parts.push_back(head + "span " + format_quanta(t->span) + ", " +
-                      with_bubble(Cost::kPeriod, timed->it.period, timed->it.period_bubble_rate) + ", " +
-                      with_bubble(Cost::kWall, timed->it.wall, timed->it.wall_bubble_rate));
-      consider(std::move(*result), timed->cost(options.objective), method + " (" + name + ")");
+                      with_bubble(Cost::kPeriod, it.period, it.period_bubble_rate) + ", " +
+                      with_bubble(Cost::kWall, it.wall, it.wall_bubble_rate));
+      const Ticks cost = options.objective == Objective::kWall ? it.wall : it.period;
+      consider(std::move(*result), cost, method + " (" + name + ")");
     }
     // A method that fits under no lowering, for the same reason each time, says so once.
     if (failures.size() == lowerings.size() &&
@@ -293,7 +292,7 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
     diags->insert(diags->end(), found.begin(), found.end());
     return std::nullopt;
   }
-  PlanResult planned{std::move(*s), pr, std::move(notes), {}};
+  PlanResult planned{std::move(*s), pr, std::move(notes), {}, std::nullopt};
   // Every plan says how far from optimal it can be: its cost (the true one when lowered, else the
   // compute cost that stands for it) against the certified bounds.
   Cost cost = compute;
@@ -305,6 +304,7 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
     cost = cost_of(options.objective);
     value = timed->cost(options.objective);
     allreduce = timed->allreduce;
+    planned.iterations = timed->it;
   } else {
     value = simulate_cost(planned.schedule, pr, compute);
   }

@@ -31,6 +31,8 @@ struct PlanResult {
   Problem problem;                 ///< the problem the schedule is for (zb-v may split stages into chunks)
   std::vector<std::string> notes;  ///< e.g. which grid point of the heuristic won; printed by zbplan
   SolverReport solver;             ///< the plan's cost against a certified lower bound (and the ILP's figures)
+  /// A lowered plan: its iterations back to back, as PlanOptions::iterations times them.
+  std::optional<IterationTimeline> iterations;
 };
 
 struct PlanOptions {

@@ -249,8 +249,9 @@ int write_planned(const PlanResult& planned, const IterationFlags& iteration_fla
   const Schedule& schedule = planned.schedule;
   auto timeline = simulate_timeline(schedule, planned.problem, &diags);
   if (!timeline) return fail(err, diags);
-  std::optional<IterationTimeline> iterations;
-  if (schedule.level == kLevelLowered) {
+  // A plan lowered by the pipeline was timed there, with the same options.
+  std::optional<IterationTimeline> iterations = planned.iterations;
+  if (schedule.level == kLevelLowered && !iterations) {
     iterations = simulate_iterations(schedule, planned.problem, iteration_flags.options(), &diags);
     if (!iterations) return fail(err, diags);
   }
@@ -459,7 +460,7 @@ int cmd_import(const std::string& path, const ProblemFlags& flags, const Iterati
   diags = validate(*imported, *problem, path);
   if (!diags.empty()) return fail(err, diags);
   if (!compute_only && !check_message_order(*imported, path, &diags)) return fail(err, diags);
-  PlanResult planned{*imported, *problem, {}, {}};
+  PlanResult planned{*imported, *problem, {}, {}, std::nullopt};
   if (!compute_only && !lower_planned(&planned, &diags, iteration_flags.lower_options())) return fail(err, diags);
   return write_planned(planned, iteration_flags, output, out, err);
 }

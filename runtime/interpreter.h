@@ -65,9 +65,10 @@ class Interpreter {
   std::vector<StepReport> take_reports();
   /// The number of the next step (after resuming from a checkpoint of that many steps).
   void start_at(int step) { step_ = step; }
-  /// Post-validation: the rank that starts the state chain (the file's, lower.h's state_chain: 0
-  /// for one chunk per stage, p-1 for ZB-V). It steps on the least of the state, so its
-  /// speculative steps are the ones most often rolled back.
+  /// Post-validation: the rank that starts the state chain, as the file's ops say (lower.h's
+  /// state_chain starts it on the stage whose iteration starts first: 0 for every placement zbplan
+  /// writes). It steps on the least of the state, so its speculative steps are the ones most often
+  /// rolled back.
   int state_chain_start() const { return chain_start_; }
   /// Fault injection for tests, at the op at `index` (-1: none). kError: the op fails instead of
   /// running. kHang: the rank stops there, answering nothing, until another rank ends the run.
