@@ -52,18 +52,15 @@ std::string with_bubble(Cost cost, Ticks value, double bubble) {
          fixed4(bubble) + ")";
 }
 
-// The iterations of a lowered plan back to back; the all-reduce latency of a synchronous step
-// for the bound (-1 under post-validation).
-struct Timed {
-  IterationTimeline it;
-  Ticks allreduce = -1;
-  Ticks cost(Objective objective) const { return objective == Objective::kWall ? it.wall : it.period; }
-};
-std::optional<Timed> time_iterations(const Schedule& lowered, const Problem& pr, const IterationOptions& options,
-                                     std::vector<Diag>* diags) {
-  auto it = simulate_iterations(lowered, pr, options, diags);
-  if (!it) return std::nullopt;
-  return Timed{*it, lowered.optimizer == kOptimizerSync ? it->allreduce_latency : -1};
+// A lowered plan's true cost: its objective's figure of the iterations back to back.
+Ticks true_cost_in(const IterationTimeline& it, Objective objective) {
+  return objective == Objective::kWall ? it.wall : it.period;
+}
+
+// The compute cost the searches rank by (simulate.h's compute_cost); a compute-only plan is ranked
+// as for overlapping iterations: by the span for the period, the makespan for the wall.
+Cost ranking_cost(const PlanOptions& o) {
+  return compute_cost(o.objective, o.lowerings.empty() ? kOptimizerPostValidation : o.lowerings.front().optimizer);
 }
 
 // Whether the compute cost ranks one-chunk schedules as the true cost does (simulate.h's
@@ -86,7 +83,7 @@ CostFn true_cost_of(const Problem& pr, Objective objective, const LowerOptions& 
   return [&pr, objective, lowering, options](const Schedule& s) -> Ticks {
     std::vector<Diag> unused;
     auto it = simulate_iterations(lower_comms(s, lowering), pr, options, &unused);
-    return !it ? -1 : objective == Objective::kWall ? it->wall : it->period;
+    return it ? true_cost_in(*it, objective) : -1;
   };
 }
 
@@ -104,8 +101,7 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
     best_method = method;
     best = std::move(result);
   };
-  // A compute-only plan is ranked by what stands for the objective.
-  const Cost compute = options.objective == Objective::kWall ? Cost::kMakespan : Cost::kSpan;
+  const Cost compute = ranking_cost(options);  // for compute-only plans
   std::vector<std::optional<LowerOptions>> lowerings(options.lowerings.begin(), options.lowerings.end());
   if (lowerings.empty()) lowerings.push_back(std::nullopt);
   for (const auto& method : plan_methods()) {
@@ -141,8 +137,7 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
       parts.push_back(head + "span " + format_quanta(t->span) + ", " +
                       with_bubble(Cost::kPeriod, it.period, it.period_bubble_rate) + ", " +
                       with_bubble(Cost::kWall, it.wall, it.wall_bubble_rate));
-      const Ticks cost = options.objective == Objective::kWall ? it.wall : it.period;
-      consider(std::move(*result), cost, method + " (" + name + ")");
+      consider(std::move(*result), true_cost_in(it, options.objective), method + " (" + name + ")");
     }
     // A method that fits under no lowering, for the same reason each time, says so once.
     if (failures.size() == lowerings.size() &&
@@ -205,8 +200,7 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
   // What ranks the searches' candidates: the compute cost that stands for the objective, or,
   // where it would rank them otherwise than the true cost, the true cost itself.
   const LowerOptions* lowering = options.lowerings.empty() ? nullptr : &options.lowerings.front();
-  const Cost compute = lowering ? compute_cost(options.objective, lowering->optimizer)
-                                : options.objective == Objective::kWall ? Cost::kMakespan : Cost::kSpan;
+  const Cost compute = ranking_cost(options);
   CostFn true_cost;
   if (lowering && !compute_cost_ranks_alike(options.objective, *lowering, pr, options.iterations))
     true_cost = true_cost_of(pr, options.objective, *lowering, options.iterations);
@@ -249,10 +243,8 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
                       "), warm-started from the heuristic: " + refined->summary());
       // The MILP never returns a schedule worse than its warm start (by the true cost where given),
       // so its schedule replaces the heuristic's; its report carries CBC's bound on the model's cost.
-      ilp_report = SolverReport{};
-      ilp_report->cost = compute;
+      ilp_report = SolverReport{};  // its best_bound: the model's cost's
       ilp_report->best_bound = refined->lower_bound;
-      ilp_report->bound_source = "cbc";
       ilp_report->status = refined->status;
       ilp_report->seconds = refined->seconds;
       ilp_report->nodes = refined->nodes;
@@ -299,12 +291,11 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
   Ticks value = 0, allreduce = -1;
   if (lowering) {
     if (!lower_planned(&planned, diags, *lowering)) return std::nullopt;
-    auto timed = time_iterations(planned.schedule, pr, options.iterations, diags);
-    if (!timed) return std::nullopt;
+    planned.iterations = simulate_iterations(planned.schedule, pr, options.iterations, diags);
+    if (!planned.iterations) return std::nullopt;
     cost = cost_of(options.objective);
-    value = timed->cost(options.objective);
-    allreduce = timed->allreduce;
-    planned.iterations = timed->it;
+    value = true_cost_in(*planned.iterations, options.objective);
+    if (planned.schedule.optimizer == kOptimizerSync) allreduce = planned.iterations->allreduce_latency;
   } else {
     value = simulate_cost(planned.schedule, pr, compute);
   }

@@ -504,8 +504,8 @@ std::vector<Diag> check_recorded_figures(const ScheduleFile& f, const Timeline& 
   std::optional<IterationTimeline> it;
   if (timed && s.level != kLevelLowered) {
     out.push_back({path, r.iterations ? "/iterations" : "/solver/cost", -1, -1, "",
-                   "a compute-level schedule has no optimizer step to repeat; only lowered files record "
-                   "iterations, or a solver cost of the period or the wall (here: the span or the makespan)"});
+                   "a compute-level schedule has no optimizer step to repeat: it records no iterations, and its "
+                   "solver cost is the span or the makespan (the period and the wall need a lowered file)"});
     return out;
   }
   if (timed) {

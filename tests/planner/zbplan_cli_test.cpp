@@ -440,6 +440,24 @@ TEST_CASE("zbplan: validate recomputes every figure a file records and locates e
                                                  "got 1000000");
   CHECK(first_error("/iterations/spare", 1) == "zbplan: " + edited + ": /iterations/spare: unknown field 'spare'");
   CHECK(first_error("/peak_memory/0", "1") == "zbplan: " + edited + ": /peak_memory/0: expected a number, got \"1\"");
+  // The solver's cost names its figure (here the period, 30.2: the wall is 30.35); a compute-level
+  // file has no period or wall to name.
+  CHECK(first_error("/solver/cost", "wall") == "zbplan: " + edited + ": /solver/objective: recorded 30.2, recomputed "
+                                               "30.35 (the file was edited after it was written: plan it again)");
+  CHECK(first_error("/solver/cost", "time") == "zbplan: " + edited + ": /solver/cost: expected \"span\", "
+                                               "\"makespan\", \"period\" or \"wall\", got \"time\"");
+  std::string compute = tmp("cli_figures_compute.json");
+  REQUIRE(zbplan({"plan", "--method", "zb-h1", "-p", "2", "-m", "4", "--tf", "1", "--tb", "1", "--tw", "0.5",
+                  "--compute-only", "-o", compute}).code == 0);
+  auto compute_doc = nlohmann::json::parse(std::ifstream(compute));
+  CHECK(compute_doc["solver"]["cost"] == "span");
+  compute_doc["solver"]["cost"] = "period";
+  write(edited, compute_doc.dump(1));
+  Run c = zbplan({"validate", edited});
+  CHECK(c.code == 1);
+  CHECK(c.err.substr(0, c.err.find('\n')) ==
+        "zbplan: " + edited + ": /solver/cost: a compute-level schedule has no optimizer step to repeat: it records no "
+        "iterations, and its solver cost is the span or the makespan (the period and the wall need a lowered file)");
   // simulate, show and export read through the same check.
   copy = j;
   copy["span"] = 1;
