@@ -104,6 +104,30 @@ TEST_CASE("post-validation: without faults, losses and weights equal the synchro
   }
 }
 
+TEST_CASE("post-validation: the runtime takes the state's path from the file, wherever the loss is") {
+  // Rank 1 runs virtual stage 0 and rank 0 virtual stage 1, the loss's (a PyTorch CSV with its rows
+  // swapped): the state goes 1 -> 0 and rank 0 steps exactly, so an interpreter that took rank p-1
+  // for the chain's end would step rank 1 as if it held the complete state and mis-send the verdict.
+  const std::string csv = tmp("pv_swapped.csv"), schedule = tmp("pv_swapped.json");
+  {
+    std::ofstream out(csv);
+    out << "1F0,1I0,1F1,1I1,1W0,1F2,1I2,1W1,1F3,1I3,1W2,1W3\n0F0,0F1,0I0,0W0,0F2,0I1,0W1,0F3,0I2,0W2,0I3,0W3\n";
+  }
+  Run imported = call(run_zbplan, {"zbplan", "import", csv, "--tf", "1", "--tb", "1", "--tw", "0.5", "-o", schedule});
+  INFO(imported.err);
+  REQUIRE(imported.code == 0);
+  const std::string text = read_all(schedule);
+  REQUIRE(text.find("\"placement\": [[1],[0]]") != std::string::npos);
+  REQUIRE(text.find("{\"type\": \"SEND_STATE\", \"peer\": 0}") != std::string::npos);  // rank 1 -> rank 0
+  const std::vector<std::string> no_clip = {"--clip-norm", "100"};
+  auto reference = train(plan("pvswap", "1f1b", 1, 4, {"--optimizer", "sync"}), 3, "0.001", no_clip);
+  CHECK(train(schedule, 3, "0.001", no_clip) == reference);
+  // With clipping, the chain's first rank, 1, steps on its part alone and rolls back.
+  std::string out = run_dumping(schedule, tmp("pv_swapped_weights"), {"--steps", "6"});
+  CHECK(out.find("optimizer post-validation: 4 speculative steps rolled back and redone on rank 1; 1 iteration "
+                 "replayed, 4 held until validated") != std::string::npos);
+}
+
 TEST_CASE("post-validation: with clipping on, methods still agree bit for bit with each other") {
   // Schedules that put the same layers on the same ranks take the same speculative decisions,
   // rollbacks and redos. (ZB-V and 1F1B-I place layers otherwise, so their partial norms, and
