@@ -125,32 +125,36 @@ double bubble_rate_of_span(const Problem& pr, Ticks span) {
 }
 
 SolverReport bound_report(const Problem& pr, Ticks span) {
-  return bound_report(pr, span, Objective::kPeriod, interleaved_placement(pr.p, pr.chunks));
+  return bound_report(pr, span, Cost::kSpan, interleaved_placement(pr.p, pr.chunks));
 }
 
-Ticks cost_lower_bound(const Problem& pr, Objective objective, const std::vector<std::vector<int>>& placement,
-                       std::string* which) {
+Ticks cost_lower_bound(const Problem& pr, Cost cost, const std::vector<std::vector<int>>& placement,
+                       std::string* which, Ticks allreduce) {
   SpanBounds b = span_lower_bounds(pr);
   Ticks best = b.best;
   std::string source = b.which;
-  // Every span bound holds for the wall clock too: the makespan covers every stage's span.
-  if (objective == Objective::kWall) {
+  // Every span bound holds for the makespan and the wall clock too, which cover every stage's
+  // span, and for the period: a stage's ops of one iteration lie between two of its steps. A
+  // synchronous step makes the period a wall clock.
+  const bool sync = allreduce >= 0 && !is_compute_cost(cost);
+  if (cost == Cost::kMakespan || cost == Cost::kWall || sync) {
     Ticks ramp = wall_lower_bound(pr, placement);
     if (ramp > best) best = ramp, source = "ramp";
   }
+  if (sync) best += allreduce;  // after every stage's last op, the all-reduce
   if (which) *which = source;
   return best;
 }
 
-SolverReport bound_report(const Problem& pr, Ticks cost, Objective objective,
-                          const std::vector<std::vector<int>>& placement) {
+SolverReport bound_report(const Problem& pr, Ticks cost_value, Cost cost,
+                          const std::vector<std::vector<int>>& placement, Ticks allreduce) {
   SolverReport r;
-  r.cost = objective;
-  const Ticks best = cost_lower_bound(pr, objective, placement, &r.bound_source);
-  r.objective = cost;
+  r.cost = cost;
+  const Ticks best = cost_lower_bound(pr, cost, placement, &r.bound_source, allreduce);
+  r.objective = cost_value;
   r.best_bound = from_quanta(best);
-  r.gap = relative_gap(cost, static_cast<double>(best));
-  r.status = cost <= best ? "optimal" : "not_run";
+  r.gap = relative_gap(cost_value, static_cast<double>(best));
+  r.status = cost_value <= best ? "optimal" : "not_run";
   r.bubble_rate_bound = bubble_rate_of_span(pr, best);
   return r;
 }

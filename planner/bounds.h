@@ -28,11 +28,12 @@ struct SpanBounds {
 };
 
 /// What a plan knows about its own quality; written to the schedule file as "solver". Its figures
-/// measure the plan's objective: the span (kPeriod) or the wall clock, i.e. the makespan (kWall).
+/// measure `cost`: the plan's objective, the period or the wall clock with the optimizer, or for a
+/// compute-only plan the span or the makespan that stands for it (simulate.h's compute_cost).
 struct SolverReport {
-  Objective cost = Objective::kPeriod;  ///< what `objective` and `best_bound` measure
+  Cost cost = Cost::kSpan;   ///< what `objective` and `best_bound` measure
   std::string status;        ///< "optimal" (the cost meets a certified bound), "time_limit", "local_optimum", "not_run"
-  Ticks objective = 0;       ///< the schedule's exact simulated cost (span or wall clock)
+  Ticks objective = 0;       ///< the schedule's exact simulated cost
   double best_bound = 0;     ///< certified lower bound on any schedule's cost (time units)
   std::string bound_source;  ///< "busy", "memory", "critical-path", "ramp" (wall only) or "cbc"
   double gap = 0;            ///< (objective - best_bound) / objective
@@ -44,15 +45,18 @@ struct SolverReport {
 /// The report of a schedule no solver has seen: its span against the combinatorial bounds.
 SolverReport bound_report(const Problem& problem, Ticks span);
 
-/// The same by `objective`: with kWall, `cost` is the wall clock and the bound is the larger of the
-/// span bounds (wall >= span) and the ramp bound of `placement` (wall_lower_bound, simulate.h).
-SolverReport bound_report(const Problem& problem, Ticks cost, Objective objective,
-                          const std::vector<std::vector<int>>& placement);
+/// The same for a schedule whose `cost` is `cost_value` (see cost_lower_bound).
+SolverReport bound_report(const Problem& problem, Ticks cost_value, Cost cost,
+                          const std::vector<std::vector<int>>& placement, Ticks allreduce = -1);
 
-/// A certified lower bound on the cost by `objective` of every valid schedule of `problem` (with
-/// `placement`, which only the wall bound uses); `which` gets the name of the bound that gives it.
-Ticks cost_lower_bound(const Problem& problem, Objective objective, const std::vector<std::vector<int>>& placement,
-                       std::string* which = nullptr);
+/// A certified lower bound on `cost` for every valid schedule of `problem` (with `placement`, which
+/// only the ramp bound uses); `which` gets the name of the bound that gives it. kSpan and kPeriod:
+/// the span bounds; kMakespan and kWall: also the ramp bound (wall_lower_bound, simulate.h).
+/// `allreduce` >= 0 says the optimizer is synchronous, with that all-reduce latency: every
+/// iteration then waits for it after its last op, so the period and the wall are bounded by the
+/// ramp and span bounds plus it.
+Ticks cost_lower_bound(const Problem& problem, Cost cost, const std::vector<std::vector<int>>& placement,
+                       std::string* which = nullptr, Ticks allreduce = -1);
 
 /// Lower bounds on the simulated span of every valid schedule of `problem`.
 SpanBounds span_lower_bounds(const Problem& problem);

@@ -11,14 +11,18 @@ namespace zbpp {
 namespace {
 
 // Adds the optimizer's ops to one lowered stage (see lower.h and validate.cpp's check_optimizer_ops).
-void add_optimizer_ops(std::vector<Op>* ops, int st, int p, const LowerOptions& options) {
+void add_optimizer_ops(std::vector<Op>* ops, int st, const StateChain& chain, const LowerOptions& options) {
   if (options.optimizer != kOptimizerPostValidation) {
     ops->push_back({OpType::OPT_STEP, 0, 0, -1, -1});
     return;
   }
+  // The verdict's first stage holds it from its own step: it sends it first thing. The others
+  // receive it and pass it on where they validate.
+  const bool holds_verdict = chain.verdict_from[st] < 0;
   std::vector<Op> validation;
-  if (st + 1 < p) validation.push_back({OpType::RECV_VALID, 0, 0, st + 1, -1});
-  if (st > 0) validation.push_back({OpType::SEND_VALID, 0, 0, st - 1, -1});
+  if (!holds_verdict) validation.push_back({OpType::RECV_VALID, 0, 0, chain.verdict_from[st], -1});
+  const Op send_valid{OpType::SEND_VALID, 0, 0, chain.verdict_to[st], -1};
+  if (!holds_verdict && send_valid.peer >= 0) validation.push_back(send_valid);
   validation.push_back({OpType::VALIDATE, 0, 0, -1, -1});
   size_t at = 0;
   if (options.validate_at == ValidateAt::kFirstBackward) {
@@ -26,12 +30,47 @@ void add_optimizer_ops(std::vector<Op>* ops, int st, int p, const LowerOptions& 
     if (at > 0 && (*ops)[at - 1].type == OpType::RECV_B) --at;
   }
   ops->insert(ops->begin() + static_cast<std::ptrdiff_t>(at), validation.begin(), validation.end());
-  if (st > 0) ops->push_back({OpType::RECV_STATE, 0, 0, st - 1, -1});
-  if (st + 1 < p) ops->push_back({OpType::SEND_STATE, 0, 0, st + 1, -1});
+  if (holds_verdict && send_valid.peer >= 0) ops->insert(ops->begin(), send_valid);
+  if (chain.state_from[st] >= 0) ops->push_back({OpType::RECV_STATE, 0, 0, chain.state_from[st], -1});
+  if (chain.state_to[st] >= 0) ops->push_back({OpType::SEND_STATE, 0, 0, chain.state_to[st], -1});
   ops->push_back({OpType::OPT_STEP, 0, 0, -1, -1});
 }
 
 }  // namespace
+
+StateChain state_chain(const Schedule& s) {
+  VirtualStageMap map(s.placement);
+  // (virtual stage of the stage's first op of `type`, stage), over the stages.
+  auto first = [&](OpType type) {
+    std::vector<std::pair<int, int>> out;
+    for (int st = 0; st < s.p; ++st) {
+      int vs = -1;
+      for (const Op& op : s.stages[st])
+        if (op.type == type || (type == OpType::B && op.type == OpType::BW)) {
+          vs = map.vs(st, op.chunk);
+          break;
+        }
+      out.push_back({vs, st});
+    }
+    return out;
+  };
+  StateChain chain;
+  auto state = first(OpType::F), backward = first(OpType::B);
+  std::sort(state.begin(), state.end());
+  for (const auto& [vs, st] : state) chain.state.push_back(st);
+  std::sort(backward.rbegin(), backward.rend());
+  chain.verdict.push_back(chain.state.back());
+  for (const auto& [vs, st] : backward)
+    if (st != chain.state.back()) chain.verdict.push_back(st);
+  auto link = [&](const std::vector<int>& order, std::vector<int>* from, std::vector<int>* to) {
+    from->assign(s.p, -1);
+    to->assign(s.p, -1);
+    for (size_t k = 0; k + 1 < order.size(); ++k) (*to)[order[k]] = order[k + 1], (*from)[order[k + 1]] = order[k];
+  };
+  link(chain.state, &chain.state_from, &chain.state_to);
+  link(chain.verdict, &chain.verdict_from, &chain.verdict_to);
+  return chain;
+}
 
 Schedule lower_comms(const Schedule& compute, const LowerOptions& options) {
   Schedule out = compute;
@@ -39,6 +78,7 @@ Schedule lower_comms(const Schedule& compute, const LowerOptions& options) {
   out.optimizer = options.optimizer;
   VirtualStageMap map(compute.placement);
   int last_vs = map.virtual_stages() - 1;
+  const StateChain chain = state_chain(compute);
   for (int st = 0; st < compute.p; ++st) {
     const auto& ops = compute.stages[st];
     auto& lowered = out.stages[st];
@@ -70,7 +110,7 @@ Schedule lower_comms(const Schedule& compute, const LowerOptions& options) {
         lowered.push_back({OpType::SEND_B, op.mb, op.chunk, map.stage_of[vs - 1], -1});
       if (op.type == OpType::W || op.type == OpType::BW) free_slots.insert(slot_of[key]);
     }
-    add_optimizer_ops(&lowered, st, compute.p, options);
+    add_optimizer_ops(&lowered, st, chain, options);
   }
   out.method = compute.method;
   return out;

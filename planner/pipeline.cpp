@@ -1,6 +1,7 @@
 // The planner's pass list (see pipeline.h).
 #include "planner/pipeline.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -40,9 +41,56 @@ std::string lowering_name(const LowerOptions& l) {
   return l.validate_at == ValidateAt::kStart ? "post-validation, validated at the start" : "post-validation";
 }
 
-// Runs every method; keeps the smallest cost by the objective. With lowerings, a candidate's cost
-// is its true one: each lowering of it timed over iterations back to back, optimizer included.
-// Each candidate's outcome becomes a note.
+std::string fixed4(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4f", v);
+  return buf;
+}
+
+// "period 1189.271 (period bubble rate 0.0728)".
+std::string with_bubble(Cost cost, Ticks value, double bubble) {
+  return std::string(cost_name(cost)) + " " + format_quanta(value) + " (" + cost_name(cost) + " bubble rate " +
+         fixed4(bubble) + ")";
+}
+
+// A lowered plan's true cost: its objective's figure of the iterations back to back.
+Ticks true_cost_in(const IterationTimeline& it, Objective objective) {
+  return objective == Objective::kWall ? it.wall : it.period;
+}
+
+// The compute cost the searches rank by (simulate.h's compute_cost); a compute-only plan is ranked
+// as for overlapping iterations: by the span for the period, the makespan for the wall.
+Cost ranking_cost(const PlanOptions& o) {
+  return compute_cost(o.objective, o.lowerings.empty() ? kOptimizerPostValidation : o.lowerings.front().optimizer);
+}
+
+// Whether the compute cost ranks one-chunk schedules as the true cost does (simulate.h's
+// compute_cost), so the searches need not lower and time every candidate (which would make the
+// grid several times slower): under a synchronous step the period and the wall are the makespan
+// plus the all-reduce; under post-validation validating at the first B, with every stage taking
+// the same times and state messages no slower than activations, the period is the span. Both are
+// checked on every candidate of the grid in search_heuristic_test, which also shows uneven stages
+// where the period falls below the span. Elsewhere the searches rank by the true cost.
+bool compute_cost_ranks_alike(Objective objective, const LowerOptions& l, const Problem& pr,
+                              const IterationOptions& it) {
+  if (l.optimizer == kOptimizerSync) return true;
+  return objective == Objective::kPeriod && l.validate_at == ValidateAt::kFirstBackward && pr.uniform_times() &&
+         (it.state_latency < 0 || it.state_latency <= pr.t_comm);
+}
+
+// A one-chunk schedule lowered and timed over iterations back to back: its true cost.
+CostFn true_cost_of(const Problem& pr, Objective objective, const LowerOptions& lowering,
+                    const IterationOptions& options) {
+  return [&pr, objective, lowering, options](const Schedule& s) -> Ticks {
+    std::vector<Diag> unused;
+    auto it = simulate_iterations(lower_comms(s, lowering), pr, options, &unused);
+    return it ? true_cost_in(*it, objective) : -1;
+  };
+}
+
+// Runs every method (each under every lowering given); keeps the smallest true cost, or with no
+// lowering the smallest compute cost that stands for the objective. Each candidate's figures
+// become a note, so the pick can be checked against every one printed.
 std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags, const PlanOptions& options) {
   std::optional<PlanResult> best;
   Ticks best_cost = -1;
@@ -54,6 +102,9 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
     best_method = method;
     best = std::move(result);
   };
+  const Cost compute = ranking_cost(options);  // for compute-only plans
+  std::vector<std::optional<LowerOptions>> lowerings(options.lowerings.begin(), options.lowerings.end());
+  if (lowerings.empty()) lowerings.push_back(std::nullopt);
   for (const auto& method : plan_methods()) {
     if (method == "auto") continue;
     if (method == "ilp" && options.time_limit <= 0) continue;  // the ILP runs only with a time budget
@@ -61,57 +112,69 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
       notes.push_back("auto: 1f1b-i left out: it interleaves model chunks (give --chunks V, V >= 2, to include it)");
       continue;
     }
-    std::vector<Diag> why;
-    auto result = plan_schedule(pr, method, &why, options);
-    if (!result) {
-      // A schedule over the memory limit does not fit (its first finding says enough, after the
-      // header line); a method the problem's shape rules out is left out, saying why.
-      const bool over = why.size() > 1 && why[0].message == "the " + method + " schedule does not fit this problem:";
-      notes.push_back("auto: " + method +
-                      (over ? " does not fit: " + format_diag(why[1])
-                            : " left out: " + (why.empty() ? std::string("failed") : format_diag(why[0]))));
-      continue;
-    }
-    std::vector<Diag> unused;
-    auto t = simulate_timeline(result->schedule, result->problem, &unused);
-    char line[200];
-    std::snprintf(line, sizeof line, "auto: %s span %s, bubble rate %.4f", method.c_str(),
-                  format_quanta(t->span).c_str(), t->bubble_rate);
-    std::string note = line;
-    if (options.lowerings.empty()) {
-      notes.push_back(note + ", wall " + format_quanta(t->makespan));
-      consider(std::move(*result), cost_of(*t, options.objective), method);
-      continue;
-    }
-    for (const LowerOptions& lowering : options.lowerings) {
-      PlanResult lowered = *result;
-      std::vector<Diag> failed;
-      std::optional<IterationTimeline> it;
-      if (lower_planned(&lowered, &failed, lowering))
-        it = simulate_iterations(lowered.schedule, lowered.problem, options.iterations, &failed);
-      if (!it) {
-        notes.push_back(note + "; " + lowering_name(lowering) + ": " +
-                        (failed.empty() ? "failed" : failed.back().message));
+    std::vector<std::string> parts, failures;  // a note per lowering; why it failed, where it did
+    for (const auto& lowering : lowerings) {
+      PlanOptions one = options;
+      one.lowerings.clear();
+      if (lowering) one.lowerings.push_back(*lowering);
+      // The ILP's time limit is auto's in all, shared among the placements it plans for.
+      one.time_limit = options.time_limit / static_cast<double>(lowerings.size());
+      std::vector<Diag> why;
+      auto result = plan_schedule(pr, method, &why, one);
+      const std::string name = lowering ? lowering_name(*lowering) : "";
+      const std::string head = "auto: " + method + (lowering ? " under " + name : "") + ": ";
+      if (!result) {
+        // The first finding says enough (a header line, when there is one, comes before it). A
+        // schedule over the memory limit does not fit; a method the problem's shape rules out is
+        // left out.
+        const bool over = why.size() > 1 && why[0].message == "the " + method + " schedule does not fit this problem:";
+        std::string reason = (over ? "does not fit: " : "left out: ") +
+                             (why.empty() ? std::string("failed") : format_diag(why[why.size() > 1 ? 1 : 0]));
+        failures.push_back(reason);
+        parts.push_back(head + reason);
         continue;
       }
-      std::snprintf(line, sizeof line, "; %s: period %s (bubble %.4f), wall %s", lowering_name(lowering).c_str(),
-                    format_quanta(it->period).c_str(), it->period_bubble_rate, format_quanta(it->wall).c_str());
-      note += line;
-      consider(std::move(lowered), options.objective == Objective::kWall ? it->wall : it->period,
-               method + " (" + lowering_name(lowering) + ")");
+      std::vector<Diag> unused;
+      auto t = simulate_timeline(result->schedule, result->problem, &unused);
+      if (!lowering) {
+        parts.push_back(head + with_bubble(Cost::kSpan, t->span, t->span_bubble_rate) + ", " +
+                        with_bubble(Cost::kMakespan, t->makespan, bubble_rate_of_span(result->problem, t->makespan)));
+        consider(std::move(*result), cost_of(*t, compute), method);
+        continue;
+      }
+      const IterationTimeline& it = *result->iterations;  // plan_schedule timed the lowered plan
+      parts.push_back(head + "span " + format_quanta(t->span) + ", " +
+                      with_bubble(Cost::kPeriod, it.period, it.period_bubble_rate) + ", " +
+                      with_bubble(Cost::kWall, it.wall, it.wall_bubble_rate));
+      consider(std::move(*result), true_cost_in(it, options.objective), method + " (" + name + ")");
     }
-    notes.push_back(note);
+    // A method that fits under no lowering, for the same reason each time, says so once.
+    if (failures.size() == lowerings.size() &&
+        std::all_of(failures.begin(), failures.end(), [&](const std::string& f) { return f == failures[0]; }))
+      parts = {"auto: " + method + " " + failures[0]};
+    notes.insert(notes.end(), parts.begin(), parts.end());
   }
   if (!best) {
     diags->push_back({"", "", -1, -1, "", "no method fits this problem:"});
     for (const auto& n : notes) diags->push_back({"", "", -1, -1, "", n});
     return std::nullopt;
   }
-  notes.push_back("auto: best by " + std::string(options.objective == Objective::kWall ? "wall clock" : "period") +
-                  (options.lowerings.empty() ? " (compute ops only)" : " (optimizer included)") + " is " +
-                  best_method);
+  const bool compute_only = options.lowerings.empty();
+  notes.push_back("auto: best by " + std::string(compute_only ? cost_name(compute) : objective_name(options.objective)) +
+                  (compute_only ? " (compute ops only)" : " (optimizer included)") + " is " + best_method);
   best->notes.insert(best->notes.begin(), notes.begin(), notes.end());
   return best;
+}
+
+// "bound: period >= 1102.68 (busy), period bubble rate >= 0.0000, gap 7.2810 % (not_run)".
+std::string bound_line(const SolverReport& report) {
+  char line[240];
+  std::snprintf(line, sizeof line, "bound: %s >= %s (%s), %s bubble rate >= %.4f, gap %.4f %% (%s)",
+                cost_name(report.cost),
+                format_quanta(static_cast<Ticks>(std::llround(report.best_bound * kQuantaPerUnit))).c_str(),
+                report.bound_source.c_str(), cost_name(report.cost), report.bubble_rate_bound, 100 * report.gap,
+                report.status.c_str());
+  return line;
 }
 
 }  // namespace
@@ -144,6 +207,16 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
     pr = split_into_chunks(original, 2);
     notes.push_back(method + ": each stage split into 2 chunks (per-chunk times and memory are half the stage's)");
   }
+  // What ranks the searches' candidates: the compute cost that stands for the objective, or,
+  // where it would rank them otherwise than the true cost, the true cost itself.
+  const LowerOptions* lowering = options.lowerings.empty() ? nullptr : &options.lowerings.front();
+  const Cost compute = ranking_cost(options);
+  CostFn true_cost;
+  if (lowering && !compute_cost_ranks_alike(options.objective, *lowering, pr, options.iterations))
+    true_cost = true_cost_of(pr, options.objective, *lowering, options.iterations);
+  const std::string ranked_by = true_cost ? std::string(objective_name(options.objective)) + " (lowered: " +
+                                                lowering_name(*lowering) + ")"
+                                          : cost_name(compute);
   if (v_shape) {
     if (!check_shape(pr, method, 2, diags)) return std::nullopt;
     std::string err;
@@ -154,42 +227,39 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
     }
   } else if (method == "heuristic" || method == "ilp") {
     if (!check_shape(pr, method, 1, diags)) return std::nullopt;
-    auto found = search_heuristic(pr, diags, 0, options.objective);
+    auto found = search_heuristic(pr, diags, 0, compute, true_cost);
     if (!found) return std::nullopt;
     s = std::move(found->schedule);
     notes.push_back("search: " + std::to_string(found->feasible) + " of " + std::to_string(found->candidates) +
                     " candidates fit the memory limit (8 switch combinations, 3 handcrafted seeds); best by " +
-                    objective_name(options.objective) + ": " + found->winner);
+                    ranked_by + ": " + found->winner);
     if (method == "ilp") {
 #ifdef ZBPP_HAVE_CBC
       IlpOptions ilp;
-      ilp.objective = options.objective;
+      ilp.measure = compute;
+      ilp.true_cost = true_cost;
       ilp.seconds = options.time_limit > 0 ? options.time_limit : 10;
       ilp.threads = options.threads;
       if (options.progress)
         ilp.progress = [&](const IlpProgress& at) {
           char line[200];
           double cost = from_quanta(at.incumbent);
-          std::snprintf(line, sizeof line, "ilp: %6.1f s  models %4d  incumbent %.6f (bubble %.4f)  bound %.6f  gap %.4f %%",
-                        at.seconds, at.windows, cost, bubble_rate_of_span(pr, at.incumbent), at.bound,
+          std::snprintf(line, sizeof line,
+                        "ilp: %6.1f s  models %4d  incumbent %s %.6f (%s bubble rate %.4f)  bound %.6f  gap %.4f %%",
+                        at.seconds, at.windows, cost_name(compute), cost, cost_name(compute),
+                        bubble_rate_of_span(pr, at.incumbent), at.bound,
                         100 * relative_gap(at.incumbent, at.bound * kQuantaPerUnit));
           options.progress(line);
         };
       auto refined = refine_ilp(pr, *s, ilp, diags);
       if (!refined) return std::nullopt;
-      notes.push_back("ilp (CBC, " + format_quanta(*to_quanta(ilp.seconds)) +
-                      " s limit, minimising the " + (options.objective == Objective::kWall ? "wall clock" : "span") +
+      notes.push_back("ilp (CBC, " + format_quanta(*to_quanta(ilp.seconds)) + " s limit, minimising the " +
+                      cost_name(compute) + (true_cost ? ", keeping a schedule by its " + ranked_by : std::string()) +
                       "), warm-started from the heuristic: " + refined->summary());
-      // The MILP minimises the plan's objective and never returns a schedule worse than its warm
-      // start by it, so its schedule replaces the heuristic's; its report carries CBC's bound.
-      ilp_report = bound_report(pr, refined->cost, options.objective, s->placement);
-      if (refined->lower_bound > ilp_report->best_bound) {
-        ilp_report->best_bound = refined->lower_bound;
-        ilp_report->bound_source = "cbc";
-      }
-      ilp_report->gap = relative_gap(refined->cost, ilp_report->best_bound * kQuantaPerUnit);
-      ilp_report->bubble_rate_bound =
-          bubble_rate_of_span(pr, static_cast<Ticks>(std::llround(ilp_report->best_bound * kQuantaPerUnit)));
+      // The MILP never returns a schedule worse than its warm start (by the true cost where given),
+      // so its schedule replaces the heuristic's; its report carries CBC's bound on the model's cost.
+      ilp_report = SolverReport{};  // its best_bound: the model's cost's
+      ilp_report->best_bound = refined->lower_bound;
       ilp_report->status = refined->status;
       ilp_report->seconds = refined->seconds;
       ilp_report->nodes = refined->nodes;
@@ -229,18 +299,43 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
     diags->insert(diags->end(), found.begin(), found.end());
     return std::nullopt;
   }
-  // Every plan says how far from optimal it can be: its cost by the objective (span or wall
-  // clock) against the certified bounds.
-  SolverReport report = ilp_report ? *ilp_report
-                                   : bound_report(pr, simulate_cost(*s, pr, options.objective), options.objective,
-                                                  s->placement);
-  char line[200];
-  std::snprintf(line, sizeof line, "bound: %s >= %s (%s), bubble rate >= %.4f, gap %.4f %% (%s)",
-                report.cost == Objective::kWall ? "wall clock" : "span",
-                format_quanta(static_cast<Ticks>(std::llround(report.best_bound * kQuantaPerUnit))).c_str(),
-                report.bound_source.c_str(), report.bubble_rate_bound, 100 * report.gap, report.status.c_str());
-  notes.push_back(line);
-  return PlanResult{std::move(*s), pr, std::move(notes), report};
+  PlanResult planned{std::move(*s), pr, std::move(notes), {}, std::nullopt};
+  // Every plan says how far from optimal it can be: its cost (the true one when lowered, else the
+  // compute cost that stands for it) against the certified bounds.
+  Cost cost = compute;
+  Ticks value = 0, allreduce = -1;
+  if (lowering) {
+    if (!lower_planned(&planned, diags, *lowering)) return std::nullopt;
+    planned.iterations = simulate_iterations(planned.schedule, pr, options.iterations, diags);
+    if (!planned.iterations) return std::nullopt;
+    cost = cost_of(options.objective);
+    value = true_cost_in(*planned.iterations, options.objective);
+    if (planned.schedule.optimizer == kOptimizerSync) allreduce = planned.iterations->allreduce_latency;
+  } else {
+    value = simulate_cost(planned.schedule, pr, compute);
+  }
+  SolverReport report = bound_report(pr, value, cost, planned.schedule.placement, allreduce);
+  if (ilp_report) {
+    // CBC's bound on the model's cost bounds the true cost too (the period covers a span, the wall
+    // clock the makespan; a synchronous step adds its all-reduce to both).
+    const double cbc = ilp_report->best_bound + (allreduce >= 0 ? from_quanta(allreduce) : 0);
+    if (cbc > report.best_bound) {
+      report.best_bound = cbc;
+      report.bound_source = "cbc";
+      report.gap = relative_gap(value, cbc * kQuantaPerUnit);
+      report.bubble_rate_bound = bubble_rate_of_span(pr, static_cast<Ticks>(std::llround(cbc * kQuantaPerUnit)));
+    }
+    // Optimal when the cost meets the bound (to CBC's tolerance); else the ILP's own status, which
+    // speaks of the model's cost: where that was optimal but the true cost is not, no window of
+    // the model improves it.
+    if (static_cast<double>(value) <= report.best_bound * kQuantaPerUnit + 0.5) report.status = "optimal";
+    else report.status = ilp_report->status == "optimal" ? "local_optimum" : ilp_report->status;
+    report.seconds = ilp_report->seconds;
+    report.nodes = ilp_report->nodes;
+  }
+  planned.notes.push_back(bound_line(report));
+  planned.solver = report;
+  return planned;
 }
 
 bool lower_planned(PlanResult* planned, std::vector<Diag>* diags, const LowerOptions& given) {

@@ -30,19 +30,24 @@ struct PlanResult {
   Schedule schedule;
   Problem problem;                 ///< the problem the schedule is for (zb-v may split stages into chunks)
   std::vector<std::string> notes;  ///< e.g. which grid point of the heuristic won; printed by zbplan
-  SolverReport solver;             ///< the span against a certified lower bound (and the ILP's figures)
+  SolverReport solver;             ///< the plan's cost against a certified lower bound (and the ILP's figures)
+  /// A lowered plan: its iterations back to back, as PlanOptions::iterations times them.
+  std::optional<IterationTimeline> iterations;
 };
 
 struct PlanOptions {
-  /// What heuristic and auto minimise: the period of overlapping iterations (post-validation)
-  /// or one iteration's wall clock (a synchronous optimizer). See simulate.h.
+  /// What the plan minimises: the period of iterations back to back or one iteration's wall
+  /// clock, optimizer included (simulate.h).
   Objective objective = Objective::kPeriod;
-  /// The lowerings (optimizer placements) auto may use. Non-empty: auto lowers each candidate with
-  /// each of them and ranks by the true objective, the steady-state period of back-to-back
-  /// iterations or one iteration's wall clock, optimizer included (simulate_iterations.h), and
-  /// returns the winner lowered. Empty (compute-only files): by the compute schedule's span or makespan.
+  /// The lowerings (optimizer placements) to plan for. Empty: a compute-only plan, ranked by the
+  /// compute cost that stands for the objective (the span for the period, the makespan for the
+  /// wall clock) and reported by it. One (any method but auto): the plan is ranked by its true
+  /// cost under that lowering (the heuristic's grid and the ILP by the compute cost that ranks
+  /// alike where there is one, else by the true cost itself: simulate.h's compute_cost), returned
+  /// lowered, and its bound report measures the true cost. auto: every method under each lowering
+  /// given, each candidate ranked by its true cost; the winner is returned lowered.
   std::vector<LowerOptions> lowerings;
-  IterationOptions iterations;  ///< how auto times the iterations
+  IterationOptions iterations;  ///< how true costs are timed
   double time_limit = 0;  ///< seconds for the ILP; 0: not given (ilp takes 10 s, auto leaves the ILP out)
   int threads = 1;        ///< CBC threads
   std::function<void(const std::string&)> progress;  ///< ILP progress lines (nothing when empty)

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <limits>
 #include <set>
 
@@ -20,6 +21,13 @@ Mem Problem::stage_mem_b() const {
 
 Ticks Problem::busy_time(int stage) const {
   return static_cast<Ticks>(m) * chunks * (t_f[stage] + t_b[stage] + t_w[stage]);
+}
+
+bool Problem::uniform_times() const {
+  auto uniform = [](const std::vector<Ticks>& v) {
+    return std::adjacent_find(v.begin(), v.end(), std::not_equal_to<>()) == v.end();
+  };
+  return uniform(t_f) && uniform(t_b) && uniform(t_w);
 }
 
 std::vector<std::vector<int>> interleaved_placement(int p, int chunks) {

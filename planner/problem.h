@@ -47,6 +47,8 @@ struct Problem {
   Mem stage_mem_b() const;
   /// Time stage s spends computing in one iteration: m * chunks * (T_F + T_B + T_W).
   Ticks busy_time(int stage) const;
+  /// Whether every stage takes the same T_F, the same T_B and the same T_W.
+  bool uniform_times() const;
 };
 
 /// Checks the input and converts it. On failure returns nothing and appends located diagnostics

@@ -37,7 +37,7 @@ std::string IlpResult::summary() const {
   double gap = relative_gap(cost, lower_bound * kQuantaPerUnit);
   std::snprintf(buf, sizeof buf,
                 "%s %s (warm start %s), lower bound %.6f, gap %.4f %%, %s, %s model, %d model(s), %ld nodes, %.1f s",
-                objective == Objective::kWall ? "wall" : "span", format_quanta(cost).c_str(),
+                cost_name(measure), format_quanta(cost).c_str(),
                 format_quanta(warm_cost).c_str(), lower_bound, 100 * gap, status.c_str(), mode.c_str(), windows,
                 nodes, seconds);
   return buf;
@@ -101,19 +101,20 @@ Ticks total_span(const Timeline& t) {
 struct Incumbent {
   Schedule schedule;
   Timeline timeline;
-  Ticks cost = 0, total = 0;  // cost by the objective; total: the tie-breaker
+  Ticks cost = 0, total = 0;  // the model's cost (span or makespan); total: the tie-breaker
+  Ticks true_cost = -1;       // IlpOptions::true_cost's, when given: it ranks first
   // Per stage, where its cost is measured from: its own start for the period, the global start
   // (the first op anywhere; stage 0's F_0, at 0) for the wall clock. Every stage starts with F_0
   // at the same time in every schedule of the model's space, so these never change.
   std::vector<Ticks> origin;
 };
 
-std::vector<Ticks> cost_origins(const Timeline& t, Objective objective) {
+std::vector<Ticks> cost_origins(const Timeline& t, Cost cost) {
   std::vector<Ticks> origin(t.ops.size());
   Ticks first = t.ops[0].front().start;
   for (const auto& ops : t.ops) first = std::min(first, ops.front().start);
   for (size_t s = 0; s < t.ops.size(); ++s)
-    origin[s] = objective == Objective::kPeriod ? t.ops[s].front().start : first;
+    origin[s] = cost == Cost::kSpan ? t.ops[s].front().start : first;
   return origin;
 }
 
@@ -420,17 +421,19 @@ std::optional<IlpResult> refine_ilp(const Problem& pr, const Schedule& warm_in, 
   if (!validate(inc.schedule, pr).empty()) return fail("the warm start is not a valid schedule");
   if (!kinds_in_microbatch_order(inc.schedule)) return fail("the warm start must run F's, B's and W's in microbatch order");
   std::vector<Diag> unused;
-  const Objective objective = options.objective;
+  const Cost measure = options.measure;
+  if (!is_compute_cost(measure)) return fail("the model minimises a compute cost: the span or the makespan");
   inc.timeline = *simulate_timeline(inc.schedule, pr, &unused);
-  inc.cost = cost_of(inc.timeline, objective);
+  inc.cost = cost_of(inc.timeline, measure);
+  if (options.true_cost) inc.true_cost = options.true_cost(inc.schedule);
   inc.total = total_span(inc.timeline);
-  inc.origin = cost_origins(inc.timeline, objective);
+  inc.origin = cost_origins(inc.timeline, measure);
 
   const int p = pr.p, n = 3 * pr.m;
   // Span bounds hold for the wall clock too (wall >= span); the ramp bound only for the wall.
-  const Ticks known = std::max(options.known_bound, cost_lower_bound(pr, objective, inc.schedule.placement));
+  const Ticks known = std::max(options.known_bound, cost_lower_bound(pr, measure, inc.schedule.placement));
   IlpResult result;
-  result.objective = objective;
+  result.measure = measure;
   result.warm_cost = inc.cost;
   result.lower_bound = from_quanta(known);
   double last_report = -1;
@@ -445,12 +448,17 @@ std::optional<IlpResult> refine_ilp(const Problem& pr, const Schedule& warm_in, 
     std::vector<Diag> why;
     auto t = simulate_timeline(*candidate, pr, &why);
     if (!t) return false;
-    Ticks total = total_span(*t), cost = cost_of(*t, objective);
-    if (cost > inc.cost || (cost == inc.cost && total >= inc.total)) return false;
+    Ticks total = total_span(*t), cost = cost_of(*t, measure);
+    // The true cost, when given, ranks first (the model's cost only stands for it); then the
+    // model's cost and the tie-breaker.
+    Ticks true_cost = options.true_cost ? options.true_cost(*candidate) : -1;
+    if (options.true_cost && (true_cost < 0 || (inc.true_cost >= 0 && true_cost > inc.true_cost))) return false;
+    if (true_cost == inc.true_cost && (cost > inc.cost || (cost == inc.cost && total >= inc.total))) return false;
     inc.schedule = std::move(*candidate);
     inc.timeline = std::move(*t);
     inc.cost = cost;
     inc.total = total;
+    inc.true_cost = true_cost;
     return true;
   };
   auto met_bound = [&] { return inc.cost <= known; };

@@ -1,7 +1,8 @@
 // The ILP of appendix G, solved by COIN-OR CBC and warm-started from a heuristic schedule: it
 // searches the op order of every stage for the smallest cost under the memory limit, and reports
-// how far the result may still be from optimal. The cost is the objective's (simulate.h): the
-// longest stage span (kPeriod, the paper's) or the wall clock, first op to last op (kWall).
+// how far the result may still be from optimal. The model's cost is a compute cost (simulate.h):
+// the longest stage span (the paper's) or the makespan, first op to last op; a true cost (the
+// schedule lowered and timed with its optimizer), when given, decides which schedules are kept.
 //
 // Small problems get the whole model (CBC proves optimality). Larger ones get a large-neighbourhood
 // search: the same model with every stage's order fixed outside one time window of the incumbent,
@@ -30,19 +31,22 @@ struct IlpProgress {
 };
 
 struct IlpOptions {
-  Objective objective = Objective::kPeriod;  ///< what the model minimises: the span or the wall clock
+  Cost measure = Cost::kSpan;   ///< what the model minimises: kSpan or kMakespan
+  /// When given, a candidate replaces the incumbent only if its true cost is no larger (then by
+  /// the model's cost): the schedule returned is never worse than the warm start by it.
+  CostFn true_cost;
   double seconds = 10;          ///< wall-clock limit of the whole refinement; the best schedule is kept
   int threads = 1;              ///< CBC threads
-  Ticks known_bound = 0;        ///< a certified bound on the objective's cost: stop once the schedule meets it
+  Ticks known_bound = 0;        ///< a certified bound on the model's cost: stop once the schedule meets it
   int full_model_binaries = 150;  ///< solve the whole model when it has at most this many order variables
   int window_ops = 10;          ///< LNS: about this many ops per stage are free in one window
   std::function<void(const IlpProgress&)> progress;  ///< called about once a second (and at the end)
 };
 
-/// Every cost below is by `objective`: the span (kPeriod) or the wall clock (kWall).
+/// Every cost below is the model's (`measure`: the span or the makespan).
 struct IlpResult {
-  Objective objective = Objective::kPeriod;  ///< what `cost` and `lower_bound` measure
-  Schedule schedule;            ///< never worse than the warm start by the objective
+  Cost measure = Cost::kSpan;   ///< what `cost` and `lower_bound` measure
+  Schedule schedule;            ///< never worse than the warm start by the model's cost, or by the true cost when given
   Ticks cost = 0;               ///< exact simulated cost of `schedule`
   Ticks warm_cost = 0;          ///< the warm start's cost
   double lower_bound = 0;       ///< best certified bound on the optimal cost, in time units
@@ -54,7 +58,7 @@ struct IlpResult {
   long nodes = 0;               ///< branch-and-bound nodes, summed over all solves
   int windows = 0;              ///< models solved
   double seconds = 0;           ///< wall time spent
-  /// "span 1152.6 (warm start 1160.2), lower bound 1140.1, gap 1.1 %, ..." ("wall ..." for kWall)
+  /// "span 1152.6 (warm start 1160.2), lower bound 1140.1, gap 1.1 %, ..." ("makespan ..." for kMakespan)
   std::string summary() const;
 };
 

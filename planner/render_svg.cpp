@@ -121,8 +121,8 @@ Drawing drawing_of(const Schedule& s, const Problem& pr, const Timeline& t, cons
                                         ", chunks=" + std::to_string(s.chunks) + ", " + s.level + ")"
                                   : options.title;
   char figures[200];
-  std::snprintf(figures, sizeof figures, "makespan %s   span %s   bubble rate %.4f", format_quanta(t.makespan).c_str(),
-                format_quanta(t.span).c_str(), t.bubble_rate);
+  std::snprintf(figures, sizeof figures, "makespan %s   span %s   span bubble rate %.4f",
+                format_quanta(t.makespan).c_str(), format_quanta(t.span).c_str(), t.span_bubble_rate);
   d.figures = (options.figures.empty() ? std::string(figures) : options.figures) +
               (options.measured ? "   (thin rows: the measured run)" : "");
   d.instructions.resize(s.p);

@@ -25,7 +25,7 @@ struct MeasuredRun {
 struct RenderOptions {
   int width = 0;        ///< drawing width in px; 0: wide enough for every block to be visible
   std::string title;    ///< first legend line; default: the method and shape
-  std::string figures;  ///< second legend line; default: the timeline's makespan, span and bubble rate
+  std::string figures;  ///< second legend line; default: the timeline's makespan, span and span bubble rate
   const MeasuredRun* measured = nullptr;  ///< optional: drawn as a thinner row under each stage
 };
 

@@ -18,7 +18,9 @@ namespace zbpp {
 namespace {
 
 constexpr const char* kFormat = "zbpp-schedule";
-constexpr int kVersion = 1;
+// Version 2 (issue 20): one name per quantity. bubble_rate became span_bubble_rate; the solver's
+// cost names what it measures (span, makespan, period or wall), where version 1's "period" meant the span.
+constexpr int kVersion = 2;
 
 // 1-based line and column of a byte offset, and the text of that line.
 void locate(const std::string& text, size_t offset, int* line, int* col, std::string* line_text) {
@@ -241,7 +243,7 @@ struct FileReader {
     RecordedFigures f;
     f.makespan = number(j, "makespan", "", 0);
     f.span = number(j, "span", "", 0);
-    f.bubble_rate = number(j, "bubble_rate", "");
+    f.span_bubble_rate = number(j, "span_bubble_rate", "");
     f.wall_lower_bound = number(j, "wall_lower_bound", "", 0);
     if (j.contains("peak_memory")) {
       const auto& v = j["peak_memory"];
@@ -257,8 +259,8 @@ struct FileReader {
       const auto& v = j["iterations"];
       if (!v.is_object()) {
         error("/iterations", "expected an object {k, period, ...}, got " + json_excerpt(v));
-      } else if (only_fields(v, "/iterations", {"k", "period", "period_bubble_rate", "wall", "state_latency",
-                                                 "allreduce_latency"})) {
+      } else if (only_fields(v, "/iterations", {"k", "period", "period_bubble_rate", "wall", "wall_bubble_rate",
+                                                 "state_latency", "allreduce_latency"})) {
         RecordedFigures::Iterations it;
         if (v.contains("k")) {
           // Bounded as --iterations is: validate simulates k iterations to check the record.
@@ -268,6 +270,7 @@ struct FileReader {
         it.period = number(v, "period", "/iterations", 0);
         it.period_bubble_rate = number(v, "period_bubble_rate", "/iterations");
         it.wall = number(v, "wall", "/iterations", 0);
+        it.wall_bubble_rate = number(v, "wall_bubble_rate", "/iterations");
         it.state_latency = number(v, "state_latency", "/iterations", 0, 1e9);
         it.allreduce_latency = number(v, "allreduce_latency", "/iterations", 0, 1e9);
         f.iterations = it;
@@ -281,14 +284,14 @@ struct FileReader {
       }
       bool fine = only_fields(v, "/solver", {"cost", "status", "objective", "best_bound", "bound_source", "gap",
                                              "bubble_rate_bound", "seconds", "nodes"});
-      for (const char* required : {"status", "objective", "best_bound", "gap", "seconds", "nodes"})
+      for (const char* required : {"cost", "status", "objective", "best_bound", "gap", "seconds", "nodes"})
         if (!v.contains(required)) {
           error("/solver", std::string("missing required field '") + required + "'");
           fine = false;
         }
       if (!fine) return f;
       RecordedFigures::Solver sv;
-      auto cost = one_of(v, "cost", "/solver", {"period", "wall"});
+      auto cost = one_of(v, "cost", "/solver", {"span", "makespan", "period", "wall"});
       auto status = one_of(v, "status", "/solver", {"optimal", "time_limit", "local_optimum", "not_run"});
       auto source = one_of(v, "bound_source", "/solver", {"busy", "memory", "critical-path", "ramp", "cbc"});
       auto objective = number(v, "objective", "/solver", 0);
@@ -298,8 +301,9 @@ struct FileReader {
       number(v, "seconds", "/solver", 0);
       if (!json_integer(v["nodes"], 0, std::numeric_limits<long long>::max()))
         error("/solver/nodes", "expected a non-negative integer, got " + json_excerpt(v["nodes"]));
-      if (!status || !objective || !best_bound || !gap) return f;
-      sv.cost = cost.value_or("period");
+      if (!cost || !status || !objective || !best_bound || !gap) return f;
+      for (Cost c : {Cost::kSpan, Cost::kMakespan, Cost::kPeriod, Cost::kWall})
+        if (*cost == cost_name(c)) sv.cost = c;
       sv.status = *status;
       sv.bound_source = source.value_or("");
       sv.objective = *objective;
@@ -351,12 +355,28 @@ std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const st
     r.error("/", "expected a schedule object, got " + std::string(j.type_name()));
     return std::nullopt;
   }
+  // A version 1 file is refused as a whole, with one message saying why and what to do.
+  if (j.contains("version") && j["version"] == 1) {
+    r.error("/version", "version 1 of the format is no longer read: its bubble_rate was the span's and its solver "
+                        "cost \"period\" meant the span (version 2 names each figure by what it measures); plan "
+                        "the schedule again with zbplan plan, or, for a file written by hand, set \"version\": 2 "
+                        "and drop its recorded figures");
+    return std::nullopt;
+  }
   static const std::set<std::string> known = {"$schema", "comment", "format", "version", "level", "method",
                                               "p", "m", "chunks", "placement", "problem", "makespan", "span",
-                                              "bubble_rate", "peak_memory", "optimizer", "iterations", "objective",
-                                              "wall_lower_bound", "stages", "solver"};
-  for (auto it = j.begin(); it != j.end(); ++it)
-    if (!known.count(it.key())) r.error("/" + it.key(), "unknown field '" + it.key() + "'");
+                                              "span_bubble_rate", "peak_memory", "optimizer", "iterations",
+                                              "objective", "wall_lower_bound", "stages", "solver"};
+  // What became of version 1's name, for a file that does not say its version.
+  const std::string regenerate = ": plan the schedule again with zbplan plan, or drop the figure (every figure is "
+                                 "recomputed on read)";
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.key() == "bubble_rate")
+      r.error("/bubble_rate", "unknown field 'bubble_rate': version 2 of the format calls it span_bubble_rate (the "
+                              "period's and the wall clock's are in /iterations)" + regenerate);
+    else if (!known.count(it.key()))
+      r.error("/" + it.key(), "unknown field '" + it.key() + "'");
+  }
   for (const char* required : {"p", "m", "placement", "problem", "stages"})
     if (!j.contains(required)) r.error("/", std::string("missing required field '") + required + "'");
   if (!r.ok) return std::nullopt;
@@ -473,7 +493,7 @@ std::vector<Diag> check_recorded_figures(const ScheduleFile& f, const Timeline& 
   const Schedule& s = f.schedule;
   quanta("/makespan", r.makespan, t.makespan);
   quanta("/span", r.span, t.span);
-  rate("/bubble_rate", r.bubble_rate, t.bubble_rate);
+  rate("/span_bubble_rate", r.span_bubble_rate, t.span_bubble_rate);
   quanta("/wall_lower_bound", r.wall_lower_bound, wall_lower_bound(f.problem, s.placement));
   if (r.peak_memory) {
     if (r.peak_memory->size() != t.peak_memory.size())
@@ -482,31 +502,43 @@ std::vector<Diag> check_recorded_figures(const ScheduleFile& f, const Timeline& 
       for (size_t st = 0; st < t.peak_memory.size(); ++st)
         quanta("/peak_memory/" + std::to_string(st), (*r.peak_memory)[st], t.peak_memory[st]);
   }
-  if (r.iterations) {
-    const auto& rec = *r.iterations;
-    if (s.level != kLevelLowered) {
-      out.push_back({path, "/iterations", -1, -1, "", "a compute-level schedule has no optimizer step to repeat; "
-                                                        "only lowered files record iterations"});
-    } else {
-      IterationOptions o;
+  // Iterations back to back, timed as the file records them (its latencies; the defaults otherwise),
+  // for the iterations' figures and a solver cost of the period or the wall.
+  const bool timed = r.iterations || (r.solver && !is_compute_cost(r.solver->cost));
+  std::optional<IterationTimeline> it;
+  if (timed && s.level != kLevelLowered) {
+    out.push_back({path, r.iterations ? "/iterations" : "/solver/cost", -1, -1, "",
+                   "a compute-level schedule has no optimizer step to repeat: it records no iterations, and its "
+                   "solver cost is the span or the makespan (the period and the wall need a lowered file)"});
+    return out;
+  }
+  if (timed) {
+    IterationOptions o;
+    if (r.iterations) {
+      const auto& rec = *r.iterations;
       o.iterations = rec.k.value_or(o.iterations);
       if (rec.state_latency) o.state_latency = *to_quanta(*rec.state_latency);
       if (rec.allreduce_latency) o.allreduce_latency = *to_quanta(*rec.allreduce_latency);
-      std::vector<Diag> diags;
-      auto it = simulate_iterations(s, f.problem, o, &diags);
-      for (Diag& d : diags) d.file = path;
-      out.insert(out.end(), diags.begin(), diags.end());
-      if (it) {
-        quanta("/iterations/period", rec.period, it->period);
-        rate("/iterations/period_bubble_rate", rec.period_bubble_rate, it->period_bubble_rate);
-        quanta("/iterations/wall", rec.wall, it->wall);
-      }
     }
+    std::vector<Diag> diags;
+    it = simulate_iterations(s, f.problem, o, &diags);
+    for (Diag& d : diags) d.file = path;
+    out.insert(out.end(), diags.begin(), diags.end());
+    if (!it) return out;
+  }
+  if (r.iterations) {
+    const auto& rec = *r.iterations;
+    quanta("/iterations/period", rec.period, it->period);
+    rate("/iterations/period_bubble_rate", rec.period_bubble_rate, it->period_bubble_rate);
+    quanta("/iterations/wall", rec.wall, it->wall);
+    rate("/iterations/wall_bubble_rate", rec.wall_bubble_rate, it->wall_bubble_rate);
   }
   if (r.solver) {
     const auto& sv = *r.solver;
-    const Objective cost = sv.cost == "wall" ? Objective::kWall : Objective::kPeriod;
-    const Ticks actual = cost_of(t, cost);
+    const Cost cost = sv.cost;
+    const Ticks actual = is_compute_cost(cost) ? cost_of(t, cost) : cost == Cost::kWall ? it->wall : it->period;
+    // A synchronous step's all-reduce adds to every bound on the period and the wall (bounds.h).
+    const Ticks allreduce = it && s.optimizer == kOptimizerSync ? it->allreduce_latency : -1;
     quanta("/solver/objective", sv.objective, actual);
     // Compared in quanta, as the planner forms them (best_bound may be CBC's, not a whole quantum).
     const double bound = sv.best_bound * kQuantaPerUnit;
@@ -515,15 +547,15 @@ std::vector<Diag> check_recorded_figures(const ScheduleFile& f, const Timeline& 
     };
     if (bound > static_cast<double>(actual) + 0.5) {
       say("/solver/best_bound", "recorded " + shown(sv.best_bound) + " is above the schedule's " +
-                                    objective_name(cost) + " cost " + format_quanta(actual) +
+                                    cost_name(cost) + " " + format_quanta(actual) +
                                     ", which it claims to bound from below");
       return out;  // the gap and the bound's bubble rate follow from a bound that is wrong
     }
     if (sv.status == "optimal" && static_cast<double>(actual) > bound + 0.5)
-      say("/solver/status", "\"optimal\", but the schedule's " + std::string(objective_name(cost)) + " cost " +
+      say("/solver/status", "\"optimal\", but the schedule's " + std::string(cost_name(cost)) + " " +
                                 format_quanta(actual) + " is above the bound " + shown(sv.best_bound));
     std::string which;
-    const Ticks combinatorial = cost_lower_bound(f.problem, cost, s.placement, &which);
+    const Ticks combinatorial = cost_lower_bound(f.problem, cost, s.placement, &which, allreduce);
     if (sv.bound_source != "cbc" && !sv.bound_source.empty()) {  // CBC's bound cannot be recomputed here
       quanta("/solver/best_bound", sv.best_bound, combinatorial);
       if (sv.bound_source != which) differs("/solver/bound_source", "\"" + sv.bound_source + "\"", "\"" + which + "\"");
@@ -572,7 +604,7 @@ std::string schedule_to_json_text(const Schedule& s, const Problem& pr, const Ti
   out << "  \"problem\": " << problem_to_json(pr).dump() << ",\n";
   out << "  \"makespan\": " << nlohmann::json(from_quanta(t.makespan)).dump() << ",\n";
   out << "  \"span\": " << nlohmann::json(from_quanta(t.span)).dump() << ",\n";
-  out << "  \"bubble_rate\": " << nlohmann::json(t.bubble_rate).dump() << ",\n";
+  out << "  \"span_bubble_rate\": " << nlohmann::json(t.span_bubble_rate).dump() << ",\n";
   out << "  \"peak_memory\": " << peak.dump() << ",\n";
   if (!objective.empty()) out << "  \"objective\": " << nlohmann::json(objective).dump() << ",\n";
   if (wall_bound >= 0) out << "  \"wall_lower_bound\": " << nlohmann::json(from_quanta(wall_bound)).dump() << ",\n";
@@ -581,12 +613,13 @@ std::string schedule_to_json_text(const Schedule& s, const Problem& pr, const Ti
                          {"period", from_quanta(iterations->period)},
                          {"period_bubble_rate", iterations->period_bubble_rate},
                          {"wall", from_quanta(iterations->wall)},
+                         {"wall_bubble_rate", iterations->wall_bubble_rate},
                          {"state_latency", from_quanta(iterations->state_latency)},
                          {"allreduce_latency", from_quanta(iterations->allreduce_latency)}};
     out << "  \"iterations\": " << it.dump() << ",\n";
   }
   if (solver) {
-    nlohmann::json j = {{"cost", objective_name(solver->cost)},
+    nlohmann::json j = {{"cost", cost_name(solver->cost)},
                         {"status", solver->status},         {"objective", from_quanta(solver->objective)},
                         {"best_bound", solver->best_bound}, {"bound_source", solver->bound_source},
                         {"gap", solver->gap},               {"bubble_rate_bound", solver->bubble_rate_bound},

@@ -20,15 +20,15 @@ namespace zbpp {
 /// The figures a file records about itself, as written (type-checked against the schema on load).
 /// None is trusted: check_recorded_figures recomputes each one present.
 struct RecordedFigures {
-  std::optional<double> makespan, span, bubble_rate, wall_lower_bound;
+  std::optional<double> makespan, span, span_bubble_rate, wall_lower_bound;
   std::optional<std::vector<double>> peak_memory;
   struct Iterations {
     std::optional<int> k;
-    std::optional<double> period, period_bubble_rate, wall, state_latency, allreduce_latency;
+    std::optional<double> period, period_bubble_rate, wall, wall_bubble_rate, state_latency, allreduce_latency;
   };
   std::optional<Iterations> iterations;
   struct Solver {
-    std::string cost = "period";  ///< absent in older files: period
+    Cost cost = Cost::kSpan;  ///< what objective and best_bound measure (simulate.h)
     std::string status, bound_source;
     double objective = 0, best_bound = 0, gap = 0;
     std::optional<double> bubble_rate_bound;
@@ -67,7 +67,7 @@ bool load_problem_file(const std::string& path, ProblemInput* out, std::vector<D
 /// The file's text: header fields, the problem, the simulated figures (and, for a lowered
 /// schedule, those of several iterations back to back) and one op per line.
 /// `objective` and `wall_bound` (when >= 0) record what the planner minimised and the ramp bound;
-/// `solver`, the plan's certified bound on its cost (span or wall clock) and its gap ("solver").
+/// `solver`, the plan's certified bound on its cost and its gap ("solver").
 std::string schedule_to_json_text(const Schedule& schedule, const Problem& problem, const Timeline& timeline,
                                   const IterationTimeline* iterations = nullptr, const std::string& objective = "",
                                   Ticks wall_bound = -1, const SolverReport* solver = nullptr);

@@ -60,7 +60,7 @@ class Heuristic {
 
   /// The exact span of what was placed: TimelineBuilder applies the simulator's rule as it goes.
   Ticks span() const { return tl_.span(); }
-  Ticks cost(Objective objective) const { return tl_.cost(objective); }
+  Ticks cost(Cost cost) const { return tl_.cost(cost); }
 
   Schedule schedule() const {
     Schedule s;
@@ -245,7 +245,7 @@ constexpr Schedule (*kSeeds[])(const Problem&) = {generate_zb_h1, generate_zb_h2
 }  // namespace
 
 std::optional<SearchResult> search_heuristic(const Problem& problem, std::vector<Diag>* diags, int threads,
-                                             Objective objective) {
+                                             Cost cost_kind, const CostFn& true_cost) {
   if (problem.chunks != 1) {
     diags->push_back({"", "", -1, -1, "", chunks_refused(problem)});
     return std::nullopt;
@@ -284,8 +284,12 @@ std::optional<SearchResult> search_heuristic(const Problem& problem, std::vector
         if (wk.first_why.empty()) wk.first_why = why;
         continue;
       }
+      Ticks cost = true_cost ? true_cost(wk.space->schedule()) : wk.space->cost(cost_kind);
+      if (cost < 0) {
+        if (wk.first_why.empty()) wk.first_why = "a candidate could not be lowered and timed with its optimizer";
+        continue;
+      }
       ++wk.feasible;
-      Ticks cost = wk.space->cost(objective);
       if (wk.best_cost < 0 || cost < wk.best_cost) {
         wk.best_cost = cost;
         wk.best_index = k;
@@ -297,7 +301,7 @@ std::optional<SearchResult> search_heuristic(const Problem& problem, std::vector
     for (size_t k = 0; t == 0 && k < std::size(kSeeds); ++k) {
       Schedule seed = kSeeds[k](problem);
       if (!validate_memory(seed, problem).empty()) continue;
-      Ticks cost = simulate_cost(seed, problem, objective);
+      Ticks cost = true_cost ? true_cost(seed) : simulate_cost(seed, problem, cost_kind);
       if (cost < 0) continue;
       ++wk.feasible;
       if (wk.best_seed_cost < 0 || cost < wk.best_seed_cost) {

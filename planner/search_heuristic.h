@@ -29,7 +29,7 @@ std::optional<Schedule> heuristic_schedule(const Problem& problem, const Heurist
 struct SearchResult {
   Schedule schedule;
   Ticks span = 0;               ///< the paper's cost of the schedule
-  Ticks cost = 0;               ///< what the search minimised (the span, or the wall clock)
+  Ticks cost = 0;               ///< what the search minimised (the compute cost, or the true one)
   std::string winner;           ///< the switches that produced it ("bubble-before-b,...") or the seed ("zb-h1")
   int candidates = 0;           ///< grid points and seeds tried
   int feasible = 0;             ///< those that kept the memory limit
@@ -38,9 +38,11 @@ struct SearchResult {
 /// Grid search over all switch combinations, in `threads` threads (0: two when the problem is
 /// big enough to pay for a thread). The handcrafted ZB-H1, ZB-H2 and 1F1B orders join as seeds
 /// when they fit the memory limit, so the result is never worse than any of them. Keeps the
-/// smallest cost by `objective` (ties: the first in grid order, then the seeds, so the result never
-/// depends on the thread count). Nothing, with a diagnostic, when no candidate fits the memory limit.
+/// smallest `cost` (a compute cost: the span or the makespan), or, when `true_cost` is given, the
+/// smallest true cost it gives (a candidate it gives -1 is left out). Ties: the first in grid order,
+/// then the seeds, so the result never depends on the thread count. Nothing, with a diagnostic,
+/// when no candidate fits the memory limit.
 std::optional<SearchResult> search_heuristic(const Problem& problem, std::vector<Diag>* diags, int threads = 0,
-                                             Objective objective = Objective::kPeriod);
+                                             Cost cost = Cost::kSpan, const CostFn& true_cost = {});
 
 }  // namespace zbpp

@@ -4,6 +4,7 @@
 #include "planner/simulate.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "planner/deps.h"
 #include "planner/lower.h"
@@ -216,20 +217,41 @@ std::optional<Timeline> simulate_timeline(const Schedule& given, const Problem& 
     last_end = std::max(last_end, ops.back().end);
   }
   t.makespan = first_start < 0 ? 0 : last_end - first_start;
-  t.bubble_rate = t.span > 0 ? static_cast<double>(t.span - max_busy) / static_cast<double>(t.span) : 0.0;
+  t.span_bubble_rate = t.span > 0 ? static_cast<double>(t.span - max_busy) / static_cast<double>(t.span) : 0.0;
   t.peak_memory = peak_memory(schedule, problem);
   return t;
 }
 
 Ticks simulate_span(const Schedule& schedule, const Problem& problem) {
-  return simulate_cost(schedule, problem, Objective::kPeriod);
+  return simulate_cost(schedule, problem, Cost::kSpan);
 }
 
 const char* objective_name(Objective objective) { return objective == Objective::kWall ? "wall" : "period"; }
 
-Ticks cost_of(const Timeline& t, Objective objective) { return objective == Objective::kWall ? t.makespan : t.span; }
+const char* cost_name(Cost cost) {
+  switch (cost) {
+    case Cost::kSpan: return "span";
+    case Cost::kMakespan: return "makespan";
+    case Cost::kPeriod: return "period";
+    case Cost::kWall: return "wall";
+  }
+  return "?";
+}
 
-Ticks simulate_cost(const Schedule& schedule, const Problem& problem, Objective objective) {
+Cost cost_of(Objective objective) { return objective == Objective::kWall ? Cost::kWall : Cost::kPeriod; }
+
+Cost compute_cost(Objective objective, const std::string& optimizer) {
+  return optimizer == kOptimizerSync || objective == Objective::kWall ? Cost::kMakespan : Cost::kSpan;
+}
+
+Ticks cost_of(const Timeline& t, Cost cost) {
+  if (!is_compute_cost(cost)) throw std::logic_error("cost_of: the period and the wall need iterations back to back");
+  return cost == Cost::kMakespan ? t.makespan : t.span;
+}
+
+Ticks simulate_cost(const Schedule& schedule, const Problem& problem, Cost cost) {
+  if (!is_compute_cost(cost))
+    throw std::logic_error("simulate_cost: the period and the wall need iterations back to back");
   Sim sim(schedule, problem);
   if (!sim.run()) return -1;
   Ticks span = 0, first = -1, last = 0;
@@ -239,7 +261,7 @@ Ticks simulate_cost(const Schedule& schedule, const Problem& problem, Objective 
     first = first < 0 ? ops.front().start : std::min(first, ops.front().start);
     last = std::max(last, ops.back().end);
   }
-  return objective == Objective::kWall ? (first < 0 ? 0 : last - first) : span;
+  return cost == Cost::kMakespan ? (first < 0 ? 0 : last - first) : span;
 }
 
 Ticks wall_lower_bound(const Problem& pr, const std::vector<std::vector<int>>& placement) {

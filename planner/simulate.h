@@ -2,7 +2,9 @@
 // input has arrived, in list order. All times are integer ticks, so results never drift.
 #pragma once
 
+#include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "planner/deps.h"
@@ -12,10 +14,30 @@
 
 namespace zbpp {
 
-/// What a search minimises. kPeriod: the longest stage span, which is the time per iteration when
-/// iterations overlap (optimizer post-validation). kWall: first op anywhere to last op anywhere,
-/// the time per iteration when every stage waits for a synchronous optimizer step.
+/// What a plan minimises (zbplan plan --objective). kPeriod: the steady-state time per iteration
+/// of iterations back to back under the chosen optimizer; kWall: one iteration alone, first op to
+/// last optimizer step. Both are timed with the optimizer's ops (simulate_iterations.h).
 enum class Objective { kPeriod, kWall };
+
+/// What a figure measures; one name per quantity. kSpan: the paper's cost, the longest stage's
+/// first op to its last in one iteration of compute ops; kMakespan: one iteration's compute ops,
+/// first op anywhere to last op anywhere. kPeriod, kWall: the Objective's, optimizer included.
+enum class Cost { kSpan, kMakespan, kPeriod, kWall };
+/// "span", "makespan", "period", "wall".
+const char* cost_name(Cost cost);
+/// The figure that measures an objective: kPeriod or kWall.
+Cost cost_of(Objective objective);
+/// Whether a cost is one iteration's compute ops alone (kSpan, kMakespan), which a compute
+/// schedule's Timeline gives, or needs the optimizer's ops and iterations back to back.
+inline bool is_compute_cost(Cost cost) { return cost == Cost::kSpan || cost == Cost::kMakespan; }
+/// The compute-only cost that ranks schedules as `objective` does under `optimizer` (kOptimizerSync
+/// or kOptimizerPostValidation), for the passes that see no optimizer (the heuristic's grid, the
+/// ILP's model). A synchronous step makes every iteration cost its makespan plus the all-reduce,
+/// period and wall alike; under post-validation the period of one-chunk iterations is their span
+/// (they overlap to the tick: golden_table5_test, search_heuristic_test) and the wall clock the
+/// makespan plus the state's last messages, which the makespan only approximates (pipeline.cpp then
+/// ranks by the true cost).
+Cost compute_cost(Objective objective, const std::string& optimizer);
 
 struct OpTiming {
   Ticks start = 0;
@@ -27,9 +49,9 @@ struct Timeline {
   std::vector<std::vector<OpTiming>> ops;  ///< [stage][op index]
   std::vector<Ticks> busy;                 ///< [stage] sum of op durations
   std::vector<Mem> peak_memory;            ///< [stage] max prefix sum of memory deltas
-  Ticks makespan = 0;  ///< wall clock: last end anywhere - first start anywhere
+  Ticks makespan = 0;  ///< last end anywhere - first start anywhere (compute ops; no optimizer)
   Ticks span = 0;      ///< the paper's cost: max over stages of (last end - first start)
-  double bubble_rate = 0.0;  ///< (span - max busy) / span
+  double span_bubble_rate = 0.0;  ///< (span - max busy) / span
 };
 
 /// Simulates a schedule whose structure already passed validation. A lowered schedule is timed by
@@ -40,10 +62,16 @@ std::optional<Timeline> simulate_timeline(const Schedule& schedule, const Proble
 /// Only the span (the paper's cost), for searches that try many candidates; -1 on deadlock.
 Ticks simulate_span(const Schedule& schedule, const Problem& problem);
 
+/// "period", "wall".
 const char* objective_name(Objective objective);
-Ticks cost_of(const Timeline& timeline, Objective objective);
-/// simulate_span's counterpart for either objective; -1 on deadlock.
-Ticks simulate_cost(const Schedule& schedule, const Problem& problem, Objective objective);
+/// A schedule's true cost, by whatever measure its caller ranks by (pipeline.cpp: lowered and
+/// timed over iterations back to back); -1 when it has none (it cannot be lowered or deadlocks).
+/// Called from several threads at once.
+using CostFn = std::function<Ticks(const Schedule&)>;
+/// A compute cost (is_compute_cost) of a timeline: its span or its makespan.
+Ticks cost_of(const Timeline& timeline, Cost cost);
+/// simulate_span's counterpart for either compute cost; -1 on deadlock.
+Ticks simulate_cost(const Schedule& schedule, const Problem& problem, Cost cost);
 /// No schedule's wall clock is shorter: a stage starts no earlier than the first forward needs to
 /// reach it (its virtual stage's predecessors' T_F, plus T_comm per hop) and is then busy for all
 /// its ops. The "ramp" bound: (p-1)(T_F+T_comm) + m(T_F+T_B+T_W) with uniform times.
@@ -68,7 +96,8 @@ class TimelineBuilder {
   Ticks span() const;
   /// Last end anywhere - first start anywhere, so far.
   Ticks makespan() const;
-  Ticks cost(Objective objective) const { return objective == Objective::kWall ? makespan() : span(); }
+  /// A compute cost (is_compute_cost) so far.
+  Ticks cost(Cost cost) const { return cost == Cost::kMakespan ? makespan() : span(); }
   const VirtualStageMap& map() const { return map_; }
   const std::vector<std::vector<Op>>& ops() const { return ops_; }
   /// Empties the timeline but keeps its memory, so a search can build many candidates cheaply.

@@ -179,8 +179,11 @@ std::optional<IterationTimeline> simulate_iterations(const Schedule& s, const Pr
     }
   }
   out.wall = first < 0 ? 0 : last - first;
-  out.period_bubble_rate =
-      out.period > 0 ? static_cast<double>(out.period - max_busy) / static_cast<double>(out.period) : 0.0;
+  auto bubble = [&](Ticks cost) {
+    return cost > 0 ? static_cast<double>(cost - max_busy) / static_cast<double>(cost) : 0.0;
+  };
+  out.period_bubble_rate = bubble(out.period);
+  out.wall_bubble_rate = bubble(out.wall);
   return out;
 }
 

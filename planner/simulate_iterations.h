@@ -28,6 +28,7 @@ struct IterationTimeline {
   Ticks period = 0;
   double period_bubble_rate = 0;  ///< (period - max per-stage busy time) / period
   Ticks wall = 0;                 ///< the first iteration alone: first op anywhere to last OPT_STEP end anywhere
+  double wall_bubble_rate = 0;    ///< (wall - max per-stage busy time) / wall
   Ticks state_latency = 0, allreduce_latency = 0;  ///< the latencies used
 };
 

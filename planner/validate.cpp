@@ -159,11 +159,25 @@ int kind_index(OpType t) { return message_channel(t); }
 bool is_tensor_send(OpType t) { return t == OpType::SEND_F || t == OpType::SEND_B; }
 bool is_tensor_recv(OpType t) { return t == OpType::RECV_F || t == OpType::RECV_B; }
 
-// The optimizer's ops on stage st. sync: OPT_STEP alone, last. post-validation (paper §4): the
-// stage ends with [RECV_STATE from st-1] [SEND_STATE to st+1] OPT_STEP, and runs [RECV_VALID from
-// st+1] [SEND_VALID to st-1] VALIDATE, in that order, before its first W (VALIDATE may roll back
-// the previous step, which needs that step's gradients, and only then clears them).
-void check_optimizer_ops(const Schedule& s, int st, std::vector<Diag>* out) {
+// "0 -> 1 -> 2", or "0 -> 1 -> ... -> 31" for a long chain.
+std::string chain_text(const std::vector<int>& order) {
+  std::string out;
+  for (size_t k = 0; k < order.size(); ++k) {
+    if (order.size() > 8 && k == 2) {
+      out += " -> ...";
+      k = order.size() - 2;
+      continue;
+    }
+    out += (k ? " -> " : "") + std::to_string(order[k]);
+  }
+  return out;
+}
+
+// The optimizer's ops on stage st. sync: OPT_STEP alone, last. post-validation (paper §4), along
+// the paths of lower.h's state_chain: the stage ends with [RECV_STATE] [SEND_STATE] OPT_STEP, and
+// runs [RECV_VALID] [SEND_VALID] VALIDATE, in that order, before its first W (VALIDATE may roll
+// back the previous step, which needs that step's gradients, and only then clears them).
+void check_optimizer_ops(const Schedule& s, int st, const StateChain& chain, std::vector<Diag>* out) {
   const auto& ops = s.stages[st];
   const int n = static_cast<int>(ops.size());
   const bool post = s.optimizer == kOptimizerPostValidation;
@@ -173,11 +187,19 @@ void check_optimizer_ops(const Schedule& s, int st, std::vector<Diag>* out) {
     if (is_optimizer_op(ops[i].type)) seen[ops[i].type].push_back(i);
     if ((ops[i].type == OpType::W || ops[i].type == OpType::BW) && first_w == n) first_w = i;
   }
+  // "the state goes 0 -> 1 -> 2", or the verdict's path, for a message of type t.
+  auto paths_text = [&](OpType t) {
+    bool state = t == OpType::RECV_STATE || t == OpType::SEND_STATE;
+    if (state) return "the state goes " + chain_text(chain.state) + ", in the order the stages start";
+    return "the verdict goes " + chain_text(chain.verdict) +
+           ", from the state's last stage, then in the order of first B's";
+  };
   auto expect = [&](OpType t, bool wanted, int peer) -> int {  // its index, -1 when absent or wrong
     const auto& at_ = seen[t];
     if (!wanted) {
       for (int i : at_)
-        add_diag(out, at(st, i, ops[i], post ? "this stage has no neighbour to exchange optimizer state with there"
+        add_diag(out, at(st, i, ops[i], post ? "this stage has no neighbour to exchange optimizer state with there: " +
+                                                       paths_text(t) + "; lower the schedule again with zbplan plan"
                                                 : "belongs to post-validation, but this file's optimizer is \"sync\""));
       return -1;
     }
@@ -191,18 +213,19 @@ void check_optimizer_ops(const Schedule& s, int st, std::vector<Diag>* out) {
     for (size_t k = 1; k < at_.size(); ++k) add_diag(out, at(st, at_[k], ops[at_[k]], "second " + op_type_name(t) + " on this stage"));
     if (ops[at_[0]].peer != peer) {
       add_diag(out, at(st, at_[0], ops[at_[0]], "exchanges state with stage " + std::to_string(ops[at_[0]].peer) +
-                                                     ", expected stage " + std::to_string(peer)));
+                                                     ", expected stage " + std::to_string(peer) + " (" +
+                                                     paths_text(t) + "; lower the schedule again with zbplan plan)"));
       return -1;
     }
     return at_.size() == 1 ? at_[0] : -1;
   };
-  const bool has_prev = st > 0, has_next = st + 1 < s.p;
   int step = expect(OpType::OPT_STEP, true, -1);
   if (step >= 0 && step + 1 != n) add_diag(out, at(st, step, ops[step], "OPT_STEP must be the stage's last op"));
-  int recv_state = expect(OpType::RECV_STATE, post && has_prev, st - 1);
-  int send_state = expect(OpType::SEND_STATE, post && has_next, st + 1);
-  int recv_valid = expect(OpType::RECV_VALID, post && has_next, st + 1);
-  int send_valid = expect(OpType::SEND_VALID, post && has_prev, st - 1);
+  auto expect_peer = [&](OpType t, int peer) { return expect(t, post && peer >= 0, peer); };
+  int recv_state = expect_peer(OpType::RECV_STATE, chain.state_from[st]);
+  int send_state = expect_peer(OpType::SEND_STATE, chain.state_to[st]);
+  int recv_valid = expect_peer(OpType::RECV_VALID, chain.verdict_from[st]);
+  int send_valid = expect_peer(OpType::SEND_VALID, chain.verdict_to[st]);
   int validate = expect(OpType::VALIDATE, post, -1);
   if (!post) return;
   // The tail: RECV_STATE, SEND_STATE, OPT_STEP as the last ops.
@@ -300,6 +323,7 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
 
   VirtualStageMap map(s.placement);
   int last_vs = map.virtual_stages() - 1;
+  const StateChain chain = state_chain(projection);
   // (kind, from, to) -> op indices of each SEND, then each RECV, in order; only the channels in
   // use (tables of every p x p pair took 1.6 GB at p = 4096 for 20000 ops).
   using Channel = std::tuple<int, int, int>;
@@ -310,7 +334,7 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
     std::map<int, std::pair<int, int>> slot_holder;               // slot -> (chunk, mb) whose activations it holds
     std::map<std::pair<int, int>, int> slot_of;                    // (chunk, mb) -> its slot
     const int max_slots = s.m * s.chunks;
-    check_optimizer_ops(s, st, &out);
+    check_optimizer_ops(s, st, chain, &out);
     for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
       const Op& op = ops[i];
       bool comm = is_send(op.type) || is_recv(op.type);

@@ -48,14 +48,22 @@ std::string memory_list(const std::vector<Mem>& peaks) {
   return out + "]";
 }
 
-// The figures `simulate` prints and `plan` summarises.
+// "  span bubble rate  ": a figure's name in the column the figures' values start at.
+std::string label(const std::string& name) {
+  return "  " + name + std::string(name.size() < 18 ? 18 - name.size() : 1, ' ');
+}
+
+// The figures `simulate` prints and `plan` summarises: one iteration of compute ops. Every bubble
+// rate printed names the figure it is of: (figure - busy) / figure.
 void print_figures(std::ostream& out, const Schedule& s, const Problem& pr, const Timeline& t) {
-  out << "  method       " << (s.method.empty() ? "?" : s.method) << " (p=" << s.p << ", m=" << s.m
+  out << label("method") << (s.method.empty() ? "?" : s.method) << " (p=" << s.p << ", m=" << s.m
       << ", chunks=" << s.chunks << ")\n";
-  out << "  makespan     " << format_quanta(t.makespan) << "  (first op start to last op end, any stage)\n";
-  out << "  span         " << format_quanta(t.span) << "  (longest stage, its first op to its last; the paper's cost)\n";
-  out << "  bubble rate  " << fixed(t.bubble_rate, 4) << "  ((span - busy) / span; " << fixed(t.bubble_rate, 6) << ")\n";
-  out << "  peak memory  " << memory_list(t.peak_memory);
+  out << label("makespan") << format_quanta(t.makespan)
+      << "  (one iteration's compute ops: first op start to last op end, any stage)\n";
+  out << label("span") << format_quanta(t.span) << "  (longest stage, its first op to its last; the paper's cost)\n";
+  out << label("span bubble rate") << fixed(t.span_bubble_rate, 4) << "  ((span - busy) / span; "
+      << fixed(t.span_bubble_rate, 6) << ")\n";
+  out << label("peak memory") << memory_list(t.peak_memory);
   if (pr.mem_limit)
     out << "  (limit " << format_quanta(*pr.mem_limit)
         << (pr.mem_limit_spec.empty() || pr.mem_limit_spec.back() != 'p' ? "" : " = " + pr.mem_limit_spec) << ")";
@@ -129,21 +137,38 @@ struct IterationFlags {
   }
 };
 
-// The lowered schedule's iterations back to back, printed under the single-iteration figures.
+// The lowered schedule's iterations back to back (the optimizer's ops included), printed under
+// the single-iteration figures.
 void print_iterations(std::ostream& out, const Schedule& s, const IterationTimeline& it) {
-  out << "  optimizer    " << s.optimizer << ": " << it.iterations << " iterations back to back take "
-      << format_quanta(it.period) << " each (bubble " << fixed(it.period_bubble_rate, 4) << "); one alone takes "
-      << format_quanta(it.wall) << " first op to last step\n";
+  out << label("period") << format_quanta(it.period) << "  (" << it.iterations << " iterations back to back, optimizer "
+      << s.optimizer << "; period bubble rate " << fixed(it.period_bubble_rate, 4) << ")\n";
+  out << label("wall") << format_quanta(it.wall) << "  (one iteration alone, first op to last optimizer step; wall "
+      << "bubble rate " << fixed(it.wall_bubble_rate, 4) << ")\n";
 }
 
-// What was minimised, and the wall clock against the ramp bound (what a synchronous step costs at least).
+// What the plan minimised and its figure: the period or the wall with the optimizer, or for a
+// compute-only file the span or the makespan that stood for it; then the makespan against the
+// ramp bound (what no schedule of this placement goes below).
 void print_objective(std::ostream& out, const std::string& objective, const Schedule& s, const Problem& pr,
-                     const Timeline& t) {
+                     const Timeline& t, const IterationTimeline* it) {
+  out << label("objective");
+  if (objective.empty()) {
+    out << "not recorded\n";
+  } else {
+    const bool wall = objective == "wall";
+    out << objective << " (minimised)";
+    if (it) {
+      out << ": " << format_quanta(wall ? it->wall : it->period) << ", " << objective << " bubble rate "
+          << fixed(wall ? it->wall_bubble_rate : it->period_bubble_rate, 4) << "\n";
+    } else {
+      const Cost stand_in = wall ? Cost::kMakespan : Cost::kSpan;
+      const Ticks value = cost_of(t, stand_in);
+      out << "; compute ops only, so the " << cost_name(stand_in) << " stands for it: " << format_quanta(value) << ", "
+          << cost_name(stand_in) << " bubble rate " << fixed(bubble_rate_of_span(pr, value), 4) << "\n";
+    }
+  }
   const Ticks bound = wall_lower_bound(pr, s.placement);
-  out << "  objective    ";
-  if (objective.empty()) out << "not recorded";
-  else out << objective << " (" << (objective == "wall" ? "wall clock" : "span") << " minimised)";
-  out << "; wall clock " << format_quanta(t.makespan) << " against the ramp bound " << format_quanta(bound) << " (gap "
+  out << label("ramp bound") << format_quanta(bound) << "  (no makespan is shorter; this one's gap "
       << fixed(bound > 0 ? static_cast<double>(t.makespan - bound) / bound : 0, 4) << ")\n";
 }
 
@@ -274,8 +299,9 @@ int write_planned(const PlanResult& planned, const IterationFlags& iteration_fla
   const Schedule& schedule = planned.schedule;
   auto timeline = simulate_timeline(schedule, planned.problem, &diags);
   if (!timeline) return fail(err, diags);
-  std::optional<IterationTimeline> iterations;
-  if (schedule.level == kLevelLowered) {
+  // A plan lowered by the pipeline was timed there, with the same options.
+  std::optional<IterationTimeline> iterations = planned.iterations;
+  if (schedule.level == kLevelLowered && !iterations) {
     iterations = simulate_iterations(schedule, planned.problem, iteration_flags.options(), &diags);
     if (!iterations) return fail(err, diags);
   }
@@ -289,7 +315,8 @@ int write_planned(const PlanResult& planned, const IterationFlags& iteration_fla
   for (const auto& note : planned.notes) out << "  " << note << "\n";
   print_figures(out, schedule, planned.problem, *timeline);
   if (iterations) print_iterations(out, schedule, *iterations);
-  print_objective(out, objective_name(objective), schedule, planned.problem, *timeline);
+  print_objective(out, objective_name(objective), schedule, planned.problem, *timeline,
+                  iterations ? &*iterations : nullptr);
   return 0;
 }
 
@@ -333,11 +360,12 @@ int cmd_plan(const std::string& method, const ProblemFlags& flags, const Iterati
   if (!problem) return fail(err, diags);
   PlanOptions with_objective = options;
   with_objective.objective = iteration_flags.objective_or_default();
-  if (method == "auto" && !compute_only) {
-    // auto ranks lowered candidates by their true cost, under each optimizer placement it may choose.
-    with_objective.iterations = iteration_flags.options();
+  with_objective.iterations = iteration_flags.options();
+  if (!compute_only) {
+    // Ranked by the true cost under the lowering it will have; auto tries each optimizer
+    // placement the user did not fix.
     with_objective.lowerings = {iteration_flags.lower_options()};
-    if (!iteration_flags.optimizer_given)
+    if (method == "auto" && !iteration_flags.optimizer_given)
       with_objective.lowerings = {{kOptimizerPostValidation, ValidateAt::kFirstBackward},
                                   {kOptimizerPostValidation, ValidateAt::kStart},
                                   {kOptimizerSync, ValidateAt::kFirstBackward}};
@@ -383,13 +411,14 @@ int cmd_simulate(const std::string& path, const std::string& trace_path, const I
   const auto& [file, timeline] = *loaded;
   out << path << "\n";
   print_figures(out, file.schedule, file.problem, timeline);
+  std::optional<IterationTimeline> iterations;
   if (file.schedule.level == kLevelLowered) {
     std::vector<Diag> diags;
-    auto iterations = simulate_iterations(file.schedule, file.problem, iteration_flags.options(), &diags);
+    iterations = simulate_iterations(file.schedule, file.problem, iteration_flags.options(), &diags);
     if (!iterations) return fail(err, diags);
     print_iterations(out, file.schedule, *iterations);
   }
-  print_objective(out, file.objective, file.schedule, file.problem, timeline);
+  print_objective(out, file.objective, file.schedule, file.problem, timeline, iterations ? &*iterations : nullptr);
   if (!trace_path.empty()) {
     Schedule timed = compute_projection(file.schedule);  // the Timeline indexes compute ops
     if (!write_file(trace_path, timeline_trace(timed, timeline).dump() + "\n", err)) return kExitInvalid;
@@ -459,8 +488,8 @@ int cmd_show(const std::string& path, const std::string& output, int width, cons
     options.title = file.schedule.method + " (p=" + std::to_string(file.schedule.p) + ", m=" +
                     std::to_string(file.schedule.m) + "): " + std::to_string(it->iterations) + " iterations, optimizer " +
                     file.schedule.optimizer;
-    options.figures = "period " + format_quanta(it->period) + "   bubble rate " + fixed(it->period_bubble_rate, 4) +
-                      "   one iteration alone " + format_quanta(it->wall);
+    options.figures = "period " + format_quanta(it->period) + "   period bubble rate " +
+                      fixed(it->period_bubble_rate, 4) + "   one iteration alone (wall) " + format_quanta(it->wall);
   }
   std::optional<MeasuredRun> measured;
   if (!measured_path.empty()) {
@@ -520,7 +549,7 @@ int cmd_import(const std::string& path, const ProblemFlags& flags, const Iterati
   }
   if (!check_message_cells(*imported, path, &diags)) return fail(err, diags);
   if (!compute_only && !check_message_order(*imported, path, &diags)) return fail(err, diags);
-  PlanResult planned{imported->schedule, *problem, imported->notes, {}};
+  PlanResult planned{imported->schedule, *problem, imported->notes, {}, std::nullopt};
   if (!imported->messages.empty())
     planned.notes.push_back("import: " + std::to_string(imported->messages.size()) +
                             " SEND_F/RECV_F/SEND_B/RECV_B cells match the messages zbplan's lowering sends; dropped" +

@@ -22,6 +22,14 @@ Interpreter::Interpreter(const Schedule& schedule, int rank, Compute* compute, T
   size_t slots = static_cast<size_t>(map_.virtual_stages()) * schedule.m;
   inbox_.assign(2, std::vector<std::vector<float>>(slots));
   outbox_.assign(2, std::vector<std::vector<float>>(slots));
+  auto has = [&](int r, OpType t) {
+    const auto& ops = schedule.stages[r];
+    return std::any_of(ops.begin(), ops.end(), [t](const Op& op) { return op.type == t; });
+  };
+  if (post_validation_) {
+    chain_end_ = !has(rank, OpType::SEND_STATE);
+    while (chain_start_ + 1 < schedule.p && has(chain_start_, OpType::RECV_STATE)) ++chain_start_;
+  }
 }
 
 std::string Interpreter::where(int index) const {
@@ -216,13 +224,12 @@ void Interpreter::add_own_state() {
   state_[l.span(rank_)] = report_.spans.empty() ? 0 : last - first;
   state_[l.busy(rank_)] = busy;
   if (!post_validation_) return;
-  // The forward chain reaches the last rank with every contribution: its step is exact. Others
+  // The state chain reaches its last rank with every contribution: its step is exact. Others
   // step unclipped when the partial state allows, else skip and wait for validation (paper §4).
   Verdict partial = judge(state_, l);
   pending_norm_ = partial.norm;
-  bool complete = rank_ == schedule_.p - 1;
   if (partial.skip) pending_decision_ = kSkipped;
-  else if (complete) pending_decision_ = kExact;
+  else if (chain_end_) pending_decision_ = kExact;
   else if (clip_scale(partial.norm, adamw_) != 1.0f) pending_decision_ = kSkipped;  // will be clipped: wait
   else pending_decision_ = kStepped;
   state_[l.decision(rank_)] = pending_decision_;
@@ -232,7 +239,7 @@ void Interpreter::add_own_state() {
 // partial state misled it; replay this iteration if any rank's was wrong and forwards already ran.
 void Interpreter::validate_previous() {
   const StateLayout l{tensors_, schedule_.p, schedule_.m};
-  const std::vector<double>& full = rank_ == schedule_.p - 1 ? pending_state_ : full_state_;
+  const std::vector<double>& full = chain_end_ ? pending_state_ : full_state_;
   Verdict verdict = judge(full, l);
   float right_scale = clip_scale(verdict.norm, adamw_);
   auto wrong = [&](int decision) {
@@ -247,6 +254,8 @@ void Interpreter::validate_previous() {
   if (wrong(pending_decision_) && !verdict.skip) compute_->optimizer_step(verdict.norm);
   bool any_wrong = false;
   for (int r = 0; r < schedule_.p; ++r) any_wrong = any_wrong || wrong(static_cast<int>(full[l.decision(r)]));
+  pending_report_.chain_start_rolled_back =
+      static_cast<int>(full[l.decision(chain_start_)]) == kStepped && wrong(kStepped);
   summarize(full, l, &pending_report_);
   finished_.push_back(pending_report_);
   pending_ = false;
@@ -277,7 +286,7 @@ bool Interpreter::run_optimizer_op(const Op& op, std::string* err) {
     case OpType::RECV_VALID:
       return !pending_ || receive(kFullState, &full_state_);
     case OpType::SEND_VALID:
-      return !pending_ || send(kFullState, rank_ == schedule_.p - 1 ? pending_state_ : full_state_);
+      return !pending_ || send(kFullState, chain_end_ ? pending_state_ : full_state_);
     case OpType::VALIDATE:
       if (pending_) validate_previous();
       else compute_->zero_grad();

@@ -40,6 +40,7 @@ struct StepReport {
   double grad_norm = 0;
   bool skipped = false;          ///< a NaN/inf gradient: no rank stepped
   bool rolled_back = false;      ///< post-validation: this rank undid its speculative step (and redid it unless skipped)
+  bool chain_start_rolled_back = false;  ///< post-validation: the state chain's first rank did (state_chain_start)
   int replays = 0;               ///< post-validation: times this step ran again after a wrong speculative step
   bool held = false;             ///< post-validation: validated before its forwards (the last validation found a wrong step)
   std::vector<OpSpan> spans;     ///< this rank's compute ops (of the last run, if replayed)
@@ -64,6 +65,11 @@ class Interpreter {
   std::vector<StepReport> take_reports();
   /// The number of the next step (after resuming from a checkpoint of that many steps).
   void start_at(int step) { step_ = step; }
+  /// Post-validation: the rank that starts the state chain, as the file's ops say (lower.h's
+  /// state_chain starts it on the stage whose iteration starts first: 0 for every placement zbplan
+  /// writes). It steps on the least of the state, so its speculative steps are the ones most often
+  /// rolled back.
+  int state_chain_start() const { return chain_start_; }
   /// Fault injection for tests, at the op at `index` (-1: none). kError: the op fails instead of
   /// running. kHang: the rank stops there, answering nothing, until another rank ends the run.
   /// kTruncate: the op (a send) sends only the first half of its message.
@@ -97,6 +103,10 @@ class Interpreter {
   AdamWConfig adamw_;
   double timeout_s_;
   bool post_validation_;
+  // The state chain's ends, as the file's ops say: the rank that receives no state starts it, the
+  // one that sends none ends it with the complete state, so its step is exact.
+  int chain_start_ = 0;
+  bool chain_end_ = false;  ///< this rank ends the chain
   int tensors_;  ///< gradient tensors in the whole model (the state vector's first part)
   std::chrono::steady_clock::time_point start_;
   // Tensors between ops: [kind][vs * m + mb] -> data. inbox: waiting for their consumer op on this

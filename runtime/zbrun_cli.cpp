@@ -447,7 +447,7 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
       const int step = report.step;
       last_report = report;
       peak_bytes = std::max(peak_bytes, report.peak_activation_bytes);
-      rolled_back += report.rolled_back ? 1 : 0;
+      rolled_back += report.chain_start_rolled_back ? 1 : 0;
       replays += report.replays;
       held += report.held ? 1 : 0;
       if (step > 0 || o.steps == 1) profile.add(s.stages[rank], report);
@@ -462,8 +462,9 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
       if (report.replays > 0) notes += " (replayed: the previous step was rolled back and redone)";
       if (report.held) notes += " (forwards held until validation)";
       if (!o.quiet)
-        out << "step " << step << ": loss " << g9(report.loss) << notes << ", " << f4(report.seconds) << " s, bubble "
-            << f4(report.measured_bubble) << " measured / " << f4(planned.bubble_rate) << " planned\n";
+        out << "step " << step << ": loss " << g9(report.loss) << notes << ", " << f4(report.seconds)
+            << " s, span bubble rate " << f4(report.measured_bubble) << " measured / " << f4(planned.span_bubble_rate)
+            << " planned\n";
       if (metrics.is_open()) {
         // JSON has no nan or inf: such a figure is written null, and "nonfinite" says one was.
         bool nonfinite = false;
@@ -473,8 +474,8 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
         };
         std::ostringstream line;
         line << "{\"step\": " << step << ", \"loss\": " << number(report.loss) << ", \"iteration_seconds\": "
-             << number(report.seconds) << ", \"measured_bubble_rate\": " << number(report.measured_bubble)
-             << ", \"planned_bubble_rate\": " << number(planned.bubble_rate)
+             << number(report.seconds) << ", \"measured_span_bubble_rate\": " << number(report.measured_bubble)
+             << ", \"planned_span_bubble_rate\": " << number(planned.span_bubble_rate)
              << ", \"grad_norm\": " << number(report.grad_norm) << ", \"skipped\": " << (report.skipped ? "true" : "false")
              << ", \"replays\": " << report.replays << ", \"held\": " << (report.held ? "true" : "false")
              << ", \"nonfinite\": " << (nonfinite ? "true" : "false") << "}\n";
@@ -541,7 +542,8 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
         << ", chunks=" << s.chunks << "), model " << model.name << " (" << model.layers << " layers)\n";
     if (measured_steps > 0)
       out << "  iteration time " << f4(seconds_sum / measured_steps) << " s (mean of steps 1.." << o.steps - 1
-          << "), bubble rate " << f4(measured_sum / measured_steps) << " measured / " << f4(planned.bubble_rate) << " planned\n";
+          << "), span bubble rate " << f4(measured_sum / measured_steps) << " measured / "
+          << f4(planned.span_bubble_rate) << " planned\n";
     // The plan's time per iteration in a run (issue 10): the steady-state period of iterations back
     // to back under this optimizer, beside one iteration alone; in the problem's unit (ms after --profile).
     std::vector<Diag> unused;
@@ -560,7 +562,8 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
     out << "  optimizer " << s.optimizer;
     if (s.optimizer == kOptimizerPostValidation)
       out << ": " << rolled_back << " speculative step" << (rolled_back == 1 ? "" : "s")
-          << " rolled back and redone on rank 0; " << replays << " iteration" << (replays == 1 ? "" : "s")
+          << " rolled back and redone on rank " << interp.state_chain_start() << "; " << replays << " iteration"
+          << (replays == 1 ? "" : "s")
           << " replayed, " << held << " held until validated";
     out << "\n";
     out << "  peak activation memory per rank: measured [";

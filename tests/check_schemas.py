@@ -81,12 +81,27 @@ if os.path.exists(os.path.join(tmp, "schema_ilp.json")):
     errs = errors(schedule_validator, wall_doc)
     expect(not errs, f"wall ilp schedule file matches schedule.schema.json {errs[:3]}")
     solver = wall_doc["solver"]
-    expect(solver["cost"] == "wall" and abs(solver["objective"] - wall_doc["makespan"]) < 1e-9,
-           "wall ilp file: the solver reports the wall clock")
+    expect(solver["cost"] == "wall" and abs(solver["objective"] - wall_doc["iterations"]["wall"]) < 1e-9,
+           "wall ilp file: the solver reports the wall clock, optimizer included")
     expect(wall_doc["wall_lower_bound"] - 1e-9 <= solver["best_bound"] <= solver["objective"] + 1e-9,
            "wall ilp file: ramp bound <= best_bound <= objective")
-    bad_cost = json.loads(json.dumps(wall_doc)); bad_cost["solver"]["cost"] = "span"
+    bad_cost = json.loads(json.dumps(wall_doc)); bad_cost["solver"]["cost"] = "time"
     expect(errors(schedule_validator, bad_cost), "schema rejects an unknown solver cost")
+# Version 1's names are refused (issue 20): bubble_rate is span_bubble_rate now.
+old = json.loads(json.dumps(doc)); old["bubble_rate"] = old.pop("span_bubble_rate")
+expect(errors(schedule_validator, old), "schema rejects version 1's bubble_rate")
+old = json.loads(json.dumps(doc)); old["version"] = 1
+expect(errors(schedule_validator, old), "schema rejects version 1")
+no_cost = json.loads(json.dumps(doc)); del no_cost["solver"]["cost"]
+expect(errors(schedule_validator, no_cost), "schema rejects a solver report that does not say what it measures")
+# A compute-level file records the span or the makespan that stood for its objective.
+out = os.path.join(tmp, "schema_compute.json")
+run = subprocess.run([zbplan, "plan", "--method", "zb-h1", "--compute-only", "-o", out] + common,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+expect(run.returncode == 0, f"zbplan plan --compute-only {run.stderr.strip()}")
+compute_doc = load(out)
+expect(not errors(schedule_validator, compute_doc) and compute_doc["solver"]["cost"] == "span",
+       "compute-level file matches the schema, its solver cost the span")
 neg = dict(doc["problem"], t_f=-1)
 expect(errors(problem_validator, neg), "schema rejects a negative t_f")
 

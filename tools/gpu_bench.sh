@@ -56,7 +56,7 @@ for m in 8 16 32; do
     fi
     iter=$(grep -o 'iteration time [0-9.]*' "$log" | awk '{print $3}')
     period=$(grep -o 'planned per iteration: period [0-9.]*' "$log" | awk '{print $5}')
-    bub=$(grep -o 'bubble rate [0-9.]* measured / [0-9.]* planned' "$log" | awk '{print $3, $6}')
+    bub=$(grep -o 'span bubble rate [0-9.]* measured / [0-9.]* planned' "$log" | awk '{print $4, $7}')
     mem=$(grep -o 'measured \[[^]]*\], planned \[[^]]*\]' "$log" | sed 's/ MiB//g')
     mem=${mem#measured }
     rows+="| $m | $method | $iter | $period | ${bub% *} | ${bub#* } | ${mem%%, planned*} | ${mem#*planned } |"$'\n'

@@ -20,7 +20,7 @@ grep -v '^#' "$here/tests/golden/table5.tsv" | while IFS=$'\t' read -r model p m
     "$zbplan" plan --method heuristic "${common[@]}" -o "$tmp/h.json" > /dev/null
     "$zbplan" plan --method ilp --time-limit "$limit" --quiet "${common[@]}" -o "$tmp/i.json" > /dev/null
     printf "%-6s %3s %4s %3s | %6s | %9.6f | %9.6f | %9.6f | %8.4f | %-13s | %5.1f\n" "$model" "$p" "$m" "$lim" "$paper" \
-      "$(field "$tmp/h.json" "d['bubble_rate']")" "$(field "$tmp/i.json" "d['bubble_rate']")" \
+      "$(field "$tmp/h.json" "d['span_bubble_rate']")" "$(field "$tmp/i.json" "d['span_bubble_rate']")" \
       "$(field "$tmp/i.json" "d['solver']['bubble_rate_bound']")" "$(field "$tmp/i.json" "100*d['solver']['gap']")" \
       "$(field "$tmp/i.json" "d['solver']['status']")" "$(field "$tmp/i.json" "d['solver']['seconds']")"
   done

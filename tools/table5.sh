@@ -6,7 +6,7 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 zbplan="${1:-$here/build/planner/zbplan}"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-rate() { "$zbplan" plan -o "$tmp/s.json" "$@" | awk '$1 == "bubble" && $2 == "rate" {print $3}'; }
+rate() { "$zbplan" plan -o "$tmp/s.json" "$@" | awk '$1 == "span" && $2 == "bubble" {print $4}'; }
 printf "%-6s %3s %4s | %-15s | %-15s | %-15s | %-15s\n" model p m "1F1B ours/paper" "ZB-H1" "ZB-H2" "1F1B-I"
 grep -v '^#' "$here/tests/golden/table5.tsv" | while IFS=$'\t' read -r model p m tf tb tw tc ch h a r1 ri h1 h2 z1 z2 zi; do
   common=(-p "$p" -m "$m" --tf "$tf" --tb "$tb" --tw "$tw")

@@ -148,13 +148,13 @@ def find(ops, type_, mb):
 
 text = dump_schedule(zbh1)
 schedule("truncated.json", text[: len(text) // 2],
-         ":34:17: invalid JSON: parse error at line 34, column 17: syntax error while parsing value - invalid string: "
-         "missing closing quote")
+         ":34:38: invalid JSON: parse error at line 34, column 38: syntax error while parsing value - unexpected end of "
+         "input; expected '[', '{', or a literal")
 schedule("number-overflow.json", text.replace('"m": 4,', '"m": 4e999999,', 1),
          ":8:8: invalid JSON: number overflow parsing '4e999999' (beyond the range of a double)")
 # One long line (minified): the message shows 60 characters either side of the error, not the line.
 schedule("minified.json", json.dumps(zbh1).replace('"OPT_STEP"}]', '"OPT_STEP"}}', 1),
-         ":1:1549: invalid JSON: parse error at line 1, column 1549: syntax error while parsing array - unexpected '}'; expected ']'")
+         ":1:1838: invalid JSON: parse error at line 1, column 1838: syntax error while parsing array - unexpected '}'; expected ']'")
 schedule("empty.json", "", ":1:1: invalid JSON: parse error at line 1, column 1")
 schedule("not-an-object.json", "[]", ": /: expected a schedule object, got array")
 schedule("missing-stages.json", edit(zbh1, lambda d: d.pop("stages")), ": /: missing required field 'stages'")
@@ -163,7 +163,19 @@ schedule("deeply-nested-op.json", text.replace('{"type": "F", "mb": 0, "chunk": 
          ': /stages/0/0: expected an op object like {"type": "F", "mb": 0, "chunk": 0}, got [[[[')
 schedule("huge-string.json", edit(zbh1, lambda d: d.update(m="A" * 1000000)),
          ': /m: expected a non-negative integer, got "AAAAAAAA')
-schedule("version-2.json", edit(zbh1, lambda d: d.update(version=2)), ": /version: this zbplan reads version 1, the file has 2")
+schedule("version-3.json", edit(zbh1, lambda d: d.update(version=3)),
+         ": /version: this zbplan reads version 2, the file has 3")
+# Issue 20: version 1 named its figures otherwise; it is refused with what to do, and its old name
+# in a file that does not say its version is explained.
+schedule("version-1.json", edit(zbh1, lambda d: (d.update(version=1), d.update(bubble_rate=d.pop("span_bubble_rate")))),
+         ": /version: version 1 of the format is no longer read: its bubble_rate was the span's and its solver cost "
+         '"period" meant the span (version 2 names each figure by what it measures); plan the schedule again with '
+         'zbplan plan, or, for a file written by hand, set "version": 2 and drop its recorded figures')
+schedule("bubble-rate-old-name.json",
+         edit(zbh1, lambda d: (d.pop("version"), d.update(bubble_rate=d.pop("span_bubble_rate")))),
+         ": /bubble_rate: unknown field 'bubble_rate': version 2 of the format calls it span_bubble_rate (the period's "
+         "and the wall clock's are in /iterations): plan the schedule again with zbplan plan, or drop the figure (every "
+         "figure is recomputed on read)")
 schedule("problem-p-zero.json", edit(zbh1, lambda d: d["problem"].update(p=0)), ": p (stages) must be at least 1, got 0")
 schedule("for-another-p.json", edit(zbh1, lambda d: d.update(p=4)), ": schedule has p = 4 but its problem has p = 2")
 schedule("p-1e9.json", edit(zbh1, lambda d: d.update(p=1000000000, chunks=1000000000)),
@@ -297,10 +309,32 @@ schedule("figure-peak-memory-edited.json", edit(zbh1, lambda d: d["peak_memory"]
          f": /peak_memory/1: recorded 0.5, recomputed {zbh1['peak_memory'][1]:g}", ZBPLAN_CMDS)
 schedule("figure-period-edited.json", edit(postval, lambda d: d["iterations"].update(period=1)),
          f": /iterations/period: recorded 1, recomputed {postval['iterations']['period']:g}", ZBPLAN_CMDS)
+
+
+def old_verdict_path(d):
+    # ZB-V lowered before issue 20: the verdict relayed back down the state's path, 3 -> 2 -> 1 -> 0
+    # (each stage passing it on where it validates), not 3 -> 0 -> 1 -> 2.
+    last = len(d["stages"]) - 1
+    for st, ops in enumerate(d["stages"]):
+        ops[:] = [op for op in ops if op["type"] != "SEND_VALID" or st == last]
+        for i, op in enumerate(ops):
+            if op["type"] == "SEND_VALID":
+                op["peer"] = st - 1
+            if op["type"] == "RECV_VALID":
+                op["peer"] = st + 1
+                if st > 0:
+                    ops.insert(i + 1, {"type": "SEND_VALID", "peer": st - 1})
+
+
+zbv = planned("--method", "zb-v", "-p", "4", "-m", "8", "--tf", "1", "--tb", "1", "--tw", "0.5")
+schedule("zb-v-old-verdict-path.json", edit(zbv, old_verdict_path),
+         ": stage 0, op 16 (RECV_VALID): exchanges state with stage 1, expected stage 3 (the verdict goes "
+         "3 -> 0 -> 1 -> 2, from the state's last stage, then in the order of first B's; lower the schedule again "
+         "with zbplan plan)")
 schedule("solver-bound-above-cost.json",
          edit(zbh1, lambda d: d["solver"].update(status="optimal", best_bound=d["solver"]["objective"] + 5)),
          f": /solver/best_bound: recorded {json.dumps(zbh1['solver']['objective'] + 5)} is above the schedule's "
-         f"{zbh1['solver']['cost']} cost", ZBPLAN_CMDS)
+         f"{zbh1['solver']['cost']} {zbh1['solver']['objective']:g}", ZBPLAN_CMDS)
 schedule("makespan-string.json", edit(zbh1, lambda d: d.update(makespan="fast")),
          ': /makespan: expected a number >= 0, got "fast"')
 schedule("method-number.json", edit(zbh1, lambda d: d.update(method=42)), ": /method: expected a string, got 42")

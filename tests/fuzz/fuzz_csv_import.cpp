@@ -23,7 +23,7 @@ namespace {
 // Lowered with `optimizer`, the schedule must validate and run several iterations back to back.
 void require_lowers(const Schedule& imported, const Problem& problem, const char* optimizer) {
   std::vector<Diag> diags;
-  PlanResult planned{imported, problem, {}, {}};
+  PlanResult planned{imported, problem, {}, {}, std::nullopt};
   fuzz::require(lower_planned(&planned, &diags, {optimizer, ValidateAt::kFirstBackward}),
                 "an imported schedule that validates does not lower", diags);
   fuzz::require(simulate_timeline(planned.schedule, planned.problem, &diags).has_value(),

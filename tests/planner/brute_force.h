@@ -39,9 +39,9 @@ inline std::vector<std::vector<Op>> stage_orders(int m, bool microbatch_order) {
   return out;
 }
 
-/// The smallest simulated cost by `objective` (span or wall clock) over all combinations of
+/// The smallest simulated compute cost (the span or the makespan) over all combinations of
 /// per-stage orders that keep the memory limit and do not deadlock; -1 when none does.
-inline Ticks brute_force_cost(const Problem& pr, Objective objective, bool microbatch_order = true) {
+inline Ticks brute_force_cost(const Problem& pr, Cost cost_kind, bool microbatch_order = true) {
   auto orders = stage_orders(pr.m, microbatch_order);
   Ticks best = -1;
   Schedule s;
@@ -63,7 +63,7 @@ inline Ticks brute_force_cost(const Problem& pr, Objective objective, bool micro
     }
   std::function<void(int)> pick = [&](int st) {
     if (st == pr.p) {
-      Ticks cost = simulate_cost(s, pr, objective);
+      Ticks cost = simulate_cost(s, pr, cost_kind);
       if (cost >= 0 && (best < 0 || cost < best)) best = cost;
       return;
     }
@@ -78,7 +78,7 @@ inline Ticks brute_force_cost(const Problem& pr, Objective objective, bool micro
 
 /// The smallest simulated span (the paper's cost); see brute_force_cost.
 inline Ticks brute_force_span(const Problem& pr, bool microbatch_order = true) {
-  return brute_force_cost(pr, Objective::kPeriod, microbatch_order);
+  return brute_force_cost(pr, Cost::kSpan, microbatch_order);
 }
 
 }  // namespace zbpp::test

@@ -145,7 +145,9 @@ TEST_CASE("lower: post-validation adds the state chain forward and the validatio
   CHECK(text(s.stages[1]) ==
         "RECV_F0 F0 SEND_F0 RECV_F1 F1 SEND_F1 RECV_VALID SEND_VALID VALIDATE RECV_B0 B0 SEND_B0 RECV_B1 B1 SEND_B1 W0 W1 "
         "RECV_STATE SEND_STATE OPT_STEP");
-  CHECK(text(s.stages[2]) == "RECV_F0 F0 SEND_VALID VALIDATE B0 SEND_B0 RECV_F1 F1 B1 SEND_B1 W0 W1 RECV_STATE OPT_STEP");
+  // The state's last stage holds the verdict from its own step: it sends it first thing.
+  CHECK(text(s.stages[2]) ==
+        "SEND_VALID RECV_F0 F0 VALIDATE B0 SEND_B0 RECV_F1 F1 B1 SEND_B1 W0 W1 RECV_STATE OPT_STEP");
   CHECK(errors(s, pr).empty());
   Schedule held = lower_comms(generate_zb_h1(pr), {kOptimizerPostValidation, ValidateAt::kStart});
   CHECK(text(held.stages[1]).rfind("RECV_VALID SEND_VALID VALIDATE RECV_F0 F0", 0) == 0);
@@ -160,8 +162,82 @@ TEST_CASE("lower: every baseline lowers with post-validation to a valid file") {
       for (const Schedule& s : {generate_1f1b(pr), generate_zb_h1(pr), generate_zb_h2(pr)})
         CHECK(errors(lower_comms(s, {kOptimizerPostValidation, ValidateAt::kFirstBackward}), pr).empty());
       Problem two = make_problem(p, m, 1, 1, 1, 0, 1, 0.5, "", 2);
-      CHECK(errors(lower_comms(generate_zb_v(two), {kOptimizerPostValidation, ValidateAt::kStart}), two).empty());
+      for (ValidateAt at : {ValidateAt::kFirstBackward, ValidateAt::kStart})
+        CHECK(errors(lower_comms(generate_zb_v(two), {kOptimizerPostValidation, at}), two).empty());
+      if (m % p == 0) {
+        std::string err;
+        auto interleaved = generate_1f1b_interleaved(two, &err);
+        REQUIRE(interleaved);
+        CHECK(errors(lower_comms(*interleaved, {kOptimizerPostValidation, ValidateAt::kFirstBackward}), two).empty());
+      }
     }
+}
+
+namespace {
+// "SEND_VALID>1 RECV_F0<1": ops with their peers, for the optimizer's paths.
+std::string peered(const std::vector<Op>& ops) {
+  std::string out;
+  for (const Op& op : ops)
+    out += (out.empty() ? "" : " ") + op_short(op) + (is_send(op.type) ? ">" + std::to_string(op.peer) : "") +
+           (is_recv(op.type) ? "<" + std::to_string(op.peer) : "");
+  return out;
+}
+}  // namespace
+
+TEST_CASE("lower: the state goes the way iterations start, the verdict the way the first B's run") {
+  // One chunk: state 0 -> 1 -> 2, verdict 2 -> 1 -> 0. Interleaved the same.
+  Problem one = make_problem(3, 6, 1, 1, 1);
+  StateChain c = state_chain(generate_zb_h1(one));
+  CHECK(c.state == std::vector<int>{0, 1, 2});
+  CHECK(c.verdict == std::vector<int>{2, 1, 0});
+  Problem two = make_problem(3, 6, 1, 1, 1, 0, 1, 0.5, "", 2);
+  std::string err;
+  auto interleaved = generate_1f1b_interleaved(two, &err);
+  REQUIRE(interleaved);
+  CHECK(state_chain(*interleaved).verdict == std::vector<int>{2, 1, 0});
+  // ZB-V: stage 0 holds virtual stages 0 and 5, so it runs the first B (of the loss's chunk); the
+  // verdict leaves stage 2, where the state ends, for stage 0 and then follows the first B's.
+  Schedule v = generate_zb_v(two);
+  c = state_chain(v);
+  CHECK(c.state == std::vector<int>{0, 1, 2});
+  CHECK(c.verdict == std::vector<int>{2, 0, 1});
+  Schedule lowered = lower_comms(v, {kOptimizerPostValidation, ValidateAt::kFirstBackward});
+  CHECK(errors(lowered, two).empty());
+  auto optimizer_ops = [&](int st) {
+    std::vector<Op> out;
+    for (const Op& op : lowered.stages[st])
+      if (is_optimizer_op(op.type)) out.push_back(op);
+    return peered(out);
+  };
+  CHECK(optimizer_ops(0) == "RECV_VALID<2 SEND_VALID>1 VALIDATE SEND_STATE>1 OPT_STEP");
+  CHECK(optimizer_ops(1) == "RECV_VALID<0 VALIDATE RECV_STATE<0 SEND_STATE>2 OPT_STEP");
+  CHECK(optimizer_ops(2) == "SEND_VALID>0 VALIDATE RECV_STATE<1 OPT_STEP");
+  CHECK(lowered.stages[2][0].type == OpType::SEND_VALID);
+  // Each stage validates just before its first B, as with one chunk.
+  for (int st = 0; st < 3; ++st) {
+    const auto& ops = lowered.stages[st];
+    size_t validate = 0, first_b = 0;
+    while (ops[validate].type != OpType::VALIDATE) ++validate;
+    while (ops[first_b].type != OpType::B) ++first_b;
+    INFO("stage " << st << ": " << peered(ops));
+    CHECK(first_b - validate == (ops[first_b - 1].type == OpType::RECV_B ? 2u : 1u));
+  }
+}
+
+TEST_CASE("lower: a ZB-V file with the verdict's old path (back down the state's) is refused, saying what to do") {
+  // Files lowered before the verdict followed the first B's relayed it 2 -> 1 -> 0.
+  Problem two = make_problem(3, 6, 1, 1, 1, 0, 1, 0.5, "", 2);
+  Schedule s = lower_comms(generate_zb_v(two), {kOptimizerPostValidation, ValidateAt::kFirstBackward});
+  for (auto& ops : s.stages)
+    for (Op& op : ops) {
+      if (op.type == OpType::RECV_VALID) op.peer = &ops == &s.stages[0] ? 1 : 2;
+      if (op.type == OpType::SEND_VALID) op.peer = &ops == &s.stages[2] ? 1 : 0;
+    }
+  auto found = errors(s, two);
+  REQUIRE(!found.empty());
+  CHECK(found[0].substr(found[0].find(':')) ==
+        ": exchanges state with stage 1, expected stage 2 (the verdict goes 2 -> 0 -> 1, from the state's last "
+        "stage, then in the order of first B's; lower the schedule again with zbplan plan)");
 }
 
 TEST_CASE("lower: broken post-validation files are located") {
@@ -180,7 +256,14 @@ TEST_CASE("lower: broken post-validation files are located") {
   CHECK(errors(no_send, pr).at(0) == "stage 0: SEND_STATE is missing with stage 1 (post-validation needs it)");
   Schedule wrong_peer = s;
   wrong_peer.stages[0][4].peer = 0;
-  CHECK(errors(wrong_peer, pr).at(0) == "stage 0, op 4 (RECV_VALID): exchanges state with stage 0, expected stage 1");
+  CHECK(errors(wrong_peer, pr).at(0) ==
+        "stage 0, op 4 (RECV_VALID): exchanges state with stage 0, expected stage 1 (the verdict goes 1 -> 0, from the "
+        "state's last stage, then in the order of first B's; lower the schedule again with zbplan plan)");
+  Schedule extra = s;  // stage 0 starts the state's path: it receives no state
+  extra.stages[0].insert(extra.stages[0].end() - 1, Op{OpType::RECV_STATE, 0, 0, 1, -1});
+  CHECK(errors(extra, pr).at(0) ==
+        "stage 0, op 13 (RECV_STATE): this stage has no neighbour to exchange optimizer state with there: the state "
+        "goes 0 -> 1, in the order the stages start; lower the schedule again with zbplan plan");
   Schedule in_sync = s;
   in_sync.optimizer = kOptimizerSync;
   CHECK(errors(in_sync, pr).at(0) ==

@@ -47,7 +47,7 @@ Problem random_problem(std::mt19937& rng, int p, int m, bool tight) {
 // than the warm start's, within the model's objective and not below its own bound.
 void check_result(const IlpResult& r, const Problem& pr, Ticks warm_cost) {
   test::check_invariants(r.schedule, pr);
-  CHECK(r.cost == simulate_cost(r.schedule, pr, r.objective));
+  CHECK(r.cost == simulate_cost(r.schedule, pr, r.measure));
   CHECK(r.cost <= warm_cost);
   CHECK(from_quanta(r.cost) >= r.lower_bound - 1e-6);
   if (r.model_objective >= 0) CHECK(from_quanta(r.cost) <= r.model_objective + 1e-6);
@@ -57,10 +57,10 @@ void check_result(const IlpResult& r, const Problem& pr, Ticks warm_cost) {
   }
 }
 
-// On random tiny problems, the whole model under `objective`, warm-started from the heuristic and
-// from 1F1B, must prove the optimum exhaustive search finds; returns how many solves improved on
-// their warm start.
-int check_against_exhaustive_search(Objective objective, unsigned seed, int trials) {
+// On random tiny problems, the whole model minimising `objective` (the span or the makespan),
+// warm-started from the heuristic and from 1F1B, must prove the optimum exhaustive search finds;
+// returns how many solves improved on their warm start.
+int check_against_exhaustive_search(Cost objective, unsigned seed, int trials) {
   std::mt19937 rng(seed);
   int improved = 0;
   for (auto [p, m] : {std::pair{2, 2}, std::pair{2, 3}, std::pair{3, 2}})
@@ -80,18 +80,18 @@ int check_against_exhaustive_search(Objective objective, unsigned seed, int tria
         if (validate(generate_1f1b(pr), pr).empty()) starts.push_back(generate_1f1b(pr));
         for (const Schedule& warm : starts) {
           IlpOptions options;
-          options.objective = objective;
+          options.measure = objective;
           options.seconds = 20;
           auto r = refine_ilp(pr, warm, options, &diags);
           INFO(format_diags(diags));
           REQUIRE(r);
-          CHECK(r->objective == objective);
+          CHECK(r->measure == objective);
           CHECK(r->mode == "full");
           CHECK(r->proven_optimal);
           CHECK(r->status == "optimal");
           CHECK(r->cost == optimum);
           CHECK(r->lower_bound == Approx(from_quanta(optimum)).margin(1e-6));
-          CHECK(r->summary().rfind(objective == Objective::kWall ? "wall " : "span ", 0) == 0);
+          CHECK(r->summary().rfind(objective == Cost::kMakespan ? "makespan " : "span ", 0) == 0);
           const Ticks warm_cost = simulate_cost(warm, pr, objective);
           check_result(*r, pr, warm_cost);
           improved += r->cost < warm_cost;
@@ -104,7 +104,7 @@ int check_against_exhaustive_search(Objective objective, unsigned seed, int tria
 
 TEST_CASE("ilp: proves optimality on tiny problems and matches exhaustive search") {
   // At least 5 solves improve on their warm start: the 1F1B starts leave the model real work.
-  CHECK(check_against_exhaustive_search(Objective::kPeriod, 2024, 4) >= 5);
+  CHECK(check_against_exhaustive_search(Cost::kSpan, 2024, 4) >= 5);
 }
 
 TEST_CASE("ilp: stops at once when the warm start meets the certified bound") {
@@ -148,7 +148,7 @@ TEST_CASE("ilp (wall): the window search shortens the wall clock and never loses
     Schedule warm = generate_1f1b(pr);
     if (!validate(warm, pr).empty()) continue;
     IlpOptions options;
-    options.objective = Objective::kWall;
+    options.measure = Cost::kMakespan;
     options.seconds = 1;
     options.full_model_binaries = 0;  // force the LNS
     options.window_ops = 4;
@@ -156,10 +156,10 @@ TEST_CASE("ilp (wall): the window search shortens the wall clock and never loses
     REQUIRE(r);
     CHECK(r->mode == "lns");
     CHECK(r->windows > 0);
-    const Ticks warm_wall = simulate_cost(warm, pr, Objective::kWall);
+    const Ticks warm_wall = simulate_cost(warm, pr, Cost::kMakespan);
     check_result(*r, pr, warm_wall);
     CHECK(r->cost < warm_wall);
-    CHECK(from_quanta(cost_lower_bound(pr, Objective::kWall, warm.placement)) <= r->lower_bound + 1e-9);
+    CHECK(from_quanta(cost_lower_bound(pr, Cost::kMakespan, warm.placement)) <= r->lower_bound + 1e-9);
     ++ran;
   }
   CHECK(ran == 2);
@@ -194,7 +194,7 @@ TEST_CASE("ilp: p=32, m=256 returns a valid schedule no worse than the heuristic
 
 TEST_CASE("ilp (wall): proves the least wall clock on tiny problems and matches exhaustive search") {
   // At least 5 solves improve on their warm start: the 1F1B starts leave the model real work.
-  CHECK(check_against_exhaustive_search(Objective::kWall, 2026, 3) >= 5);
+  CHECK(check_against_exhaustive_search(Cost::kMakespan, 2026, 3) >= 5);
 }
 
 TEST_CASE("ilp (wall): at 1p it proves a wall clock below ZB-H1's, the heuristic's and the span-optimal one's") {
@@ -212,12 +212,12 @@ TEST_CASE("ilp (wall): at 1p it proves a wall clock below ZB-H1's, the heuristic
   std::vector<Diag> diags;
   auto pr = build_problem(in, "", &diags);
   REQUIRE(pr);
-  auto heuristic = search_heuristic(*pr, &diags, 0, Objective::kWall);
+  auto heuristic = search_heuristic(*pr, &diags, 0, Cost::kMakespan);
   REQUIRE(heuristic);
   const Schedule h1 = generate_zb_h1(*pr);
   REQUIRE(validate(h1, *pr).empty());
   IlpOptions options;
-  options.objective = Objective::kWall;
+  options.measure = Cost::kMakespan;
   options.seconds = 20;
   auto r = refine_ilp(*pr, heuristic->schedule, options, &diags);
   INFO(format_diags(diags));
@@ -228,13 +228,13 @@ TEST_CASE("ilp (wall): at 1p it proves a wall clock below ZB-H1's, the heuristic
   CHECK(r->proven_optimal);
   CHECK(r->cost == *to_quanta(22.8));
   CHECK(r->cost < heuristic->cost);  // 23.4
-  CHECK(r->cost < simulate_cost(h1, *pr, Objective::kWall));  // 23.8
+  CHECK(r->cost < simulate_cost(h1, *pr, Cost::kMakespan));  // 23.8
   CHECK(r->lower_bound == Approx(22.8).margin(1e-6));
   // A certified bound that is not CBC's stays below the optimum: span bounds and the ramp.
-  CHECK(cost_lower_bound(*pr, Objective::kWall, h1.placement) <= r->cost);
+  CHECK(cost_lower_bound(*pr, Cost::kMakespan, h1.placement) <= r->cost);
   // What --objective period plans (the ILP from the span heuristic) reaches the least span, 22.8,
   // with a longer wall clock (23): minimising the span is not enough.
-  auto span_heuristic = search_heuristic(*pr, &diags, 0, Objective::kPeriod);
+  auto span_heuristic = search_heuristic(*pr, &diags, 0, Cost::kSpan);
   REQUIRE(span_heuristic);
   IlpOptions period;
   period.seconds = 20;
@@ -242,7 +242,7 @@ TEST_CASE("ilp (wall): at 1p it proves a wall clock below ZB-H1's, the heuristic
   REQUIRE(by_span);
   CHECK(by_span->status == "optimal");
   CHECK(by_span->cost == *to_quanta(22.8));
-  CHECK(simulate_cost(by_span->schedule, *pr, Objective::kWall) > r->cost);
+  CHECK(simulate_cost(by_span->schedule, *pr, Cost::kMakespan) > r->cost);
 }
 
 TEST_CASE("ilp: refuses what it cannot model") {

@@ -70,7 +70,16 @@ TEST_CASE("schedule file: wrong fields are reported with their JSON pointer") {
   CHECK(with("/problem/t_b", -1) == "s.json: t_b must be positive and finite, got -1.0");
   CHECK(with("/problem/t_w", nlohmann::json::array()) ==
         "s.json: /problem/t_w: expected a number or a non-empty list of numbers (one per stage), got []");
-  CHECK(with("/version", 7) == "s.json: /version: this zbplan reads version 1, the file has 7");
+  CHECK(with("/version", 7) == "s.json: /version: this zbplan reads version 2, the file has 7");
+  // Version 1 named figures otherwise (issue 20): refused, saying how to get a file this zbplan reads.
+  CHECK(with("/version", 1) ==
+        "s.json: /version: version 1 of the format is no longer read: its bubble_rate was the span's and its solver "
+        "cost \"period\" meant the span (version 2 names each figure by what it measures); plan the schedule again "
+        "with zbplan plan, or, for a file written by hand, set \"version\": 2 and drop its recorded figures");
+  CHECK(with("/bubble_rate", 0.1) ==
+        "s.json: /bubble_rate: unknown field 'bubble_rate': version 2 of the format calls it span_bubble_rate (the "
+        "period's and the wall clock's are in /iterations): plan the schedule again with zbplan plan, or drop the "
+        "figure (every figure is recomputed on read)");
   CHECK(with("/problem/placement", nlohmann::json::parse("[[2],[1],[0]]")) ==
         "s.json: /problem/placement: differs from the schedule's /placement");
   CHECK(with("/placement/1/0", 4294967297LL) ==

@@ -29,7 +29,7 @@ TEST_CASE("simulate: ops start when the stage is free and the input has arrived"
   CHECK(t->span == 13 * U);
   CHECK(t->makespan == 13 * U);
   CHECK(t->busy == std::vector<Ticks>{6 * U, 6 * U});
-  CHECK(t->bubble_rate == Approx(7.0 / 13.0));
+  CHECK(t->span_bubble_rate == Approx(7.0 / 13.0));
 }
 
 TEST_CASE("simulate: span measures each stage from its own first op, makespan from the first op anywhere") {
@@ -62,7 +62,7 @@ TEST_CASE("simulate: times never drift over many ops") {
   auto t = simulate_timeline(s, pr, &diags);
   REQUIRE(t);
   CHECK(t->span == 300 * U);
-  CHECK(t->bubble_rate == 0.0);
+  CHECK(t->span_bubble_rate == 0.0);
 }
 
 TEST_CASE("simulate: peak memory is the largest prefix sum of F +M_B, B +(M_W-M_B), W -M_W, BW -M_B") {

@@ -34,7 +34,7 @@ std::string tmp(const std::string& name) { return std::string(ZBPP_TEST_TMP) + "
 void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 }  // namespace
 
-TEST_CASE("zbplan: plan zb-h1 at 1.5B/p8/m24 then simulate reports bubble rate 0.1585") {
+TEST_CASE("zbplan: plan zb-h1 at 1.5B/p8/m24 then simulate reports span bubble rate 0.1585") {
   std::string s = tmp("cli_zbh1.json");
   Run plan = zbplan({"plan", "--method", "zb-h1", "-p", "8", "-m", "24", "--tf", "18.522", "--tb", "18.086", "--tw",
                      "9.337", "--tcomm", "0.601", "-o", s});
@@ -43,9 +43,12 @@ TEST_CASE("zbplan: plan zb-h1 at 1.5B/p8/m24 then simulate reports bubble rate 0
   Run sim = zbplan({"simulate", s, "--trace", tmp("cli_zbh1_trace.json")});
   INFO(sim.err);
   REQUIRE(sim.code == 0);
-  CHECK(sim.out.find("bubble rate  0.1585") != std::string::npos);
-  CHECK(sim.out.find("span         1310.405") != std::string::npos);
-  CHECK(sim.out.find("peak memory  [8, 7.5, 7, 6.5, 6, 5.5, 5, 4.5]") != std::string::npos);
+  CHECK(sim.out.find("  span bubble rate  0.1585  ((span - busy) / span; 0.158520)\n") != std::string::npos);
+  CHECK(sim.out.find("  span              1310.405  (") != std::string::npos);
+  CHECK(sim.out.find("  peak memory       [8, 7.5, 7, 6.5, 6, 5.5, 5, 4.5]") != std::string::npos);
+  // The period and the wall clock, each with its own bubble rate.
+  CHECK(sim.out.find("  period            1310.405  (3 iterations back to back, optimizer post-validation; period "
+                     "bubble rate 0.1585)\n") != std::string::npos);
   // The trace holds one slice per op: 8 stages x 24 microbatches x (F, B, W).
   auto trace = nlohmann::json::parse(std::ifstream(tmp("cli_zbh1_trace.json")));
   int slices = 0;
@@ -176,7 +179,7 @@ TEST_CASE("zbplan: usage errors exit 2 with the closest name for a typo and the 
   INFO(upper.err);
   CHECK(upper.code == 0);
   CHECK(upper.out.find("(limit 4 = 2p)") != std::string::npos);
-  CHECK(upper.out.find("  optimizer    sync: ") != std::string::npos);
+  CHECK(upper.out.find("back to back, optimizer sync; ") != std::string::npos);
 
   Run r = zbplan({"plna"});
   CHECK(r.code == 2);
@@ -255,9 +258,9 @@ TEST_CASE("zbplan: the paper's names are methods: ZB-H1, 1F1B and ZB-V in any ca
   CHECK(out_of({"--method", "ZB-2p"}) == out_of({"--method", "heuristic", "--mem-limit", "2p"}));
   CHECK(out_of({"--method", "ZB-1P", "--mem-limit", "1p"}) == out_of({"--method", "heuristic", "--mem-limit", "1p"}));
   CHECK(out_of({"--method", "ZB-H1"}) == out_of({"--method", "zb-h1"}));
-  CHECK(out_of({"--method", "1F1B"}).find("method       1f1b (p=8") != std::string::npos);
-  CHECK(out_of({"--method", "ZB-V"}).find("method       zb-v (p=8") != std::string::npos);
-  CHECK(out_of({"--method", "ZB-2p"}).find("bubble rate  0.0433") != std::string::npos);
+  CHECK(out_of({"--method", "1F1B"}).find("method            1f1b (p=8") != std::string::npos);
+  CHECK(out_of({"--method", "ZB-V"}).find("method            zb-v (p=8") != std::string::npos);
+  CHECK(out_of({"--method", "ZB-2p"}).find("span bubble rate  0.0433") != std::string::npos);
 }
 
 TEST_CASE("zbplan: heuristic at 2p and auto at 1p on 1.5B/p8/m24") {
@@ -270,10 +273,10 @@ TEST_CASE("zbplan: heuristic at 2p and auto at 1p on 1.5B/p8/m24") {
   Run h = with({"plan", "--method", "heuristic", "--mem-limit", "2p", "-o", tmp("cli_zb2p.json")});
   INFO(h.err);
   REQUIRE(h.code == 0);
-  CHECK(h.out.find("bubble rate  0.0433") != std::string::npos);
+  CHECK(h.out.find("span bubble rate  0.0433") != std::string::npos);
   CHECK(h.out.find("search: 11 of 11 candidates fit the memory limit") != std::string::npos);
   Run sim = zbplan({"simulate", tmp("cli_zb2p.json")});
-  CHECK(sim.out.find("bubble rate  0.0433") != std::string::npos);
+  CHECK(sim.out.find("span bubble rate  0.0433") != std::string::npos);
 
   Run a = with({"plan", "--method", "auto", "--mem-limit", "1p", "--ilp-seconds", "1", "-o", tmp("cli_auto.json")});
   INFO(a.err);
@@ -283,12 +286,20 @@ TEST_CASE("zbplan: heuristic at 2p and auto at 1p on 1.5B/p8/m24") {
   // Memory is not what keeps 1f1b-i out: it needs --chunks.
   CHECK(a.out.find("  auto: 1f1b-i left out: it interleaves model chunks (give --chunks V, V >= 2, to include it)\n") !=
         std::string::npos);
-  CHECK(a.out.find("auto: zb-h1 span 1310.405, bubble rate 0.1585; post-validation: period 1310.405 (bubble 0.1585), "
-                   "wall 1314.612; post-validation, validated at the start: period 1318.819 (bubble 0.1639), wall "
-                   "1314.612; sync: period 1314.011 (bubble 0.1608), wall 1314.011") != std::string::npos);
-  CHECK(a.out.find("auto: best by period (optimizer included) is zb-v (sync)") != std::string::npos);
-  CHECK(a.out.find("optimizer    sync: 3 iterations back to back take 1192.877 each") != std::string::npos);
-  CHECK(a.out.find("method       zb-v (p=8, m=24, chunks=2)") != std::string::npos);
+  CHECK(a.out.find("  auto: zb-h1 under post-validation: span 1310.405, period 1310.405 (period bubble rate 0.1585), "
+                   "wall 1314.612 (wall bubble rate 0.1612)\n  auto: zb-h1 under post-validation, validated at the "
+                   "start: span 1310.405, period 1318.819 (period bubble rate 0.1639), wall 1314.612 (wall bubble rate "
+                   "0.1612)\n  auto: zb-h1 under sync: span 1310.405, period 1314.011 (period bubble rate 0.1608), "
+                   "wall 1314.011 (wall bubble rate 0.1608)\n") != std::string::npos);
+  // ZB-V's period under post-validation is its span (issue 20), below the synchronous step's.
+  CHECK(a.out.find("  auto: zb-v under post-validation: span 1189.271, period 1189.271 (period bubble rate 0.0728), "
+                   "wall 1193.478 (wall bubble rate 0.0761)\n") != std::string::npos);
+  CHECK(a.out.find("  auto: zb-v under sync: span 1189.271, period 1192.877 (period bubble rate 0.0756), "
+                   "wall 1192.877 (wall bubble rate 0.0756)\n") != std::string::npos);
+  CHECK(a.out.find("auto: best by period (optimizer included) is zb-v (post-validation)") != std::string::npos);
+  CHECK(a.out.find("  period            1189.271  (3 iterations back to back, optimizer post-validation") !=
+        std::string::npos);
+  CHECK(a.out.find("  method            zb-v (p=8, m=24, chunks=2)") != std::string::npos);
   Run v = zbplan({"validate", tmp("cli_auto.json")});
   CHECK(v.code == 0);
 }
@@ -446,19 +457,28 @@ TEST_CASE("zbplan: plan and simulate report iterations back to back, and show --
   };
   // With post-validation the period is the span (24.6: bubble 0.0244); sync waits for the
   // all-reduce (2 * 2 hops * 0.1) after the last op anywhere.
-  CHECK(plan(post, "post-validation").find("  optimizer    post-validation: 3 iterations back to back take 24.6 each "
-                                           "(bubble 0.0244); one alone takes 27.3 first op to last step\n") !=
+  const std::string post_out = plan(post, "post-validation");
+  CHECK(post_out.find("  period            24.6  (3 iterations back to back, optimizer post-validation; period "
+                      "bubble rate 0.0244)\n  wall              27.3  (one iteration alone, first op to last optimizer "
+                      "step; wall bubble rate 0.1209)\n") != std::string::npos);
+  CHECK(post_out.find("  bound: period >= 24 (busy), period bubble rate >= 0.0000, gap 2.4390 % (not_run)\n") !=
         std::string::npos);
-  CHECK(plan(sync, "sync").find("  optimizer    sync: 3 iterations back to back take 27.7 each (bubble 0.1336)") !=
+  // With sync every printed rate of the objective is the wall clock's (issue 22).
+  const std::string sync_out = plan(sync, "sync");
+  CHECK(sync_out.find("  period            27.7  (3 iterations back to back, optimizer sync; period bubble rate "
+                      "0.1336)\n") != std::string::npos);
+  CHECK(sync_out.find("  bound: wall >= 27.7 (ramp), wall bubble rate >= 0.1336, gap 0.0000 % (optimal)\n") !=
         std::string::npos);
+  CHECK(sync_out.find("  objective         wall (minimised): 27.7, wall bubble rate 0.1336\n") != std::string::npos);
   Run sim = zbplan({"simulate", post, "--iterations", "5", "--state-latency", "0"});
-  CHECK(sim.out.find("5 iterations back to back take 24.6 each") != std::string::npos);
-  // simulate says what the file was planned for, and its wall clock against the ramp bound
-  // (3 forwards and hops of 1.1, then 24 busy: 27.3).
-  CHECK(sim.out.find("  objective    period (span minimised); wall clock 27.3 against the ramp bound 27.3 (gap 0.0000)\n") !=
-        std::string::npos);
+  CHECK(sim.out.find("  period            24.6  (5 iterations back to back") != std::string::npos);
+  // simulate says what the file was planned for, and the makespan against the ramp bound (3
+  // forwards and hops of 1.1, then 24 busy: 27.3).
+  CHECK(sim.out.find("  objective         period (minimised): 24.6, period bubble rate 0.0244\n  ramp bound        "
+                     "27.3  (no makespan is shorter; this one's gap 0.0000)\n") != std::string::npos);
   Run sim_sync = zbplan({"simulate", sync});
-  CHECK(sim_sync.out.find("  objective    wall (wall clock minimised); wall clock 27.3 against") != std::string::npos);
+  CHECK(sim_sync.out.find("  objective         wall (minimised): 27.7, wall bubble rate 0.1336\n") !=
+        std::string::npos);
   Run shown = zbplan({"show", post, "--iterations", "3", "-o", tmp("cli_iter.svg")});
   REQUIRE(shown.code == 0);
   std::ifstream in(tmp("cli_iter.svg"));
@@ -490,7 +510,7 @@ TEST_CASE("zbplan: every plan records its certified bound, and ilp takes --time-
   auto solver_of = [](const std::string& path) { return nlohmann::json::parse(std::ifstream(path))["solver"]; };
   Run h = with({"plan", "--method", "zb-h1", "-o", tmp("cli_bound_h1.json")});
   REQUIRE(h.code == 0);
-  CHECK(h.out.find("  bound: span >= ") != std::string::npos);
+  CHECK(h.out.find("  bound: period >= ") != std::string::npos);
   auto sh = solver_of(tmp("cli_bound_h1.json"));
   CHECK(sh["status"] == "not_run");
   CHECK(sh["seconds"] == 0);
@@ -511,26 +531,29 @@ TEST_CASE("zbplan: every plan records its certified bound, and ilp takes --time-
 
   CHECK(si["cost"] == "period");
 
-  // --objective wall: the ILP minimises the wall clock and its report says so: the value is the
-  // file's makespan, the bound at least the ramp bound and at most the value.
+  // --objective wall under post-validation: the ILP's model minimises the makespan, and a schedule
+  // is kept by its true wall clock (the state's last messages come after the makespan); the report
+  // measures the wall: the value is the file's one iteration alone, the bound at least the ramp
+  // bound and at most the value.
   Run w = with({"plan", "--method", "ilp", "--objective", "wall", "--time-limit", "1", "--quiet", "-o",
                 tmp("cli_ilp_wall.json")});
   INFO(w.err);
   REQUIRE(w.code == 0);
-  CHECK(w.out.find("  bound: wall clock >= ") != std::string::npos);
-  CHECK(w.out.find("minimising the wall clock), warm-started from the heuristic: wall ") != std::string::npos);
-  CHECK(w.out.find("kept the heuristic") == std::string::npos);
+  CHECK(w.out.find("  bound: wall >= ") != std::string::npos);
+  CHECK(w.out.find("minimising the makespan, keeping a schedule by its wall (lowered: post-validation)), "
+                   "warm-started from the heuristic: makespan ") != std::string::npos);
   auto wall_file = nlohmann::json::parse(std::ifstream(tmp("cli_ilp_wall.json")));
   auto sw = wall_file["solver"];
   CHECK(sw["cost"] == "wall");
-  CHECK(sw["objective"].get<double>() == Approx(wall_file["makespan"].get<double>()).margin(1e-9));
+  CHECK(sw["objective"].get<double>() == Approx(wall_file["iterations"]["wall"].get<double>()).margin(1e-9));
   CHECK(sw["best_bound"].get<double>() <= sw["objective"].get<double>() + 1e-9);
   CHECK(sw["best_bound"].get<double>() >= wall_file["wall_lower_bound"].get<double>() - 1e-9);
   Run hw = with({"plan", "--method", "heuristic", "--objective", "wall", "-o", tmp("cli_heuristic_wall.json")});
   REQUIRE(hw.code == 0);
+  CHECK(hw.out.find("best by wall (lowered: post-validation): ") != std::string::npos);
   auto heuristic_wall = nlohmann::json::parse(std::ifstream(tmp("cli_heuristic_wall.json")));
   CHECK(heuristic_wall["solver"]["cost"] == "wall");
-  CHECK(wall_file["makespan"].get<double>() <= heuristic_wall["makespan"].get<double>() + 1e-9);
+  CHECK(sw["objective"].get<double>() <= heuristic_wall["iterations"]["wall"].get<double>() + 1e-9);
 
   Run q = with({"plan", "--method", "ilp", "--ilp-seconds", "0.5", "--quiet", "-o", tmp("cli_ilp_quiet.json")});
   CHECK(q.code == 0);
@@ -540,7 +563,7 @@ TEST_CASE("zbplan: every plan records its certified bound, and ilp takes --time-
   Run a = with({"plan", "--method", "auto", "-o", tmp("cli_auto_nolimit.json")});
   CHECK(a.out.find("auto: ilp") == std::string::npos);
   Run at = with({"plan", "--method", "auto", "--time-limit", "0.5", "--quiet", "-o", tmp("cli_auto_limit.json")});
-  CHECK(at.out.find("auto: ilp span") != std::string::npos);
+  CHECK(at.out.find("auto: ilp under post-validation: span ") != std::string::npos);
 #endif
 }
 
@@ -582,7 +605,8 @@ TEST_CASE("zbplan: validate recomputes every figure a file records and locates e
   write(edited, copy.dump(1));
   CHECK(zbplan({"validate", edited}).code == 0);
   for (const char* pointer :
-       {"/bubble_rate", "/iterations/period_bubble_rate", "/solver/gap", "/solver/bubble_rate_bound"}) {
+       {"/span_bubble_rate", "/iterations/period_bubble_rate", "/iterations/wall_bubble_rate", "/solver/gap",
+        "/solver/bubble_rate_bound"}) {
     const std::string prefix = "zbplan: " + edited + ": " + pointer + ": recorded ";
     CHECK(first_error(pointer, figure(pointer) + 0.01).rfind(prefix, 0) == 0);
   }
@@ -591,12 +615,12 @@ TEST_CASE("zbplan: validate recomputes every figure a file records and locates e
   // The solver record: a bound above the cost it bounds, "optimal" without meeting it, a bound's source.
   CHECK(first_error("/solver/best_bound", figure("/solver/objective") + 1) ==
         "zbplan: " + edited + ": /solver/best_bound: recorded " + shown(figure("/solver/objective") + 1) +
-            " is above the schedule's period cost " + format_quanta(*to_quanta(figure("/solver/objective"))) +
+            " is above the schedule's period " + format_quanta(*to_quanta(figure("/solver/objective"))) +
             ", which it claims to bound from below");
   REQUIRE(j["solver"]["status"] == "not_run");
   REQUIRE(figure("/solver/best_bound") < figure("/solver/objective"));
   CHECK(first_error("/solver/status", "optimal").rfind("zbplan: " + edited + ": /solver/status: \"optimal\", but the "
-                                                       "schedule's period cost ", 0) == 0);
+                                                       "schedule's period ", 0) == 0);
   CHECK(first_error("/solver/best_bound", figure("/solver/best_bound") - 0.5)
             .rfind("zbplan: " + edited + ": /solver/best_bound: recorded ", 0) == 0);
   CHECK(first_error("/solver/bound_source", j["solver"]["bound_source"] == "busy" ? "memory" : "busy")
@@ -613,6 +637,24 @@ TEST_CASE("zbplan: validate recomputes every figure a file records and locates e
                                                  "got 1000000");
   CHECK(first_error("/iterations/spare", 1) == "zbplan: " + edited + ": /iterations/spare: unknown field 'spare'");
   CHECK(first_error("/peak_memory/0", "1") == "zbplan: " + edited + ": /peak_memory/0: expected a number, got \"1\"");
+  // The solver's cost names its figure (here the period, 30.2: the wall is 30.35); a compute-level
+  // file has no period or wall to name.
+  CHECK(first_error("/solver/cost", "wall") == "zbplan: " + edited + ": /solver/objective: recorded 30.2, recomputed "
+                                               "30.35 (the file was edited after it was written: plan it again)");
+  CHECK(first_error("/solver/cost", "time") == "zbplan: " + edited + ": /solver/cost: expected \"span\", "
+                                               "\"makespan\", \"period\" or \"wall\", got \"time\"");
+  std::string compute = tmp("cli_figures_compute.json");
+  REQUIRE(zbplan({"plan", "--method", "zb-h1", "-p", "2", "-m", "4", "--tf", "1", "--tb", "1", "--tw", "0.5",
+                  "--compute-only", "-o", compute}).code == 0);
+  auto compute_doc = nlohmann::json::parse(std::ifstream(compute));
+  CHECK(compute_doc["solver"]["cost"] == "span");
+  compute_doc["solver"]["cost"] = "period";
+  write(edited, compute_doc.dump(1));
+  Run c = zbplan({"validate", edited});
+  CHECK(c.code == 1);
+  CHECK(c.err.substr(0, c.err.find('\n')) ==
+        "zbplan: " + edited + ": /solver/cost: a compute-level schedule has no optimizer step to repeat: it records no "
+        "iterations, and its solver cost is the span or the makespan (the period and the wall need a lowered file)");
   // simulate, show and export read through the same check.
   copy = j;
   copy["span"] = 1;
