@@ -26,11 +26,13 @@ constexpr std::array<std::pair<OpType, const char*>, 14> kNames = {{
 }};
 }  // namespace
 
-std::string op_type_name(OpType t) {
+std::string_view op_type_text(OpType t) {
   for (const auto& [type, name] : kNames)
     if (type == t) return name;
   return "?";
 }
+
+std::string op_type_name(OpType t) { return std::string(op_type_text(t)); }
 
 std::string op_type_list() {
   std::string out;

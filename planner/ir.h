@@ -50,6 +50,8 @@ inline int message_channel(OpType t) {
 }
 inline constexpr int kMessageChannels = 4;
 std::string op_type_name(OpType t);
+/// The same without a copy, for writers of many ops.
+std::string_view op_type_text(OpType t);
 /// "F, B, W, BW, ... or VALIDATE", for messages.
 std::string op_type_list();
 std::optional<OpType> parse_op_type(std::string_view name);
