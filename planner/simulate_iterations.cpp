@@ -52,7 +52,8 @@ struct IterSim {
   }
 
   // Numbers the channels in use: a sorted list of (to, kind, from) keys, no map. A stage talks
-  // to a few peers only, so the list is about as long as the number of stages.
+  // to a few peers only, so the list is about as long as the number of stages; each stage's own
+  // keys are gathered first, so the sort sees a few per stage, not one per message.
   void index_channels() {
     auto key = [&](int to, int kind, int from) {
       return (static_cast<uint64_t>(to) * kMessageChannels + static_cast<uint64_t>(kind)) * static_cast<uint64_t>(p) +
@@ -62,9 +63,15 @@ struct IterSim {
       return is_send(op.type) ? key(op.peer, message_channel(op.type), st) : key(st, message_channel(op.type), op.peer);
     };
     std::vector<uint64_t> keys;
-    for (int st = 0; st < p; ++st)
+    for (int st = 0; st < p; ++st) {
+      const size_t stage_keys = keys.size();
       for (const Op& op : s.stages[st])
-        if (is_send(op.type) || is_recv(op.type)) keys.push_back(key_of(st, op));
+        if (is_send(op.type) || is_recv(op.type)) {
+          uint64_t k = key_of(st, op);
+          if (std::find(keys.begin() + static_cast<std::ptrdiff_t>(stage_keys), keys.end(), k) == keys.end())
+            keys.push_back(k);
+        }
+    }
     std::sort(keys.begin(), keys.end());
     keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
     channels.resize(keys.size());
@@ -86,47 +93,59 @@ struct IterSim {
   // Runs stage st until it blocks or finishes, queueing the stages its SENDs and steps release.
   void advance(int st) {
     const auto& ops = s.stages[st];
-    while (iter[st] < k) {
-      const Op& op = ops[cursor[st]];
-      Ticks start = free_at[st], end = start;
-      bool skip = iter[st] == 0 && is_validation(op.type);
-      if (!skip && is_recv(op.type)) {
-        int c = channel_of[st][cursor[st]];
-        Channel& ch = channels[c];
-        if (ch.sent.size() <= ch.received) {
-          blocked_on[st] = c;
-          return;
+    const int n = static_cast<int>(ops.size());
+    const int* channel = channel_of[st].data();
+    int it = iter[st], i = cursor[st];
+    Ticks clock = free_at[st];
+    while (it < k) {
+      OpTiming* times = out.ops[it][st].data();
+      for (; i < n; ++i) {
+        const Op& op = ops[i];
+        Ticks start = clock, end = start;
+        const OpType type = op.type;
+        if (is_compute(type)) {
+          end = start + op_duration(op, st, pr);
+        } else if (it == 0 && is_validation(type)) {
+          // nothing to validate in the first iteration
+        } else if (is_recv(type)) {
+          Channel& ch = channels[channel[i]];
+          if (ch.sent.size() <= ch.received) {
+            blocked_on[st] = channel[i];
+            iter[st] = it, cursor[st] = i, free_at[st] = clock;
+            return;
+          }
+          start = end = std::max(start, ch.sent[ch.received++] + latency(type));
+        } else if (is_send(type)) {
+          Channel& ch = channels[channel[i]];
+          ch.sent.push_back(start);
+          if (blocked_on[ch.to] == channel[i]) {
+            blocked_on[ch.to] = -1;
+            work.push_back(ch.to);
+          }
+        } else if (type == OpType::OPT_STEP && sync) {
+          auto& at = arrived[it];
+          if (!waiting_at_step[st]) {
+            at.push_back(start);
+            waiting_at_step[st] = true;
+          }
+          if (static_cast<int>(at.size()) < p) {
+            parked_at_step[it].push_back(st);
+            iter[st] = it, cursor[st] = i, free_at[st] = clock;
+            return;
+          }
+          // The last arrival releases the others; each then computes the same end.
+          for (int other : parked_at_step[it]) work.push_back(other);
+          parked_at_step[it].clear();
+          end = *std::max_element(at.begin(), at.end()) + out.allreduce_latency;
+          waiting_at_step[st] = false;
         }
-        start = end = std::max(start, ch.sent[ch.received++] + latency(op.type));
-      } else if (!skip && is_send(op.type)) {
-        Channel& ch = channels[channel_of[st][cursor[st]]];
-        ch.sent.push_back(start);
-        if (blocked_on[ch.to] == channel_of[st][cursor[st]]) {
-          blocked_on[ch.to] = -1;
-          work.push_back(ch.to);
-        }
-      } else if (op.type == OpType::OPT_STEP && sync) {
-        auto& at = arrived[iter[st]];
-        if (!waiting_at_step[st]) {
-          at.push_back(start);
-          waiting_at_step[st] = true;
-        }
-        if (static_cast<int>(at.size()) < p) {
-          parked_at_step[iter[st]].push_back(st);
-          return;
-        }
-        // The last arrival releases the others; each then computes the same end.
-        for (int other : parked_at_step[iter[st]]) work.push_back(other);
-        parked_at_step[iter[st]].clear();
-        end = *std::max_element(at.begin(), at.end()) + out.allreduce_latency;
-        waiting_at_step[st] = false;
-      } else if (is_compute(op.type)) {
-        end = start + op_duration(op, st, pr);
+        times[i] = {start, end};
+        clock = end;
       }
-      out.ops[iter[st]][st][cursor[st]] = {start, end};
-      free_at[st] = end;
-      if (++cursor[st] == static_cast<int>(ops.size())) cursor[st] = 0, ++iter[st];
+      i = 0;
+      ++it;
     }
+    iter[st] = it, cursor[st] = i, free_at[st] = clock;
   }
 
   void run() {
