@@ -117,6 +117,19 @@ VirtualStageMap::VirtualStageMap(const std::vector<std::vector<int>>& placement_
     }
 }
 
+Schedule Schedule::without_ops() const {
+  Schedule out;
+  out.p = p;
+  out.m = m;
+  out.chunks = chunks;
+  out.placement = placement;
+  out.level = level;
+  out.method = method;
+  out.optimizer = optimizer;  // a field added to Schedule must be copied here too
+  out.stages.resize(stages.size());
+  return out;
+}
+
 std::optional<Schedule> schedule_from_strings(const std::vector<std::string>& stages, int m, int chunks,
                                               const std::vector<std::vector<int>>& placement, std::string* err) {
   Schedule s;

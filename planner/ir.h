@@ -90,6 +90,9 @@ struct Schedule {
   std::string method;                       ///< which generator or pass produced it
   std::string optimizer = kOptimizerSync;   ///< lowered schedules: kOptimizerSync or kOptimizerPostValidation
   std::vector<std::vector<Op>> stages;      ///< [stage] -> ops in execution order
+
+  /// Every field but the ops (p empty stages): passes that rebuild the ops copy no op twice.
+  Schedule without_ops() const;
 };
 
 /// A schedule from one short-form string per stage, for tests and examples.

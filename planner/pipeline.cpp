@@ -79,8 +79,10 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
       PlanResult lowered = *result;
       std::vector<Diag> failed;
       std::optional<IterationTimeline> it;
+      IterationOptions figures = options.iterations;
+      figures.op_times = false;  // candidates are ranked by their figures
       if (lower_planned(&lowered, &failed, lowering))
-        it = simulate_iterations(lowered.schedule, lowered.problem, options.iterations, &failed);
+        it = simulate_iterations(lowered.schedule, lowered.problem, figures, &failed);
       if (!it) {
         notes.push_back(note + "; " + lowering_name(lowering) + ": " +
                         (failed.empty() ? "failed" : failed.back().message));

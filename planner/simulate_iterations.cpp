@@ -43,11 +43,15 @@ struct IterSim {
   std::vector<std::vector<int>> parked_at_step;  // sync OPT_STEP: stages waiting per iteration
   std::vector<bool> waiting_at_step;
   std::vector<int> work;
+  const bool op_times;
+  std::vector<Ticks> first_start;    // [stage] start of its first op in the first iteration
+  std::vector<Ticks> iteration_end;  // [iteration * p + stage] end of the stage's last op in that iteration
 
   IterSim(const Schedule& schedule, const Problem& problem, int iterations, IterationTimeline& timeline)
       : s(schedule), pr(problem), p(schedule.p), k(iterations), sync(schedule.optimizer != kOptimizerPostValidation),
         out(timeline), iter(p, 0), cursor(p, 0), blocked_on(p, -1), free_at(p, 0), arrived(k), parked_at_step(k),
-        waiting_at_step(p, false) {
+        waiting_at_step(p, false), op_times(!timeline.ops.empty()), first_start(p, 0),
+        iteration_end(static_cast<size_t>(k) * p, 0) {
     index_channels();
   }
 
@@ -98,7 +102,7 @@ struct IterSim {
     int it = iter[st], i = cursor[st];
     Ticks clock = free_at[st];
     while (it < k) {
-      OpTiming* times = out.ops[it][st].data();
+      OpTiming* times = op_times ? out.ops[it][st].data() : nullptr;
       for (; i < n; ++i) {
         const Op& op = ops[i];
         Ticks start = clock, end = start;
@@ -139,9 +143,11 @@ struct IterSim {
           end = *std::max_element(at.begin(), at.end()) + out.allreduce_latency;
           waiting_at_step[st] = false;
         }
-        times[i] = {start, end};
+        if (times) times[i] = {start, end};
+        if (it == 0 && i == 0) first_start[st] = start;
         clock = end;
       }
+      iteration_end[static_cast<size_t>(it) * p + st] = clock;
       i = 0;
       ++it;
     }
@@ -169,9 +175,11 @@ std::optional<IterationTimeline> simulate_iterations(const Schedule& s, const Pr
   int hops = 0;
   while ((1 << hops) < p) ++hops;
   out.allreduce_latency = options.allreduce_latency >= 0 ? options.allreduce_latency : 2 * hops * pr.t_comm;
-  out.ops.assign(k, std::vector<std::vector<OpTiming>>(p));
-  for (int it = 0; it < k; ++it)
-    for (int st = 0; st < p; ++st) out.ops[it][st].resize(s.stages[st].size());
+  if (options.op_times) {
+    out.ops.assign(k, std::vector<std::vector<OpTiming>>(p));
+    for (int it = 0; it < k; ++it)
+      for (int st = 0; st < p; ++st) out.ops[it][st].resize(s.stages[st].size());
+  }
 
   IterSim sim(s, pr, k, out);
   sim.run();
@@ -190,11 +198,11 @@ std::optional<IterationTimeline> simulate_iterations(const Schedule& s, const Pr
     for (size_t i = 0; i < s.stages[st].size(); ++i)
       if (is_compute(s.stages[st][i].type)) busy += op_duration(s.stages[st][i], st, pr);
     max_busy = std::max(max_busy, busy);
-    const auto& last_two = out.ops;
-    out.period = std::max(out.period, last_two[k - 1][st].back().end - last_two[k - 2][st].back().end);
+    auto end_of = [&](int it) { return sim.iteration_end[static_cast<size_t>(it) * p + st]; };
+    out.period = std::max(out.period, end_of(k - 1) - end_of(k - 2));
     if (!s.stages[st].empty()) {
-      first = first < 0 ? out.ops[0][st].front().start : std::min(first, out.ops[0][st].front().start);
-      last = std::max(last, out.ops[0][st].back().end);
+      first = first < 0 ? sim.first_start[st] : std::min(first, sim.first_start[st]);
+      last = std::max(last, end_of(0));
     }
   }
   out.wall = first < 0 ? 0 : last - first;

@@ -105,8 +105,10 @@ struct IterationFlags {
     return {optimizer, validate_at == "start" ? ValidateAt::kStart : ValidateAt::kFirstBackward};
   }
 
-  IterationOptions options() const {
+  /// `op_times`: keep every op's times (show draws them), or the figures only.
+  IterationOptions options(bool op_times = true) const {
     IterationOptions o;
+    o.op_times = op_times;
     o.iterations = iterations;
     if (state_latency >= 0) o.state_latency = *to_quanta(state_latency);
     if (allreduce_latency >= 0) o.allreduce_latency = *to_quanta(allreduce_latency);
@@ -226,7 +228,7 @@ int write_planned(const PlanResult& planned, const IterationFlags& iteration_fla
   if (!timeline) return fail(err, diags);
   std::optional<IterationTimeline> iterations;
   if (schedule.level == kLevelLowered) {
-    iterations = simulate_iterations(schedule, planned.problem, iteration_flags.options(), &diags);
+    iterations = simulate_iterations(schedule, planned.problem, iteration_flags.options(false), &diags);
     if (!iterations) return fail(err, diags);
   }
   const Objective objective = iteration_flags.objective_or_default();
@@ -301,7 +303,7 @@ int cmd_simulate(const std::string& path, const std::string& trace_path, const I
   print_figures(out, file.schedule, file.problem, timeline);
   if (file.schedule.level == kLevelLowered) {
     std::vector<Diag> diags;
-    auto iterations = simulate_iterations(file.schedule, file.problem, iteration_flags.options(), &diags);
+    auto iterations = simulate_iterations(file.schedule, file.problem, iteration_flags.options(false), &diags);
     if (!iterations) return fail(err, diags);
     print_iterations(out, file.schedule, *iterations);
   }
