@@ -2,8 +2,10 @@
 #include "planner/schedule_json.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <fstream>
@@ -553,31 +555,59 @@ bool load_problem_file(const std::string& path, ProblemInput* out, std::vector<D
 namespace {
 
 // The op lines make up nearly all of a big file (56,508 ops, 3.3 MB at p=32, m=256): they are
-// written with to_chars straight into one buffer sized for the longest line, which an
-// ostringstream made ten times slower.
+// written with to_chars and fixed-size copies into a 64 KB buffer handed to the sink whenever it is
+// full (an ostringstream took ten times as long, and holding the whole text costs fresh pages).
 constexpr size_t kMaxOpLine = 96;  // 6 + 10 + 10 ("VALIDATE") + 4 * (13 + 11) + 3 < 96
 
-char* put(char* at, std::string_view text) { return std::copy(text.begin(), text.end(), at); }
-char* put_field(char* at, std::string_view name, int v) { return std::to_chars(put(at, name), at + kMaxOpLine, v).ptr; }
+template <size_t N>
+char* put(char* at, const char (&text)[N]) {
+  std::memcpy(at, text, N - 1);
+  return at + N - 1;
+}
+
+template <size_t N>
+char* put_field(char* at, const char (&name)[N], int v) {
+  return std::to_chars(put(at, name), at + kMaxOpLine, v).ptr;
+}
+
+// `"NAME"` of every op type, padded so that one fixed-size copy writes it (and the length says
+// how much of it counts).
+struct QuotedName {
+  char text[16];
+  size_t size;
+};
+const QuotedName& quoted_name(OpType t) {
+  static const auto names = [] {
+    std::array<QuotedName, static_cast<size_t>(OpType::VALIDATE) + 1> out{};
+    for (size_t i = 0; i < out.size(); ++i) {
+      std::string quoted = "\"" + std::string(op_type_text(static_cast<OpType>(i))) + "\"";
+      std::memcpy(out[i].text, quoted.data(), quoted.size());
+      out[i].size = quoted.size();
+    }
+    return out;
+  }();
+  return names[static_cast<size_t>(t)];
+}
 
 char* put_op_line(char* at, const Op& op, bool last) {
-  at = put(at, "      {\"type\": \"");
-  at = put(at, op_type_text(op.type));
-  *at++ = '"';
+  at = put(at, "      {\"type\": ");
+  const QuotedName& name = quoted_name(op.type);
+  std::memcpy(at, name.text, sizeof name.text);
+  at += name.size;
   if (!is_optimizer_op(op.type)) {
     at = put_field(at, ", \"mb\": ", op.mb);
     at = put_field(at, ", \"chunk\": ", op.chunk);
   }
   if (op.peer >= 0) at = put_field(at, ", \"peer\": ", op.peer);
   if (op.slot >= 0) at = put_field(at, ", \"slot\": ", op.slot);
-  return put(at, last ? "}\n" : "},\n");
+  return last ? put(at, "}\n") : put(at, "},\n");
 }
 
 }  // namespace
 
-std::string schedule_to_json_text(const Schedule& s, const Problem& pr, const Timeline& t,
-                                  const IterationTimeline* iterations, const std::string& objective, Ticks wall_bound,
-                                  const SolverReport* solver) {
+bool write_schedule_json(const Schedule& s, const Problem& pr, const Timeline& t,
+                         const std::function<bool(std::string_view)>& sink, const IterationTimeline* iterations,
+                         const std::string& objective, Ticks wall_bound, const SolverReport* solver) {
   nlohmann::json peak = nlohmann::json::array();
   for (Mem m : t.peak_memory) peak.push_back(from_quanta(m));
   nlohmann::json placement = s.placement;
@@ -617,33 +647,42 @@ std::string schedule_to_json_text(const Schedule& s, const Problem& pr, const Ti
     out << "  \"solver\": " << j.dump() << ",\n";
   }
   out << "  \"stages\": [\n";
-  std::string text = std::move(out).str();
-  size_t ops = 0;
-  for (const auto& stage : s.stages) ops += stage.size();
-  text.reserve(text.size() + 64 * ops + 16 * s.stages.size() + 8);  // about the size; nothing touched yet
-  // Lines go to a small buffer, appended to the text when full: the text is written once.
-  char buffer[128 * kMaxOpLine];
-  char* at = buffer;
-  auto room = [&](size_t n) {
-    if (at + n > buffer + sizeof buffer) {
-      text.append(buffer, static_cast<size_t>(at - buffer));
-      at = buffer;
-    }
+  if (!sink(out.view())) return false;
+  std::vector<char> buffer(64 * 1024);
+  char* at = buffer.data();
+  auto room = [&](size_t n) {  // false when the sink refuses what the buffer holds
+    if (at + n <= buffer.data() + buffer.size()) return true;
+    bool ok = sink(std::string_view(buffer.data(), static_cast<size_t>(at - buffer.data())));
+    at = buffer.data();
+    return ok;
   };
   for (size_t st = 0; st < s.stages.size(); ++st) {
-    room(16);
+    if (!room(16)) return false;
     at = put(at, "    [\n");
     const auto& stage = s.stages[st];
     for (size_t i = 0; i < stage.size(); ++i) {
-      room(kMaxOpLine);
+      if (!room(kMaxOpLine)) return false;
       at = put_op_line(at, stage[i], i + 1 == stage.size());
     }
-    room(16);
-    at = put(at, st + 1 < s.stages.size() ? "    ],\n" : "    ]\n");
+    if (!room(16)) return false;
+    at = st + 1 < s.stages.size() ? put(at, "    ],\n") : put(at, "    ]\n");
   }
-  room(16);
+  if (!room(16)) return false;
   at = put(at, "  ]\n}\n");
-  text.append(buffer, static_cast<size_t>(at - buffer));
+  return sink(std::string_view(buffer.data(), static_cast<size_t>(at - buffer.data())));
+}
+
+std::string schedule_to_json_text(const Schedule& s, const Problem& pr, const Timeline& t,
+                                  const IterationTimeline* iterations, const std::string& objective, Ticks wall_bound,
+                                  const SolverReport* solver) {
+  std::string text;
+  write_schedule_json(
+      s, pr, t,
+      [&text](std::string_view piece) {
+        text += piece;
+        return true;
+      },
+      iterations, objective, wall_bound, solver);
   return text;
 }
 

@@ -233,10 +233,17 @@ int write_planned(const PlanResult& planned, const IterationFlags& iteration_fla
   }
   const Objective objective = iteration_flags.objective_or_default();
   const Ticks bound = wall_lower_bound(planned.problem, schedule.placement);
-  std::string text = schedule_to_json_text(schedule, planned.problem, *timeline, iterations ? &*iterations : nullptr,
-                                           objective_name(objective), bound,
-                                           planned.solver.status.empty() ? nullptr : &planned.solver);
-  if (!write_file(output, text, err)) return kExitInvalid;
+  // Written as it is made: a big schedule's text is never held whole.
+  ReplacingFile file;
+  std::string why;
+  auto to_file = [&](std::string_view piece) { return file.write(piece, &why); };
+  if (!file.open(output, &why) ||
+      !write_schedule_json(schedule, planned.problem, *timeline, to_file, iterations ? &*iterations : nullptr,
+                           objective_name(objective), bound, planned.solver.status.empty() ? nullptr : &planned.solver) ||
+      !file.commit(&why)) {
+    err << "zbplan: cannot write " << why << "\n";
+    return kExitInvalid;
+  }
   out << "wrote " << output << "\n";
   for (const auto& note : planned.notes) out << "  " << note << "\n";
   print_figures(out, schedule, planned.problem, *timeline);
