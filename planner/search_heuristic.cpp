@@ -4,6 +4,7 @@
 #include "planner/search_heuristic.h"
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 #include <memory>
 #include <thread>
@@ -34,7 +35,9 @@ class Heuristic {
  public:
   explicit Heuristic(const Problem& pr)
       : pr_(pr), p_(pr.p), m_(pr.m), limit_(pr.mem_limit.value_or(kUnlimited)),
-        tl_(pr, interleaved_placement(pr.p, 1), pr.m) {}
+        tl_(pr, interleaved_placement(pr.p, 1), pr.m), kept_(pr.p) {
+    for (auto& ops : kept_) ops.reserve(3 * static_cast<size_t>(m_));
+  }
 
   // Builds the schedule for `opt` (reusing this object's memory); false with the reason when the
   // memory limit cannot be kept.
@@ -62,14 +65,22 @@ class Heuristic {
   Ticks span() const { return tl_.span(); }
   Ticks cost(Objective objective) const { return tl_.cost(objective); }
 
-  Schedule schedule() const {
+  /// Keeps what the last run() placed, with its figures (the next run builds in other buffers).
+  void keep() {
+    tl_.swap_ops(&kept_);
+    kept_span_ = tl_.span();
+  }
+  Ticks kept_span() const { return kept_span_; }
+
+  /// The schedule keep() kept.
+  Schedule kept_schedule() const {
     Schedule s;
     s.p = p_;
     s.m = m_;
     s.chunks = 1;
     s.placement = interleaved_placement(p_, 1);
     s.method = "heuristic";
-    s.stages = tl_.ops();
+    s.stages = kept_;
     return s;
   }
 
@@ -219,6 +230,8 @@ class Heuristic {
   std::vector<int> wants_f_;    // per stage, this round: run an F?
   std::string why_;
   std::string broken_;          // set when an op could not be placed: the candidate is discarded
+  std::vector<std::vector<Op>> kept_;  // the ops of the run keep() kept
+  Ticks kept_span_ = 0;
 };
 
 }  // namespace
@@ -236,7 +249,8 @@ std::optional<Schedule> heuristic_schedule(const Problem& problem, const Heurist
   }
   Heuristic h(problem);
   if (!h.run(options, why)) return std::nullopt;
-  return h.schedule();
+  h.keep();
+  return h.kept_schedule();
 }
 
 namespace {
@@ -255,14 +269,15 @@ std::optional<SearchResult> search_heuristic(const Problem& problem, std::vector
     for (bool b : {true, false})
       for (bool c : {true, false}) grid.push_back({a, b, c});
 
-  // Each worker builds its share of the grid in one reusable workspace and remembers only the
-  // best cost; the winner is rebuilt at the end unless its workspace still holds it. Fewer fresh
-  // pages matter more here than the one extra run.
+  // Each worker takes grid points from a shared counter and builds them in one reusable workspace,
+  // keeping its best run's ops by swapping buffers (no copy, no second run); the calling thread
+  // also tries the handcrafted seeds. Which worker ran which point does not matter: the best
+  // cost wins, ties go to the lower grid index. The calling thread runs point 0 first, so its
+  // first failure, reported when nothing fits, is point 0's.
   struct Worker {
     std::unique_ptr<Heuristic> space;
     Ticks best_cost = -1;
     size_t best_index = 0;
-    bool holds_best = false;  // the workspace's last run was the best one
     int feasible = 0;
     std::string first_why;
     std::optional<Schedule> best_seed;  // the best handcrafted seed this worker tried
@@ -275,37 +290,41 @@ std::optional<SearchResult> search_heuristic(const Problem& problem, std::vector
   std::vector<Worker> workers(threads);
   // Workspaces are allocated here, in the calling thread, so worker threads only fill them.
   for (Worker& wk : workers) wk.space = std::make_unique<Heuristic>(problem);
+  std::atomic<size_t> next_point{1};  // point 0 is the calling thread's
+  auto run_point = [&](Worker& wk, size_t k) {
+    std::string why;
+    if (!wk.space->run(grid[k], &why)) {
+      if (wk.first_why.empty()) wk.first_why = why;
+      return;
+    }
+    ++wk.feasible;
+    Ticks cost = wk.space->cost(objective);
+    if (wk.best_cost < 0 || cost < wk.best_cost || (cost == wk.best_cost && k < wk.best_index)) {
+      wk.best_cost = cost;
+      wk.best_index = k;
+      wk.space->keep();
+    }
+  };
   auto work = [&](int t) {
     Worker& wk = workers[t];
-    for (size_t k = t; k < grid.size(); k += threads) {
-      std::string why;
-      wk.holds_best = false;
-      if (!wk.space->run(grid[k], &why)) {
-        if (wk.first_why.empty()) wk.first_why = why;
-        continue;
-      }
-      ++wk.feasible;
-      Ticks cost = wk.space->cost(objective);
-      if (wk.best_cost < 0 || cost < wk.best_cost) {
-        wk.best_cost = cost;
-        wk.best_index = k;
-        wk.holds_best = true;
-      }
-    }
-    // Seeds: the handcrafted orders, where they fit the memory limit. The calling thread runs them:
-    // their schedules are allocated, and fresh pages in a worker's arena cost more than the work.
-    for (size_t k = 0; t == 0 && k < std::size(kSeeds); ++k) {
-      Schedule seed = kSeeds[k](problem);
-      if (!validate_memory(seed, problem).empty()) continue;
-      Ticks cost = simulate_cost(seed, problem, objective);
-      if (cost < 0) continue;
-      ++wk.feasible;
-      if (wk.best_seed_cost < 0 || cost < wk.best_seed_cost) {
-        wk.best_seed_cost = cost;
-        wk.best_seed_index = k;
-        wk.best_seed = std::move(seed);
+    if (t == 0) {
+      run_point(wk, 0);
+      // Seeds: the handcrafted orders, where they fit the memory limit. The calling thread runs
+      // them: their schedules are allocated, and fresh pages in a worker's arena cost more.
+      for (size_t k = 0; k < std::size(kSeeds); ++k) {
+        Schedule seed = kSeeds[k](problem);
+        if (!validate_memory(seed, problem).empty()) continue;
+        Ticks cost = simulate_cost(seed, problem, objective);
+        if (cost < 0) continue;
+        ++wk.feasible;
+        if (wk.best_seed_cost < 0 || cost < wk.best_seed_cost) {
+          wk.best_seed_cost = cost;
+          wk.best_seed_index = k;
+          wk.best_seed = std::move(seed);
+        }
       }
     }
+    for (size_t k; (k = next_point.fetch_add(1)) < grid.size();) run_point(wk, k);
   };
   std::vector<std::thread> pool;
   for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
@@ -347,13 +366,9 @@ std::optional<SearchResult> search_heuristic(const Problem& problem, std::vector
     result.schedule.method = "heuristic";
     return result;
   }
-  if (!winner->holds_best) {
-    std::string why;
-    winner->space->run(grid[winner->best_index], &why);
-  }
-  result.schedule = winner->space->schedule();
+  result.schedule = winner->space->kept_schedule();
   result.cost = winner->best_cost;
-  result.span = winner->space->span();
+  result.span = winner->space->kept_span();
   result.winner = grid[winner->best_index].name();
   return result;
 }

@@ -73,6 +73,9 @@ class TimelineBuilder {
   const std::vector<std::vector<Op>>& ops() const { return ops_; }
   /// Empties the timeline but keeps its memory, so a search can build many candidates cheaply.
   void reset();
+  /// Trades the ops placed so far for `other`'s (p lists, whose contents reset() drops): a search
+  /// keeps its best candidate without copying it, and goes on in the other buffers.
+  void swap_ops(std::vector<std::vector<Op>>* other) { ops_.swap(*other); }
 
  private:
   size_t key(Product what, int vs, int mb) const { return product_key(what, vs, mb, map_.virtual_stages(), m_); }
