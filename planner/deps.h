@@ -31,10 +31,13 @@ struct Dependency {
   bool remote;  ///< the producer runs on another stage: add T_comm
 };
 
-// Inline: these run for every op placed or simulated, in the planner's hottest loops.
+// Inline: these run for every op placed or simulated, in the planner's hottest loops. GCC left
+// dependency_of out of line in the simulator (a call and an optional in memory per op): always
+// inlined, the simulator runs ~20 % fewer instructions.
 
 /// What `op` (run by `stage`) waits for; nothing for the first virtual stage's F.
-inline std::optional<Dependency> dependency_of(const Op& op, int stage, const VirtualStageMap& map) {
+[[gnu::always_inline]] inline std::optional<Dependency> dependency_of(const Op& op, int stage,
+                                                                      const VirtualStageMap& map) {
   int vs = map.vs(stage, op.chunk);
   int last = map.virtual_stages() - 1;
   auto from = [&](Product what, int producer_vs) {

@@ -155,25 +155,6 @@ void TimelineBuilder::reset() {
   for (auto& ops : ops_) ops.clear();
 }
 
-Ticks TimelineBuilder::input_ready(int stage, const Op& op) const {
-  auto dep = dependency_of(op, stage, map_);
-  if (!dep) return 0;
-  Ticks t = produced_[key(dep->what, dep->vs, dep->mb)];
-  return t < 0 ? -1 : t + (dep->remote ? problem_.t_comm : 0);
-}
-
-Ticks TimelineBuilder::append(int stage, const Op& op) {
-  Ticks ready = input_ready(stage, op);
-  if (ready < 0) return -1;
-  Ticks start = std::max(end_[stage], ready);
-  Ticks end = start + op_duration(op, stage, problem_);
-  if (start_[stage] < 0) start_[stage] = start;
-  end_[stage] = end;
-  if (auto what = product_of(op.type)) produced_[key(*what, map_.vs(stage, op.chunk), op.mb)] = end;
-  ops_[stage].push_back(op);
-  return end;
-}
-
 Ticks TimelineBuilder::makespan() const {
   Ticks first = -1, last = 0;
   for (size_t st = 0; st < end_.size(); ++st)
