@@ -72,15 +72,15 @@ class Heuristic {
   }
   Ticks kept_span() const { return kept_span_; }
 
-  /// The schedule keep() kept.
-  Schedule kept_schedule() const {
+  /// The schedule keep() kept, moved out (the workspace is done with).
+  Schedule take_kept_schedule() {
     Schedule s;
     s.p = p_;
     s.m = m_;
     s.chunks = 1;
     s.placement = interleaved_placement(p_, 1);
     s.method = "heuristic";
-    s.stages = kept_;
+    s.stages = std::move(kept_);
     return s;
   }
 
@@ -250,7 +250,7 @@ std::optional<Schedule> heuristic_schedule(const Problem& problem, const Heurist
   Heuristic h(problem);
   if (!h.run(options, why)) return std::nullopt;
   h.keep();
-  return h.kept_schedule();
+  return h.take_kept_schedule();
 }
 
 namespace {
@@ -366,7 +366,7 @@ std::optional<SearchResult> search_heuristic(const Problem& problem, std::vector
     result.schedule.method = "heuristic";
     return result;
   }
-  result.schedule = winner->space->kept_schedule();
+  result.schedule = winner->space->take_kept_schedule();
   result.cost = winner->best_cost;
   result.span = winner->space->kept_span();
   result.winner = grid[winner->best_index].name();

@@ -57,7 +57,7 @@ struct IterSim {
 
   // Numbers the channels in use: a sorted list of (to, kind, from) keys, no map. A stage talks
   // to a few peers only, so the list is about as long as the number of stages; each stage's own
-  // keys are gathered first, so the sort sees a few per stage, not one per message.
+  // keys (a handful) are gathered first, so neither the sort nor the lookups see one per message.
   void index_channels() {
     auto key = [&](int to, int kind, int from) {
       return (static_cast<uint64_t>(to) * kMessageChannels + static_cast<uint64_t>(kind)) * static_cast<uint64_t>(p) +
@@ -67,29 +67,33 @@ struct IterSim {
       return is_send(op.type) ? key(op.peer, message_channel(op.type), st) : key(st, message_channel(op.type), op.peer);
     };
     std::vector<uint64_t> keys;
-    for (int st = 0; st < p; ++st) {
-      const size_t stage_keys = keys.size();
-      for (const Op& op : s.stages[st])
-        if (is_send(op.type) || is_recv(op.type)) {
-          uint64_t k = key_of(st, op);
-          if (std::find(keys.begin() + static_cast<std::ptrdiff_t>(stage_keys), keys.end(), k) == keys.end())
-            keys.push_back(k);
-        }
-    }
-    std::sort(keys.begin(), keys.end());
-    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-    channels.resize(keys.size());
-    for (size_t c = 0; c < keys.size(); ++c) channels[c].to = static_cast<int>(keys[c] / kMessageChannels / p);
+    std::vector<size_t> stage_keys(p + 1, 0);  // stage st's distinct keys: keys[stage_keys[st] .. stage_keys[st + 1])
     channel_of.resize(p);
     for (int st = 0; st < p; ++st) {
-      channel_of[st].assign(s.stages[st].size(), -1);
-      for (size_t i = 0; i < s.stages[st].size(); ++i) {
-        const Op& op = s.stages[st][i];
-        if (!is_send(op.type) && !is_recv(op.type)) continue;
-        auto found = std::lower_bound(keys.begin(), keys.end(), key_of(st, op));
-        channel_of[st][i] = static_cast<int>(found - keys.begin());
+      const auto& ops = s.stages[st];
+      channel_of[st].assign(ops.size(), -1);
+      for (size_t i = 0; i < ops.size(); ++i) {
+        if (!is_send(ops[i].type) && !is_recv(ops[i].type)) continue;
+        const uint64_t k = key_of(st, ops[i]);
+        auto first = keys.begin() + static_cast<std::ptrdiff_t>(stage_keys[st]);
+        auto found = std::find(first, keys.end(), k);
+        channel_of[st][i] = static_cast<int>(found - first);  // the stage's own number for now
+        if (found == keys.end()) keys.push_back(k);
       }
+      stage_keys[st + 1] = keys.size();
     }
+    std::vector<uint64_t> sorted = keys;
+    std::sort(sorted.begin(), sorted.end());
+    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+    channels.resize(sorted.size());
+    for (size_t c = 0; c < sorted.size(); ++c) channels[c].to = static_cast<int>(sorted[c] / kMessageChannels / p);
+    // The stages' own numbers become the channels' indices.
+    std::vector<int> channel(keys.size());
+    for (size_t j = 0; j < keys.size(); ++j)
+      channel[j] = static_cast<int>(std::lower_bound(sorted.begin(), sorted.end(), keys[j]) - sorted.begin());
+    for (int st = 0; st < p; ++st)
+      for (int& c : channel_of[st])
+        if (c >= 0) c = channel[stage_keys[st] + static_cast<size_t>(c)];
   }
 
   Ticks latency(OpType t) const { return message_channel(t) <= 1 ? pr.t_comm : out.state_latency; }
