@@ -211,7 +211,8 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
     diags->push_back({"", "", -1, -1, "", "method " + method + " places chunks its own way; drop 'placement' from the problem"});
     return std::nullopt;
   }
-  auto found = validate(*s, pr);
+  std::optional<Timeline> timeline;
+  auto found = validate(*s, pr, "", &timeline);
   if (!found.empty()) {
     diags->push_back({"", "", -1, -1, "", "the " + method + " schedule does not fit this problem:"});
     diags->insert(diags->end(), found.begin(), found.end());
@@ -220,7 +221,7 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
   // Every plan says how far from optimal it can be: its cost by the objective (span or wall
   // clock) against the certified bounds.
   SolverReport report = ilp_report ? *ilp_report
-                                   : bound_report(pr, simulate_cost(*s, pr, options.objective), options.objective,
+                                   : bound_report(pr, cost_of(*timeline, options.objective), options.objective,
                                                   s->placement);
   char line[200];
   std::snprintf(line, sizeof line, "bound: %s >= %s (%s), bubble rate >= %.4f, gap %.4f %% (%s)",

@@ -474,7 +474,8 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
   return out;
 }
 
-std::vector<Diag> validate(const Schedule& s, const Problem& pr, const std::string& file) {
+std::vector<Diag> validate(const Schedule& s, const Problem& pr, const std::string& file,
+                           std::optional<Timeline>* timeline) {
   std::vector<Diag> out;
   if (s.level == kLevelLowered) {
     out = validate_lowered(s, pr);
@@ -482,7 +483,8 @@ std::vector<Diag> validate(const Schedule& s, const Problem& pr, const std::stri
     out = validate_structure(s, pr);
     if (out.empty()) {
       out = validate_memory(s, pr);
-      simulate_timeline(s, pr, &out);
+      auto simulated = simulate_timeline(s, pr, &out);
+      if (timeline && out.empty()) *timeline = std::move(simulated);
     }
   }
   for (Diag& d : out) d.file = file;
