@@ -229,9 +229,9 @@ void check_optimizer_ops(const Schedule& s, int st, std::vector<Diag>* out) {
 // waits for its inputs made on this stage. Returns the deadlock chain, if any.
 std::optional<Diag> replay_lowered(const Schedule& s, const VirtualStageMap& map,
                                    const std::vector<std::vector<std::pair<int, int>>>& paired_send) {
+  // A stage runs its ops in order: op k of stage t is done once cursor[t] is past it.
   std::vector<int> cursor(s.p, 0);
-  std::vector<std::vector<bool>> done(s.p);
-  for (int st = 0; st < s.p; ++st) done[st].assign(s.stages[st].size(), false);
+  auto done = [&](int t, int k) { return k < cursor[t]; };
   // Where each product is made: [product_key] -> op index on the stage of its virtual stage.
   const int vss = map.virtual_stages();
   std::vector<int> made(static_cast<size_t>(kProducts) * vss * s.m, -1);
@@ -246,13 +246,13 @@ std::optional<Diag> replay_lowered(const Schedule& s, const VirtualStageMap& map
     const Op& op = s.stages[st][i];
     if (is_recv(op.type)) {
       auto [from, k] = paired_send[st][i];
-      return done[from][k] ? std::pair{-1, -1} : std::pair{from, k};
+      return done(from, k) ? std::pair{-1, -1} : std::pair{from, k};
     }
     if (!is_compute(op.type)) return {-1, -1};
     auto dep = dependency_of(op, st, map);
     if (!dep || dep->remote) return {-1, -1};  // remote inputs arrive through an earlier RECV
     int k = made[product_key(dep->what, dep->vs, dep->mb, vss, s.m)];  // made on this stage: dep is local
-    if (k < 0 || done[st][k]) return {-1, -1};
+    if (k < 0 || done(st, k)) return {-1, -1};
     return {st, k};
   };
   bool progress = true;
@@ -260,7 +260,7 @@ std::optional<Diag> replay_lowered(const Schedule& s, const VirtualStageMap& map
     progress = false;
     for (int st = 0; st < s.p; ++st)
       while (cursor[st] < static_cast<int>(s.stages[st].size()) && blocker(st, cursor[st]).first < 0) {
-        done[st][cursor[st]++] = true;
+        ++cursor[st];
         progress = true;
       }
   }
@@ -290,9 +290,11 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
   // 1. The compute ops alone form a sound schedule; map their positions back to the file's.
   Schedule projection = compute_projection(s);
   std::vector<std::vector<int>> file_index(s.p);
-  for (int st = 0; st < s.p; ++st)
+  for (int st = 0; st < s.p; ++st) {
+    file_index[st].reserve(projection.stages[st].size());
     for (int i = 0; i < static_cast<int>(s.stages[st].size()); ++i)
       if (is_compute(s.stages[st][i].type)) file_index[st].push_back(i);
+  }
   for (Diag d : validate_structure(projection, pr)) {
     if (d.stage >= 0 && d.op_index >= 0) d.op_index = file_index[d.stage][d.op_index];
     add_diag(&out, d);
