@@ -91,7 +91,7 @@ class Heuristic {
 
   // Places the next op of `type` on stage j. Idle time before it counts as bubble once the stage
   // has started (its first F).
-  void put(int j, OpType type) {
+  [[gnu::always_inline]] void put(int j, OpType type) {
     int& counter = type == OpType::F ? f_[j] : type == OpType::B ? b_[j] : w_[j];
     Op op{type, counter, 0};
     Ticks before = tl_.stage_end(j);
@@ -110,7 +110,7 @@ class Heuristic {
   }
 
   // Runs W's until `extra` more memory fits; false (with the reason) when no W is left to run.
-  bool make_room(int j, Mem extra, const char* for_what) {
+  [[gnu::always_inline]] bool make_room(int j, Mem extra, const char* for_what) {
     while (mem_[j] + extra > limit_) {
       if (pending_w(j) == 0) {
         why_ = "stage " + std::to_string(j) + " cannot fit " + for_what + " under the memory limit " +
