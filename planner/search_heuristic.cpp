@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <limits>
 #include <memory>
 #include <thread>
@@ -35,8 +36,9 @@ class Heuristic {
  public:
   explicit Heuristic(const Problem& pr)
       : pr_(pr), p_(pr.p), m_(pr.m), limit_(pr.mem_limit.value_or(kUnlimited)),
-        tl_(pr, interleaved_placement(pr.p, 1), pr.m), kept_(pr.p) {
-    for (auto& ops : kept_) ops.reserve(3 * static_cast<size_t>(m_));
+        tl_(pr, interleaved_placement(pr.p, 1), pr.m), order_(pr.p), kept_(pr.p) {
+    for (auto* lists : {&order_, &kept_})
+      for (auto& types : *lists) types.reserve(3 * static_cast<size_t>(m_));
   }
 
   // Builds the schedule for `opt` (reusing this object's memory); false with the reason when the
@@ -44,6 +46,7 @@ class Heuristic {
   bool run(const HeuristicOptions& opt, std::string* why) {
     opt_ = opt;
     tl_.reset();
+    for (auto& types : order_) types.clear();
     for (auto* v : {&f_, &b_, &w_}) v->assign(p_, 0);
     mem_.assign(p_, 0);
     bubble_.assign(p_, 0);
@@ -65,22 +68,30 @@ class Heuristic {
   Ticks span() const { return tl_.span(); }
   Ticks cost(Objective objective) const { return tl_.cost(objective); }
 
-  /// Keeps what the last run() placed, with its figures (the next run builds in other buffers).
+  /// Keeps what the last run() placed, with its figures (the next run records in other buffers).
   void keep() {
-    tl_.swap_ops(&kept_);
+    order_.swap(kept_);
     kept_span_ = tl_.span();
   }
   Ticks kept_span() const { return kept_span_; }
 
-  /// The schedule keep() kept, moved out (the workspace is done with).
-  Schedule take_kept_schedule() {
+  /// The schedule keep() kept: each stage's F's, B's and W's in microbatch order, as put() placed them.
+  Schedule kept_schedule() const {
     Schedule s;
     s.p = p_;
     s.m = m_;
     s.chunks = 1;
     s.placement = interleaved_placement(p_, 1);
     s.method = "heuristic";
-    s.stages = std::move(kept_);
+    s.stages.resize(p_);
+    for (int j = 0; j < p_; ++j) {
+      int next[3] = {0, 0, 0};  // F, B, W
+      s.stages[j].reserve(kept_[j].size());
+      for (std::uint8_t t : kept_[j]) {
+        OpType type = static_cast<OpType>(t);
+        s.stages[j].push_back(Op{type, next[type == OpType::F ? 0 : type == OpType::B ? 1 : 2]++, 0});
+      }
+    }
     return s;
   }
 
@@ -101,6 +112,8 @@ class Heuristic {
       ++counter;  // still advance, so every loop that places ops ends; the candidate is discarded
       return;
     }
+    // The order is all a stage's list holds: each kind runs in microbatch order (kept_schedule).
+    order_[j].push_back(static_cast<std::uint8_t>(type));
     if (f_[j] > 0) {
       bubble_[j] += end - (before + op_duration(op, j, pr_));
       max_bubble_ = std::max(max_bubble_, bubble_[j]);
@@ -230,7 +243,9 @@ class Heuristic {
   std::vector<int> wants_f_;    // per stage, this round: run an F?
   std::string why_;
   std::string broken_;          // set when an op could not be placed: the candidate is discarded
-  std::vector<std::vector<Op>> kept_;  // the ops of the run keep() kept
+  // Each stage's op types in order, this run's and the one keep() kept: a byte per op (a full Op
+  // list per candidate cost more in fresh pages than the search itself).
+  std::vector<std::vector<std::uint8_t>> order_, kept_;
   Ticks kept_span_ = 0;
 };
 
@@ -250,7 +265,7 @@ std::optional<Schedule> heuristic_schedule(const Problem& problem, const Heurist
   Heuristic h(problem);
   if (!h.run(options, why)) return std::nullopt;
   h.keep();
-  return h.take_kept_schedule();
+  return h.kept_schedule();
 }
 
 namespace {
@@ -366,7 +381,7 @@ std::optional<SearchResult> search_heuristic(const Problem& problem, std::vector
     result.schedule.method = "heuristic";
     return result;
   }
-  result.schedule = winner->space->take_kept_schedule();
+  result.schedule = winner->space->kept_schedule();
   result.cost = winner->best_cost;
   result.span = winner->space->kept_span();
   result.winner = grid[winner->best_index].name();

@@ -144,15 +144,12 @@ TimelineBuilder::TimelineBuilder(const Problem& problem, const std::vector<std::
   produced_.assign(static_cast<size_t>(kProducts) * map_.virtual_stages() * m, -1);
   end_.assign(placement.size(), 0);
   start_.assign(placement.size(), -1);
-  ops_.resize(placement.size());
-  for (size_t st = 0; st < placement.size(); ++st) ops_[st].reserve(3 * static_cast<size_t>(m) * placement[st].size());
 }
 
 void TimelineBuilder::reset() {
   std::fill(produced_.begin(), produced_.end(), -1);
   std::fill(end_.begin(), end_.end(), 0);
   std::fill(start_.begin(), start_.end(), -1);
-  for (auto& ops : ops_) ops.clear();
 }
 
 Ticks TimelineBuilder::makespan() const {

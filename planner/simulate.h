@@ -52,11 +52,12 @@ Ticks wall_lower_bound(const Problem& problem, const std::vector<std::vector<int
 
 /// Builds a timeline op by op, for generators that place ops in an order where each op's input
 /// is already placed (the heuristic does). Same rule as simulate_timeline (deps.h), no parking.
+/// It keeps the times, not the ops: the generator records its order as it likes.
 /// append and input_ready are inline: the heuristic calls them for every op it places.
 class TimelineBuilder {
  public:
   TimelineBuilder(const Problem& problem, const std::vector<std::vector<int>>& placement, int m);
-  /// Appends `op` to `stage` and returns its end time, or -1 (appending nothing) when its input
+  /// Places `op` next on `stage` and returns its end time, or -1 (placing nothing) when its input
   /// has not been placed yet.
   [[gnu::always_inline]] Ticks append(int stage, const Op& op) {
     Ticks ready = input_ready(stage, op);
@@ -66,7 +67,6 @@ class TimelineBuilder {
     if (start_[stage] < 0) start_[stage] = start;
     end_[stage] = end;
     if (auto what = product_of(op.type)) produced_[key(*what, map_.vs(stage, op.chunk), op.mb)] = end;
-    ops_[stage].push_back(op);
     return end;
   }
   /// End time of a product, or -1 when not placed yet.
@@ -87,12 +87,8 @@ class TimelineBuilder {
   Ticks makespan() const;
   Ticks cost(Objective objective) const { return objective == Objective::kWall ? makespan() : span(); }
   const VirtualStageMap& map() const { return map_; }
-  const std::vector<std::vector<Op>>& ops() const { return ops_; }
   /// Empties the timeline but keeps its memory, so a search can build many candidates cheaply.
   void reset();
-  /// Trades the ops placed so far for `other`'s (p lists, whose contents reset() drops): a search
-  /// keeps its best candidate without copying it, and goes on in the other buffers.
-  void swap_ops(std::vector<std::vector<Op>>* other) { ops_.swap(*other); }
 
  private:
   size_t key(Product what, int vs, int mb) const { return product_key(what, vs, mb, map_.virtual_stages(), m_); }
@@ -100,7 +96,6 @@ class TimelineBuilder {
   VirtualStageMap map_;
   int m_;
   std::vector<Ticks> produced_, end_, start_;
-  std::vector<std::vector<Op>> ops_;
 };
 
 /// Peak activation memory of each stage: max over prefixes of the memory deltas (starting at 0).
