@@ -42,6 +42,7 @@ class ReplacingFile {
   bool in_place_ = false;    ///< the target is not a regular file: written directly
   std::string given_;        ///< the path as given, for messages
   std::string target_, tmp_, dir_;
+  size_t written_ = 0, flushed_ = 0;  ///< bytes written; bytes handed to the disk early (write())
 };
 
 /// Whether `path` could be written without writing it: an existing file must be writable and not a
