@@ -228,7 +228,7 @@ void check_optimizer_ops(const Schedule& s, int st, std::vector<Diag>* out) {
 // The replay the runtime performs: SEND never blocks, RECV waits for its paired SEND, a compute op
 // waits for its inputs made on this stage. Returns the deadlock chain, if any.
 std::optional<Diag> replay_lowered(const Schedule& s, const VirtualStageMap& map,
-                                   const std::vector<std::vector<std::pair<int, int>>>& paired_send) {
+                                   const std::vector<std::vector<int>>& paired_send) {
   // A stage runs its ops in order: op k of stage t is done once cursor[t] is past it.
   std::vector<int> cursor(s.p, 0);
   auto done = [&](int t, int k) { return k < cursor[t]; };
@@ -244,8 +244,8 @@ std::optional<Diag> replay_lowered(const Schedule& s, const VirtualStageMap& map
   // What op (stage, index) waits for, or (-1, -1) when it can run.
   auto blocker = [&](int st, int i) -> std::pair<int, int> {
     const Op& op = s.stages[st][i];
-    if (is_recv(op.type)) {
-      auto [from, k] = paired_send[st][i];
+    if (is_recv(op.type)) {  // every RECV is paired by now, with a SEND on its peer
+      const int from = op.peer, k = paired_send[st][i];
       return done(from, k) ? std::pair{-1, -1} : std::pair{from, k};
     }
     if (!is_compute(op.type)) return {-1, -1};
@@ -289,14 +289,15 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
   if (!check_shape(s, pr, &out)) return out;
   // 1. The compute ops alone form a sound schedule; map their positions back to the file's.
   Schedule projection = compute_projection(s);
-  std::vector<std::vector<int>> file_index(s.p);
-  for (int st = 0; st < s.p; ++st) {
-    file_index[st].reserve(projection.stages[st].size());
-    for (int i = 0; i < static_cast<int>(s.stages[st].size()); ++i)
-      if (is_compute(s.stages[st][i].type)) file_index[st].push_back(i);
-  }
+  // A finding's op index in the projection -> in the file (built only when there is a finding).
+  auto file_index = [&](const Diag& d) {
+    int seen = -1;
+    for (int i = 0; i < static_cast<int>(s.stages[d.stage].size()); ++i)
+      if (is_compute(s.stages[d.stage][i].type) && ++seen == d.op_index) return i;
+    return d.op_index;
+  };
   for (Diag d : validate_structure(projection, pr)) {
-    if (d.stage >= 0 && d.op_index >= 0) d.op_index = file_index[d.stage][d.op_index];
+    if (d.stage >= 0 && d.op_index >= 0) d.op_index = file_index(d);
     add_diag(&out, d);
   }
   if (!out.empty()) return out;
@@ -434,8 +435,9 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
   if (!out.empty()) return out;
 
   // 2. Sends and receives pair up one to one, in order, per (kind, from, to).
-  std::vector<std::vector<std::pair<int, int>>> paired_send(s.p);
-  for (int st = 0; st < s.p; ++st) paired_send[st].assign(s.stages[st].size(), {-1, -1});
+  // [stage][op index of a RECV] -> op index of its SEND on the RECV's peer; -1 otherwise.
+  std::vector<std::vector<int>> paired_send(s.p);
+  for (int st = 0; st < s.p; ++st) paired_send[st].assign(s.stages[st].size(), -1);
   std::map<Channel, std::pair<std::vector<int>, std::vector<int>>> channels;  // in (kind, from, to) order
   for (auto& [key, ops] : sends) channels[key].first = std::move(ops);
   for (auto& [key, ops] : recvs) channels[key].second = std::move(ops);
@@ -462,14 +464,14 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
                              where(s, b, in_b[k]) + ": sends and receives must be in the same order"));
         break;
       }
-      paired_send[b][in_b[k]] = {a, out_a[k]};
+      paired_send[b][in_b[k]] = out_a[k];  // rcv.peer == a: the channel is (kind, a, b)
     }
   }
   if (!out.empty()) return out;
 
   // 3. Memory of the compute ops, then the replay.
   for (Diag d : validate_memory(projection, pr)) {
-    if (d.stage >= 0 && d.op_index >= 0) d.op_index = file_index[d.stage][d.op_index];
+    if (d.stage >= 0 && d.op_index >= 0) d.op_index = file_index(d);
     add_diag(&out, d);
   }
   if (auto deadlock = replay_lowered(s, map, paired_send)) add_diag(&out, *deadlock);
