@@ -23,6 +23,7 @@ Schedule empty_schedule(const Problem& pr, int chunks, std::vector<std::vector<i
 
 std::vector<Op> fbw_order(int m, int warmup, int w_delay, int chunk) {
   std::vector<Op> ops;
+  ops.reserve(3 * static_cast<size_t>(m));  // exactly: growing by doubling touched twice the pages
   int f = 0, b = 0, w = 0;
   warmup = std::clamp(warmup, 1, m);
   while (f < warmup) ops.push_back({OpType::F, f++, chunk});
@@ -39,6 +40,7 @@ Schedule generate_1f1b(const Problem& pr) {
   Schedule s = empty_schedule(pr, 1, interleaved_placement(pr.p, 1), "1f1b");
   for (int st = 0; st < pr.p; ++st) {
     auto& ops = s.stages[st];
+    ops.reserve(2 * static_cast<size_t>(pr.m));
     int warmup = std::min(pr.p - st - 1, pr.m);
     int f = 0, b = 0;
     while (f < warmup) ops.push_back({OpType::F, f++});

@@ -26,11 +26,13 @@ constexpr std::array<std::pair<OpType, const char*>, 14> kNames = {{
 }};
 }  // namespace
 
-std::string op_type_name(OpType t) {
+std::string_view op_type_text(OpType t) {
   for (const auto& [type, name] : kNames)
     if (type == t) return name;
   return "?";
 }
+
+std::string op_type_name(OpType t) { return std::string(op_type_text(t)); }
 
 std::string op_type_list() {
   std::string out;
@@ -113,6 +115,19 @@ VirtualStageMap::VirtualStageMap(const std::vector<std::vector<int>>& placement_
         chunk_of[vs] = c;
       }
     }
+}
+
+Schedule Schedule::without_ops() const {
+  Schedule out;
+  out.p = p;
+  out.m = m;
+  out.chunks = chunks;
+  out.placement = placement;
+  out.level = level;
+  out.method = method;
+  out.optimizer = optimizer;  // a field added to Schedule must be copied here too
+  out.stages.resize(stages.size());
+  return out;
 }
 
 std::optional<Schedule> schedule_from_strings(const std::vector<std::string>& stages, int m, int chunks,

@@ -50,6 +50,8 @@ inline int message_channel(OpType t) {
 }
 inline constexpr int kMessageChannels = 4;
 std::string op_type_name(OpType t);
+/// The same without a copy, for writers of many ops.
+std::string_view op_type_text(OpType t);
 /// "F, B, W, BW, ... or VALIDATE", for messages.
 std::string op_type_list();
 std::optional<OpType> parse_op_type(std::string_view name);
@@ -88,6 +90,9 @@ struct Schedule {
   std::string method;                       ///< which generator or pass produced it
   std::string optimizer = kOptimizerSync;   ///< lowered schedules: kOptimizerSync or kOptimizerPostValidation
   std::vector<std::vector<Op>> stages;      ///< [stage] -> ops in execution order
+
+  /// Every field but the ops (p empty stages): passes that rebuild the ops copy no op twice.
+  Schedule without_ops() const;
 };
 
 /// A schedule from one short-form string per stage, for tests and examples.

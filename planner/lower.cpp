@@ -2,7 +2,8 @@
 #include "planner/lower.h"
 
 #include <algorithm>
-#include <set>
+#include <functional>
+#include <queue>
 
 #include "planner/deps.h"
 
@@ -73,28 +74,30 @@ StateChain state_chain(const Schedule& s) {
 }
 
 Schedule lower_comms(const Schedule& compute, const LowerOptions& options) {
-  Schedule out = compute;
+  Schedule out = compute.without_ops();
   out.level = kLevelLowered;
   out.optimizer = options.optimizer;
   VirtualStageMap map(compute.placement);
   int last_vs = map.virtual_stages() - 1;
   const StateChain chain = state_chain(compute);
+  // Slot bookkeeping: the slot of each (chunk, mb) and the free slots, lowest on top.
+  std::vector<int> slot_of(static_cast<size_t>(compute.chunks) * compute.m);
+  std::priority_queue<int, std::vector<int>, std::greater<>> free_slots;
   for (int st = 0; st < compute.p; ++st) {
     const auto& ops = compute.stages[st];
     auto& lowered = out.stages[st];
-    lowered.clear();
-    // Slot bookkeeping: the slot of each (chunk, mb) and the set of free slots.
-    std::vector<int> slot_of(static_cast<size_t>(compute.chunks) * compute.m, -1);
-    std::set<int> free_slots;
+    lowered.reserve(3 * ops.size() + 8);  // at most a RECV and a SEND per compute op, and the optimizer's
+    std::fill(slot_of.begin(), slot_of.end(), -1);
+    free_slots = {};
     int next_slot = 0;
     for (const Op& op : ops) {
       int vs = map.vs(st, op.chunk);
       size_t key = static_cast<size_t>(op.chunk) * compute.m + op.mb;
       Op with_slot = op;
       if (op.type == OpType::F) {
-        if (free_slots.empty()) free_slots.insert(next_slot++);
-        slot_of[key] = *free_slots.begin();
-        free_slots.erase(free_slots.begin());
+        if (free_slots.empty()) free_slots.push(next_slot++);
+        slot_of[key] = free_slots.top();
+        free_slots.pop();
       }
       with_slot.slot = slot_of[key];
       // Input from another stage: receive it just before use.
@@ -108,22 +111,23 @@ Schedule lower_comms(const Schedule& compute, const LowerOptions& options) {
         lowered.push_back({OpType::SEND_F, op.mb, op.chunk, map.stage_of[vs + 1], -1});
       if ((op.type == OpType::B || op.type == OpType::BW) && vs > 0 && map.stage_of[vs - 1] != st)
         lowered.push_back({OpType::SEND_B, op.mb, op.chunk, map.stage_of[vs - 1], -1});
-      if (op.type == OpType::W || op.type == OpType::BW) free_slots.insert(slot_of[key]);
+      if (op.type == OpType::W || op.type == OpType::BW) free_slots.push(slot_of[key]);
     }
     add_optimizer_ops(&lowered, st, chain, options);
   }
-  out.method = compute.method;
   return out;
 }
 
 Schedule compute_projection(const Schedule& s) {
-  Schedule out = s;
+  Schedule out = s.without_ops();
   out.level = kLevelCompute;
-  for (auto& ops : out.stages) {
-    std::vector<Op> compute;
-    for (const Op& op : ops)
+  for (size_t st = 0; st < s.stages.size(); ++st) {
+    size_t n = 0;
+    for (const Op& op : s.stages[st]) n += is_compute(op.type);
+    auto& compute = out.stages[st];
+    compute.reserve(n);
+    for (const Op& op : s.stages[st])
       if (is_compute(op.type)) compute.push_back({op.type, op.mb, op.chunk, -1, -1});
-    ops = std::move(compute);
   }
   return out;
 }

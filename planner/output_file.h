@@ -14,11 +14,36 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace zbpp {
 
 /// Replaces `path` with `text` atomically (see above); false with *err on failure.
 bool write_file_replacing(const std::string& path, const std::string& text, std::string* err);
+
+/// write_file_replacing piece by piece, for a file too big to hold twice in memory (a schedule of
+/// 100,000 ops): open() makes the temporary file, write() appends to it, commit() syncs it and
+/// renames it over the target. Destroyed without a successful commit, it removes the temporary
+/// file and the target stays as it was. Same errors as write_file_replacing.
+class ReplacingFile {
+ public:
+  ReplacingFile() = default;
+  ReplacingFile(const ReplacingFile&) = delete;
+  ReplacingFile& operator=(const ReplacingFile&) = delete;
+  ~ReplacingFile();
+
+  bool open(const std::string& path, std::string* err);
+  bool write(std::string_view text, std::string* err);
+  bool commit(std::string* err);
+
+ private:
+  bool fail(int error, std::string* err);  ///< removes the temporary file; *err = "PATH: strerror"
+  int fd_ = -1;
+  bool in_place_ = false;    ///< the target is not a regular file: written directly
+  std::string given_;        ///< the path as given, for messages
+  std::string target_, tmp_, dir_;
+  size_t written_ = 0, flushed_ = 0;  ///< bytes written; bytes handed to the disk early (write())
+};
 
 /// Whether `path` could be written without writing it: an existing file must be writable and not a
 /// directory; a new one needs a writable directory. "" if so, else why ("PATH: ..."). Creates nothing

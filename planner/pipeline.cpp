@@ -81,9 +81,11 @@ bool compute_cost_ranks_alike(Objective objective, const LowerOptions& l, const 
 // A one-chunk schedule lowered and timed over iterations back to back: its true cost.
 CostFn true_cost_of(const Problem& pr, Objective objective, const LowerOptions& lowering,
                     const IterationOptions& options) {
-  return [&pr, objective, lowering, options](const Schedule& s) -> Ticks {
+  IterationOptions figures = options;
+  figures.op_times = false;  // candidates are ranked by their figures
+  return [&pr, objective, lowering, figures](const Schedule& s) -> Ticks {
     std::vector<Diag> unused;
-    auto it = simulate_iterations(lower_comms(s, lowering), pr, options, &unused);
+    auto it = simulate_iterations(lower_comms(s, lowering), pr, figures, &unused);
     return it ? true_cost_in(*it, objective) : -1;
   };
 }
@@ -293,7 +295,8 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
     diags->push_back({"", "", -1, -1, "", "method " + method + " places chunks its own way; drop 'placement' from the problem"});
     return std::nullopt;
   }
-  auto found = validate(*s, pr);
+  std::optional<Timeline> timeline;
+  auto found = validate(*s, pr, "", &timeline);
   if (!found.empty()) {
     diags->push_back({"", "", -1, -1, "", "the " + method + " schedule does not fit this problem:"});
     diags->insert(diags->end(), found.begin(), found.end());
@@ -306,7 +309,9 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
   Ticks value = 0, allreduce = -1;
   if (lowering) {
     if (!lower_planned(&planned, diags, *lowering)) return std::nullopt;
-    planned.iterations = simulate_iterations(planned.schedule, pr, options.iterations, diags);
+    IterationOptions figures = options.iterations;
+    figures.op_times = false;  // the plan's figures; show and simulate time the ops themselves
+    planned.iterations = simulate_iterations(planned.schedule, pr, figures, diags);
     if (!planned.iterations) return std::nullopt;
     cost = cost_of(options.objective);
     value = true_cost_in(*planned.iterations, options.objective);

@@ -1,4 +1,6 @@
-// Appendix G as a MILP for CBC, whole or window by window (see refine_ilp.h).
+// Appendix G as a MILP for CBC, whole or window by window (see refine_ilp.h). This file is the
+// ILP module, libzbpp_ilp.so, with CBC linked in; programs reach it through refine_ilp()
+// (ilp_module.cpp), which loads the module when the ILP first runs.
 //
 // Variables: E, the end time of each op; one binary per pair of ops on a stage whose order is free;
 // C, the cost to minimise. Orders the problem implies are constraints, not binaries: each kind in
@@ -31,17 +33,6 @@
 #include "planner/validate.h"
 
 namespace zbpp {
-
-std::string IlpResult::summary() const {
-  char buf[320];
-  double gap = relative_gap(cost, lower_bound * kQuantaPerUnit);
-  std::snprintf(buf, sizeof buf,
-                "%s %s (warm start %s), lower bound %.6f, gap %.4f %%, %s, %s model, %d model(s), %ld nodes, %.1f s",
-                cost_name(measure), format_quanta(cost).c_str(),
-                format_quanta(warm_cost).c_str(), lower_bound, 100 * gap, status.c_str(), mode.c_str(), windows,
-                nodes, seconds);
-  return buf;
-}
 
 namespace {
 
@@ -404,10 +395,8 @@ double window_idle(const Incumbent& inc, Ticks t0, Ticks len, int s_begin, int s
   return total;
 }
 
-}  // namespace
-
-std::optional<IlpResult> refine_ilp(const Problem& pr, const Schedule& warm_in, const IlpOptions& options,
-                                    std::vector<Diag>* diags) {
+std::optional<IlpResult> refine_with_cbc(const Problem& pr, const Schedule& warm_in, const IlpOptions& options,
+                                         std::vector<Diag>* diags) {
   const auto started = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - started).count(); };
   auto fail = [&](const std::string& msg) {
@@ -576,4 +565,32 @@ std::optional<IlpResult> refine_ilp(const Problem& pr, const Schedule& warm_in, 
   return result;
 }
 
+}  // namespace
+
 }  // namespace zbpp
+
+// The module's two exported symbols (everything else is hidden); the loader checks the layout
+// first, then calls refine_ilp's work through the second.
+extern "C" __attribute__((visibility("default"))) const char* zbpp_ilp_abi() {
+  static const std::string abi = zbpp::ilp_module_abi();
+  return abi.c_str();
+}
+
+extern "C" __attribute__((visibility("default"))) bool zbpp_ilp_refine(const zbpp::Problem& problem,
+                                                                      const zbpp::Schedule& warm,
+                                                                      const zbpp::IlpOptions& options,
+                                                                      std::vector<zbpp::Diag>* diags,
+                                                                      zbpp::IlpResult* result) {
+  // Nothing thrown in here may cross into a program that knows nothing of CBC: it becomes a diagnostic.
+  try {
+    auto refined = zbpp::refine_with_cbc(problem, warm, options, diags);
+    if (!refined) return false;
+    *result = std::move(*refined);
+    return true;
+  } catch (const std::exception& e) {
+    diags->push_back({"", "", -1, -1, "", std::string("ilp: internal error in the ILP module: ") + e.what()});
+  } catch (...) {
+    diags->push_back({"", "", -1, -1, "", "ilp: internal error in the ILP module: unknown exception"});
+  }
+  return false;
+}

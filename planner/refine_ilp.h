@@ -8,6 +8,10 @@
 // search: the same model with every stage's order fixed outside one time window of the incumbent,
 // window after window; each improvement is re-simulated exactly before it is kept. The run stops
 // at the time limit, or as soon as the schedule meets a certified lower bound (bounds.h).
+//
+// The solver lives in a module of its own (libzbpp_ilp.so: refine_ilp.cpp, linked with CBC), which
+// refine_ilp() loads on its first call (ilp_module.cpp). A plan that runs no ILP never loads CBC,
+// Clp or the OpenBLAS threads their LAPACK starts, and zbrun links none of them.
 #pragma once
 
 #include <functional>
@@ -67,7 +71,30 @@ struct IlpResult {
 /// B's and W's keep microbatch order, so W still accumulates in microbatch order (bit-identical
 /// training); this loses nothing, since microbatches are alike (see docs/ilp.md). Nothing, with a
 /// diagnostic, when the problem is not of that shape or CBC fails.
+/// Loads the ILP module if need be (see ilp_module_paths); when it cannot be loaded, nothing, with
+/// a diagnostic naming the files tried, the loader's reason and what to do.
 std::optional<IlpResult> refine_ilp(const Problem& problem, const Schedule& warm, const IlpOptions& options,
                                     std::vector<Diag>* diags);
+
+/// The module's file name, and where refine_ilp looks for it, in order: beside the running
+/// executable (the build tree), then in <executable's directory>/../lib/zbpp (an install).
+inline constexpr const char* kIlpModuleFile = "libzbpp_ilp.so";
+std::vector<std::string> ilp_module_paths();
+
+/// The module's entry point (extern "C", so dlsym finds it by this name): refine_ilp's work.
+using IlpRefineFunction = bool (*)(const Problem& problem, const Schedule& warm, const IlpOptions& options,
+                                   std::vector<Diag>* diags, IlpResult* result);
+/// Loads the module from the first of `paths` that exists and returns its entry point; nothing,
+/// with *why, when none exists or the one found cannot be loaded. Not cached (refine_ilp caches).
+std::optional<IlpRefineFunction> load_ilp_module(const std::vector<std::string>& paths, std::string* why);
+
+/// The module and the program pass these types to each other: the module says which layout it was
+/// built with, and the loader refuses one built from other headers instead of crashing in it.
+inline std::string ilp_module_abi() {
+  return "zbpp-ilp 1: Problem " + std::to_string(sizeof(Problem)) + ", Schedule " + std::to_string(sizeof(Schedule)) +
+         ", Op " + std::to_string(sizeof(Op)) + ", Diag " + std::to_string(sizeof(Diag)) + ", IlpOptions " +
+         std::to_string(sizeof(IlpOptions)) + ", IlpResult " + std::to_string(sizeof(IlpResult)) + ", Timeline " +
+         std::to_string(sizeof(Timeline));
+}
 
 }  // namespace zbpp

@@ -2,7 +2,9 @@
 #include "planner/schedule_json.h"
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -514,6 +516,7 @@ std::vector<Diag> check_recorded_figures(const ScheduleFile& f, const Timeline& 
   }
   if (timed) {
     IterationOptions o;
+    o.op_times = false;  // the figures are checked
     if (r.iterations) {
       const auto& rec = *r.iterations;
       o.iterations = rec.k.value_or(o.iterations);
@@ -584,9 +587,62 @@ bool load_problem_file(const std::string& path, ProblemInput* out, std::vector<D
   return problem_input_from_json(*j, path, "", out, diags);
 }
 
-std::string schedule_to_json_text(const Schedule& s, const Problem& pr, const Timeline& t,
-                                  const IterationTimeline* iterations, const std::string& objective, Ticks wall_bound,
-                                  const SolverReport* solver) {
+namespace {
+
+// The op lines make up nearly all of a big file (56,508 ops, 3.3 MB at p=32, m=256): they are
+// written with to_chars and fixed-size copies into a 64 KB buffer handed to the sink whenever it is
+// full (an ostringstream took ten times as long, and holding the whole text costs fresh pages).
+constexpr size_t kMaxOpLine = 96;  // 6 + 10 + 10 ("VALIDATE") + 4 * (13 + 11) + 3 < 96
+
+template <size_t N>
+char* put(char* at, const char (&text)[N]) {
+  std::memcpy(at, text, N - 1);
+  return at + N - 1;
+}
+
+template <size_t N>
+char* put_field(char* at, const char (&name)[N], int v) {
+  return std::to_chars(put(at, name), at + kMaxOpLine, v).ptr;
+}
+
+// `"NAME"` of every op type, padded so that one fixed-size copy writes it (and the length says
+// how much of it counts).
+struct QuotedName {
+  char text[16];
+  size_t size;
+};
+const QuotedName& quoted_name(OpType t) {
+  static const auto names = [] {
+    std::array<QuotedName, static_cast<size_t>(OpType::VALIDATE) + 1> out{};
+    for (size_t i = 0; i < out.size(); ++i) {
+      std::string quoted = "\"" + std::string(op_type_text(static_cast<OpType>(i))) + "\"";
+      std::memcpy(out[i].text, quoted.data(), quoted.size());
+      out[i].size = quoted.size();
+    }
+    return out;
+  }();
+  return names[static_cast<size_t>(t)];
+}
+
+char* put_op_line(char* at, const Op& op, bool last) {
+  at = put(at, "      {\"type\": ");
+  const QuotedName& name = quoted_name(op.type);
+  std::memcpy(at, name.text, sizeof name.text);
+  at += name.size;
+  if (!is_optimizer_op(op.type)) {
+    at = put_field(at, ", \"mb\": ", op.mb);
+    at = put_field(at, ", \"chunk\": ", op.chunk);
+  }
+  if (op.peer >= 0) at = put_field(at, ", \"peer\": ", op.peer);
+  if (op.slot >= 0) at = put_field(at, ", \"slot\": ", op.slot);
+  return last ? put(at, "}\n") : put(at, "},\n");
+}
+
+}  // namespace
+
+bool write_schedule_json(const Schedule& s, const Problem& pr, const Timeline& t,
+                         const std::function<bool(std::string_view)>& sink, const IterationTimeline* iterations,
+                         const std::string& objective, Ticks wall_bound, const SolverReport* solver) {
   nlohmann::json peak = nlohmann::json::array();
   for (Mem m : t.peak_memory) peak.push_back(from_quanta(m));
   nlohmann::json placement = s.placement;
@@ -627,21 +683,43 @@ std::string schedule_to_json_text(const Schedule& s, const Problem& pr, const Ti
     out << "  \"solver\": " << j.dump() << ",\n";
   }
   out << "  \"stages\": [\n";
+  if (!sink(out.view())) return false;
+  std::vector<char> buffer(64 * 1024);
+  char* at = buffer.data();
+  auto room = [&](size_t n) {  // false when the sink refuses what the buffer holds
+    if (at + n <= buffer.data() + buffer.size()) return true;
+    bool ok = sink(std::string_view(buffer.data(), static_cast<size_t>(at - buffer.data())));
+    at = buffer.data();
+    return ok;
+  };
   for (size_t st = 0; st < s.stages.size(); ++st) {
-    out << "    [\n";
-    const auto& ops = s.stages[st];
-    for (size_t i = 0; i < ops.size(); ++i) {
-      const Op& op = ops[i];
-      out << "      {\"type\": \"" << op_type_name(op.type) << "\"";
-      if (!is_optimizer_op(op.type)) out << ", \"mb\": " << op.mb << ", \"chunk\": " << op.chunk;
-      if (op.peer >= 0) out << ", \"peer\": " << op.peer;
-      if (op.slot >= 0) out << ", \"slot\": " << op.slot;
-      out << "}" << (i + 1 < ops.size() ? "," : "") << "\n";
+    if (!room(16)) return false;
+    at = put(at, "    [\n");
+    const auto& stage = s.stages[st];
+    for (size_t i = 0; i < stage.size(); ++i) {
+      if (!room(kMaxOpLine)) return false;
+      at = put_op_line(at, stage[i], i + 1 == stage.size());
     }
-    out << "    ]" << (st + 1 < s.stages.size() ? "," : "") << "\n";
+    if (!room(16)) return false;
+    at = st + 1 < s.stages.size() ? put(at, "    ],\n") : put(at, "    ]\n");
   }
-  out << "  ]\n}\n";
-  return out.str();
+  if (!room(16)) return false;
+  at = put(at, "  ]\n}\n");
+  return sink(std::string_view(buffer.data(), static_cast<size_t>(at - buffer.data())));
+}
+
+std::string schedule_to_json_text(const Schedule& s, const Problem& pr, const Timeline& t,
+                                  const IterationTimeline* iterations, const std::string& objective, Ticks wall_bound,
+                                  const SolverReport* solver) {
+  std::string text;
+  write_schedule_json(
+      s, pr, t,
+      [&text](std::string_view piece) {
+        text += piece;
+        return true;
+      },
+      iterations, objective, wall_bound, solver);
+  return text;
 }
 
 }  // namespace zbpp

@@ -2,8 +2,10 @@
 // diff-friendly layout (one op per line). This is the only reader, shared by zbplan and zbrun.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -71,5 +73,10 @@ bool load_problem_file(const std::string& path, ProblemInput* out, std::vector<D
 std::string schedule_to_json_text(const Schedule& schedule, const Problem& problem, const Timeline& timeline,
                                   const IterationTimeline* iterations = nullptr, const std::string& objective = "",
                                   Ticks wall_bound = -1, const SolverReport* solver = nullptr);
+/// The same text handed to `sink` in pieces of up to 64 KB, never held whole (zbplan writes it to
+/// the file as it goes); stops and returns false as soon as the sink does.
+bool write_schedule_json(const Schedule& schedule, const Problem& problem, const Timeline& timeline,
+                         const std::function<bool(std::string_view)>& sink, const IterationTimeline* iterations = nullptr,
+                         const std::string& objective = "", Ticks wall_bound = -1, const SolverReport* solver = nullptr);
 
 }  // namespace zbpp

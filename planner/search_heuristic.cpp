@@ -4,6 +4,8 @@
 #include "planner/search_heuristic.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <limits>
 #include <memory>
 #include <thread>
@@ -34,13 +36,17 @@ class Heuristic {
  public:
   explicit Heuristic(const Problem& pr)
       : pr_(pr), p_(pr.p), m_(pr.m), limit_(pr.mem_limit.value_or(kUnlimited)),
-        tl_(pr, interleaved_placement(pr.p, 1), pr.m) {}
+        tl_(pr, interleaved_placement(pr.p, 1), pr.m), order_(pr.p), kept_(pr.p) {
+    for (auto* lists : {&order_, &kept_})
+      for (auto& types : *lists) types.reserve(3 * static_cast<size_t>(m_));
+  }
 
   // Builds the schedule for `opt` (reusing this object's memory); false with the reason when the
   // memory limit cannot be kept.
   bool run(const HeuristicOptions& opt, std::string* why) {
     opt_ = opt;
     tl_.reset();
+    for (auto& types : order_) types.clear();
     for (auto* v : {&f_, &b_, &w_}) v->assign(p_, 0);
     mem_.assign(p_, 0);
     bubble_.assign(p_, 0);
@@ -62,25 +68,46 @@ class Heuristic {
   Ticks span() const { return tl_.span(); }
   Ticks cost(Cost cost) const { return tl_.cost(cost); }
 
-  Schedule schedule() const {
+  /// Keeps what the last run() placed, with its figures (the next run records in other buffers).
+  void keep() {
+    order_.swap(kept_);
+    kept_span_ = tl_.span();
+  }
+  Ticks kept_span() const { return kept_span_; }
+
+  /// The schedule keep() kept, and the one the last run() placed.
+  Schedule kept_schedule() const { return schedule_of(kept_); }
+  Schedule last_schedule() const { return schedule_of(order_); }
+
+ private:
+  /// Each stage's F's, B's and W's in microbatch order, in the order put() placed them.
+  template <class Order>
+  Schedule schedule_of(const Order& order) const {
     Schedule s;
     s.p = p_;
     s.m = m_;
     s.chunks = 1;
     s.placement = interleaved_placement(p_, 1);
     s.method = "heuristic";
-    s.stages = tl_.ops();
+    s.stages.resize(p_);
+    for (int j = 0; j < p_; ++j) {
+      int next[3] = {0, 0, 0};  // F, B, W
+      s.stages[j].reserve(order[j].size());
+      for (std::uint8_t t : order[j]) {
+        OpType type = static_cast<OpType>(t);
+        s.stages[j].push_back(Op{type, next[type == OpType::F ? 0 : type == OpType::B ? 1 : 2]++, 0});
+      }
+    }
     return s;
   }
 
- private:
   Mem delta(OpType t, int j) const { return memory_delta(Op{t, 0, 0}, j, pr_); }
   Ticks max_bubble() const { return max_bubble_; }
   int pending_w(int j) const { return b_[j] - w_[j]; }
 
   // Places the next op of `type` on stage j. Idle time before it counts as bubble once the stage
   // has started (its first F).
-  void put(int j, OpType type) {
+  [[gnu::always_inline]] void put(int j, OpType type) {
     int& counter = type == OpType::F ? f_[j] : type == OpType::B ? b_[j] : w_[j];
     Op op{type, counter, 0};
     Ticks before = tl_.stage_end(j);
@@ -90,6 +117,8 @@ class Heuristic {
       ++counter;  // still advance, so every loop that places ops ends; the candidate is discarded
       return;
     }
+    // The order is all a stage's list holds: each kind runs in microbatch order (kept_schedule).
+    order_[j].push_back(static_cast<std::uint8_t>(type));
     if (f_[j] > 0) {
       bubble_[j] += end - (before + op_duration(op, j, pr_));
       max_bubble_ = std::max(max_bubble_, bubble_[j]);
@@ -99,7 +128,7 @@ class Heuristic {
   }
 
   // Runs W's until `extra` more memory fits; false (with the reason) when no W is left to run.
-  bool make_room(int j, Mem extra, const char* for_what) {
+  [[gnu::always_inline]] bool make_room(int j, Mem extra, const char* for_what) {
     while (mem_[j] + extra > limit_) {
       if (pending_w(j) == 0) {
         why_ = "stage " + std::to_string(j) + " cannot fit " + for_what + " under the memory limit " +
@@ -219,6 +248,10 @@ class Heuristic {
   std::vector<int> wants_f_;    // per stage, this round: run an F?
   std::string why_;
   std::string broken_;          // set when an op could not be placed: the candidate is discarded
+  // Each stage's op types in order, this run's and the one keep() kept: a byte per op (a full Op
+  // list per candidate cost more in fresh pages than the search itself).
+  std::vector<std::vector<std::uint8_t>> order_, kept_;
+  Ticks kept_span_ = 0;
 };
 
 }  // namespace
@@ -236,7 +269,8 @@ std::optional<Schedule> heuristic_schedule(const Problem& problem, const Heurist
   }
   Heuristic h(problem);
   if (!h.run(options, why)) return std::nullopt;
-  return h.schedule();
+  h.keep();
+  return h.kept_schedule();
 }
 
 namespace {
@@ -255,14 +289,15 @@ std::optional<SearchResult> search_heuristic(const Problem& problem, std::vector
     for (bool b : {true, false})
       for (bool c : {true, false}) grid.push_back({a, b, c});
 
-  // Each worker builds its share of the grid in one reusable workspace and remembers only the
-  // best cost; the winner is rebuilt at the end unless its workspace still holds it. Fewer fresh
-  // pages matter more here than the one extra run.
+  // Each worker takes grid points from a shared counter and builds them in one reusable workspace,
+  // keeping its best run's ops by swapping buffers (no copy, no second run); the calling thread
+  // also tries the handcrafted seeds. Which worker ran which point does not matter: the best
+  // cost wins, ties go to the lower grid index. The calling thread runs point 0 first, so its
+  // first failure, reported when nothing fits, is point 0's.
   struct Worker {
     std::unique_ptr<Heuristic> space;
     Ticks best_cost = -1;
     size_t best_index = 0;
-    bool holds_best = false;  // the workspace's last run was the best one
     int feasible = 0;
     std::string first_why;
     std::optional<Schedule> best_seed;  // the best handcrafted seed this worker tried
@@ -275,41 +310,45 @@ std::optional<SearchResult> search_heuristic(const Problem& problem, std::vector
   std::vector<Worker> workers(threads);
   // Workspaces are allocated here, in the calling thread, so worker threads only fill them.
   for (Worker& wk : workers) wk.space = std::make_unique<Heuristic>(problem);
+  std::atomic<size_t> next_point{1};  // point 0 is the calling thread's
+  auto run_point = [&](Worker& wk, size_t k) {
+    std::string why;
+    if (!wk.space->run(grid[k], &why)) {
+      if (wk.first_why.empty()) wk.first_why = why;
+      return;
+    }
+    Ticks cost = true_cost ? true_cost(wk.space->last_schedule()) : wk.space->cost(cost_kind);
+    if (cost < 0) {
+      if (wk.first_why.empty()) wk.first_why = "a candidate could not be lowered and timed with its optimizer";
+      return;
+    }
+    ++wk.feasible;
+    if (wk.best_cost < 0 || cost < wk.best_cost || (cost == wk.best_cost && k < wk.best_index)) {
+      wk.best_cost = cost;
+      wk.best_index = k;
+      wk.space->keep();
+    }
+  };
   auto work = [&](int t) {
     Worker& wk = workers[t];
-    for (size_t k = t; k < grid.size(); k += threads) {
-      std::string why;
-      wk.holds_best = false;
-      if (!wk.space->run(grid[k], &why)) {
-        if (wk.first_why.empty()) wk.first_why = why;
-        continue;
-      }
-      Ticks cost = true_cost ? true_cost(wk.space->schedule()) : wk.space->cost(cost_kind);
-      if (cost < 0) {
-        if (wk.first_why.empty()) wk.first_why = "a candidate could not be lowered and timed with its optimizer";
-        continue;
-      }
-      ++wk.feasible;
-      if (wk.best_cost < 0 || cost < wk.best_cost) {
-        wk.best_cost = cost;
-        wk.best_index = k;
-        wk.holds_best = true;
+    if (t == 0) {
+      run_point(wk, 0);
+      // Seeds: the handcrafted orders, where they fit the memory limit. The calling thread runs
+      // them: their schedules are allocated, and fresh pages in a worker's arena cost more.
+      for (size_t k = 0; k < std::size(kSeeds); ++k) {
+        Schedule seed = kSeeds[k](problem);
+        if (!validate_memory(seed, problem).empty()) continue;
+        Ticks cost = true_cost ? true_cost(seed) : simulate_cost(seed, problem, cost_kind);
+        if (cost < 0) continue;
+        ++wk.feasible;
+        if (wk.best_seed_cost < 0 || cost < wk.best_seed_cost) {
+          wk.best_seed_cost = cost;
+          wk.best_seed_index = k;
+          wk.best_seed = std::move(seed);
+        }
       }
     }
-    // Seeds: the handcrafted orders, where they fit the memory limit. The calling thread runs them:
-    // their schedules are allocated, and fresh pages in a worker's arena cost more than the work.
-    for (size_t k = 0; t == 0 && k < std::size(kSeeds); ++k) {
-      Schedule seed = kSeeds[k](problem);
-      if (!validate_memory(seed, problem).empty()) continue;
-      Ticks cost = true_cost ? true_cost(seed) : simulate_cost(seed, problem, cost_kind);
-      if (cost < 0) continue;
-      ++wk.feasible;
-      if (wk.best_seed_cost < 0 || cost < wk.best_seed_cost) {
-        wk.best_seed_cost = cost;
-        wk.best_seed_index = k;
-        wk.best_seed = std::move(seed);
-      }
-    }
+    for (size_t k; (k = next_point.fetch_add(1)) < grid.size();) run_point(wk, k);
   };
   std::vector<std::thread> pool;
   for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
@@ -351,13 +390,9 @@ std::optional<SearchResult> search_heuristic(const Problem& problem, std::vector
     result.schedule.method = "heuristic";
     return result;
   }
-  if (!winner->holds_best) {
-    std::string why;
-    winner->space->run(grid[winner->best_index], &why);
-  }
-  result.schedule = winner->space->schedule();
+  result.schedule = winner->space->kept_schedule();
   result.cost = winner->best_cost;
-  result.span = winner->space->span();
+  result.span = winner->space->kept_span();
   result.winner = grid[winner->best_index].name();
   return result;
 }

@@ -18,27 +18,29 @@ struct Sim {
   const Problem& problem;
   VirtualStageMap map;
   int m;
-  std::vector<Ticks> produced_at;       // [key] end time of the producing op, -1 if not yet
-  std::vector<int> producer_index;      // [key] op index on the producer's stage, -1 if none
-  std::vector<std::vector<int>> waiters;
+  std::vector<Ticks> produced_at;  // [key] end time of the producing op, -1 if not yet
+  // Stages parked on a product, as a list through the stages (a stage waits for one at a time):
+  // no allocation per wait.
+  std::vector<int> first_waiting;  // [key] a stage parked on it, -1 if none
+  std::vector<int> next_waiting;   // [stage] the next stage parked on the same product, -1 if none
   std::vector<int> cursor;
   std::vector<Ticks> free_at;
+  std::vector<Ticks> first_start;  // [stage] start of its first op
+  bool keep_times;                 // simulate_cost needs the spans only
   std::vector<std::vector<OpTiming>> times;
 
-  Sim(const Schedule& s, const Problem& pr) : schedule(s), problem(pr), map(s.placement), m(s.m) {
+  Sim(const Schedule& s, const Problem& pr, bool with_times)
+      : schedule(s), problem(pr), map(s.placement), m(s.m), keep_times(with_times) {
     size_t keys = static_cast<size_t>(kProducts) * map.virtual_stages() * m;
     produced_at.assign(keys, -1);
-    producer_index.assign(keys, -1);
-    waiters.resize(keys);
+    first_waiting.assign(keys, -1);
+    next_waiting.assign(s.p, -1);
     cursor.assign(s.p, 0);
     free_at.assign(s.p, 0);
-    times.resize(s.p);
-    for (int st = 0; st < s.p; ++st) {
-      times[st].resize(s.stages[st].size());
-      for (int i = 0; i < static_cast<int>(s.stages[st].size()); ++i) {
-        const Op& op = s.stages[st][i];
-        if (auto what = product_of(op.type)) producer_index[key(*what, map.vs(st, op.chunk), op.mb)] = i;
-      }
+    first_start.assign(s.p, 0);
+    if (keep_times) {
+      times.resize(s.p);
+      for (int st = 0; st < s.p; ++st) times[st].resize(s.stages[st].size());
     }
   }
 
@@ -47,28 +49,33 @@ struct Sim {
   // Runs stage st as far as it can; returns stages woken by what it produced.
   void advance(int st, std::vector<int>* woken) {
     const auto& ops = schedule.stages[st];
-    while (cursor[st] < static_cast<int>(ops.size())) {
-      const Op& op = ops[cursor[st]];
-      Ticks start = free_at[st];
+    const int n = static_cast<int>(ops.size());
+    int i = cursor[st];
+    Ticks clock = free_at[st];
+    for (; i < n; ++i) {
+      const Op& op = ops[i];
+      Ticks start = clock;
       if (auto dep = dependency_of(op, st, map)) {
         size_t k = key(dep->what, dep->vs, dep->mb);
         if (produced_at[k] < 0) {
-          waiters[k].push_back(st);
-          return;
+          next_waiting[st] = first_waiting[k];
+          first_waiting[k] = st;
+          break;
         }
         start = std::max(start, produced_at[k] + (dep->remote ? problem.t_comm : 0));
       }
-      Ticks end = start + op_duration(op, st, problem);
-      times[st][cursor[st]] = {start, end};
-      free_at[st] = end;
+      clock = start + op_duration(op, st, problem);
+      if (keep_times) times[st][i] = {start, clock};
+      if (i == 0) first_start[st] = start;
       if (auto what = product_of(op.type)) {
         size_t k = key(*what, map.vs(st, op.chunk), op.mb);
-        produced_at[k] = end;
-        for (int w : waiters[k]) woken->push_back(w);
-        waiters[k].clear();
+        produced_at[k] = clock;
+        for (int w = first_waiting[k]; w >= 0; w = next_waiting[w]) woken->push_back(w);
+        first_waiting[k] = -1;
       }
-      ++cursor[st];
     }
+    cursor[st] = i;
+    free_at[st] = clock;
   }
 
   // Returns true when every stage finished.
@@ -84,7 +91,6 @@ struct Sim {
       if (cursor[st] < static_cast<int>(schedule.stages[st].size())) return false;
     return true;
   }
-
   std::string where(int st, int index) const {
     return "stage " + std::to_string(st) + " op " + std::to_string(index) + " (" +
            op_short(schedule.stages[st][index]) + ")";
@@ -93,6 +99,12 @@ struct Sim {
   // Follows "waits for" from the first stuck stage until a stage repeats: the deadlock cycle,
   // e.g. "waits for stage 1 op 2 (B0); stage 1 is stuck at op 0 (F1), which waits for ...".
   Diag deadlock() const {
+    std::vector<int> producer_index(produced_at.size(), -1);  // [key] op index on the producer's stage
+    for (int st = 0; st < schedule.p; ++st)
+      for (int i = 0; i < static_cast<int>(schedule.stages[st].size()); ++i) {
+        const Op& op = schedule.stages[st][i];
+        if (auto what = product_of(op.type)) producer_index[key(*what, map.vs(st, op.chunk), op.mb)] = i;
+      }
     int first = 0;
     while (cursor[first] >= static_cast<int>(schedule.stages[first].size())) ++first;
     Diag d;
@@ -133,34 +145,12 @@ TimelineBuilder::TimelineBuilder(const Problem& problem, const std::vector<std::
   produced_.assign(static_cast<size_t>(kProducts) * map_.virtual_stages() * m, -1);
   end_.assign(placement.size(), 0);
   start_.assign(placement.size(), -1);
-  ops_.resize(placement.size());
-  for (size_t st = 0; st < placement.size(); ++st) ops_[st].reserve(3 * static_cast<size_t>(m) * placement[st].size());
 }
 
 void TimelineBuilder::reset() {
   std::fill(produced_.begin(), produced_.end(), -1);
   std::fill(end_.begin(), end_.end(), 0);
   std::fill(start_.begin(), start_.end(), -1);
-  for (auto& ops : ops_) ops.clear();
-}
-
-Ticks TimelineBuilder::input_ready(int stage, const Op& op) const {
-  auto dep = dependency_of(op, stage, map_);
-  if (!dep) return 0;
-  Ticks t = produced_[key(dep->what, dep->vs, dep->mb)];
-  return t < 0 ? -1 : t + (dep->remote ? problem_.t_comm : 0);
-}
-
-Ticks TimelineBuilder::append(int stage, const Op& op) {
-  Ticks ready = input_ready(stage, op);
-  if (ready < 0) return -1;
-  Ticks start = std::max(end_[stage], ready);
-  Ticks end = start + op_duration(op, stage, problem_);
-  if (start_[stage] < 0) start_[stage] = start;
-  end_[stage] = end;
-  if (auto what = product_of(op.type)) produced_[key(*what, map_.vs(stage, op.chunk), op.mb)] = end;
-  ops_[stage].push_back(op);
-  return end;
 }
 
 Ticks TimelineBuilder::makespan() const {
@@ -198,7 +188,7 @@ std::optional<Timeline> simulate_timeline(const Schedule& given, const Problem& 
   std::optional<Schedule> projection;
   if (given.level == kLevelLowered) projection = compute_projection(given);
   const Schedule& schedule = projection ? *projection : given;
-  Sim sim(schedule, problem);
+  Sim sim(schedule, problem, true);
   if (!sim.run()) {
     diags->push_back(sim.deadlock());
     return std::nullopt;
@@ -252,14 +242,14 @@ Ticks cost_of(const Timeline& t, Cost cost) {
 Ticks simulate_cost(const Schedule& schedule, const Problem& problem, Cost cost) {
   if (!is_compute_cost(cost))
     throw std::logic_error("simulate_cost: the period and the wall need iterations back to back");
-  Sim sim(schedule, problem);
+  Sim sim(schedule, problem, false);
   if (!sim.run()) return -1;
   Ticks span = 0, first = -1, last = 0;
-  for (const auto& ops : sim.times) {
-    if (ops.empty()) continue;
-    span = std::max(span, ops.back().end - ops.front().start);
-    first = first < 0 ? ops.front().start : std::min(first, ops.front().start);
-    last = std::max(last, ops.back().end);
+  for (int st = 0; st < schedule.p; ++st) {
+    if (schedule.stages[st].empty()) continue;
+    span = std::max(span, sim.free_at[st] - sim.first_start[st]);
+    first = first < 0 ? sim.first_start[st] : std::min(first, sim.first_start[st]);
+    last = std::max(last, sim.free_at[st]);
   }
   return cost == Cost::kMakespan ? (first < 0 ? 0 : last - first) : span;
 }

@@ -2,6 +2,7 @@
 // input has arrived, in list order. All times are integer ticks, so results never drift.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <optional>
 #include <string>
@@ -79,16 +80,32 @@ Ticks wall_lower_bound(const Problem& problem, const std::vector<std::vector<int
 
 /// Builds a timeline op by op, for generators that place ops in an order where each op's input
 /// is already placed (the heuristic does). Same rule as simulate_timeline (deps.h), no parking.
+/// It keeps the times, not the ops: the generator records its order as it likes.
+/// append and input_ready are inline: the heuristic calls them for every op it places.
 class TimelineBuilder {
  public:
   TimelineBuilder(const Problem& problem, const std::vector<std::vector<int>>& placement, int m);
-  /// Appends `op` to `stage` and returns its end time, or -1 (appending nothing) when its input
+  /// Places `op` next on `stage` and returns its end time, or -1 (placing nothing) when its input
   /// has not been placed yet.
-  Ticks append(int stage, const Op& op);
+  [[gnu::always_inline]] Ticks append(int stage, const Op& op) {
+    Ticks ready = input_ready(stage, op);
+    if (ready < 0) return -1;
+    Ticks start = std::max(end_[stage], ready);
+    Ticks end = start + op_duration(op, stage, problem_);
+    if (start_[stage] < 0) start_[stage] = start;
+    end_[stage] = end;
+    if (auto what = product_of(op.type)) produced_[key(*what, map_.vs(stage, op.chunk), op.mb)] = end;
+    return end;
+  }
   /// End time of a product, or -1 when not placed yet.
   Ticks produced_at(Product what, int vs, int mb) const { return produced_[key(what, vs, mb)]; }
   /// When the input of `op` on `stage` arrives there (T_comm included), 0 when it needs none, -1 when not placed.
-  Ticks input_ready(int stage, const Op& op) const;
+  [[gnu::always_inline]] Ticks input_ready(int stage, const Op& op) const {
+    auto dep = dependency_of(op, stage, map_);
+    if (!dep) return 0;
+    Ticks t = produced_[key(dep->what, dep->vs, dep->mb)];
+    return t < 0 ? -1 : t + (dep->remote ? problem_.t_comm : 0);
+  }
   Ticks stage_end(int stage) const { return end_[stage]; }
   /// Start of the stage's first op, or -1 when it has none.
   Ticks stage_start(int stage) const { return start_[stage]; }
@@ -99,7 +116,6 @@ class TimelineBuilder {
   /// A compute cost (is_compute_cost) so far.
   Ticks cost(Cost cost) const { return cost == Cost::kMakespan ? makespan() : span(); }
   const VirtualStageMap& map() const { return map_; }
-  const std::vector<std::vector<Op>>& ops() const { return ops_; }
   /// Empties the timeline but keeps its memory, so a search can build many candidates cheaply.
   void reset();
 
@@ -109,7 +125,6 @@ class TimelineBuilder {
   VirtualStageMap map_;
   int m_;
   std::vector<Ticks> produced_, end_, start_;
-  std::vector<std::vector<Op>> ops_;
 };
 
 /// Peak activation memory of each stage: max over prefixes of the memory deltas (starting at 0).

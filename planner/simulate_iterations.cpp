@@ -43,16 +43,21 @@ struct IterSim {
   std::vector<std::vector<int>> parked_at_step;  // sync OPT_STEP: stages waiting per iteration
   std::vector<bool> waiting_at_step;
   std::vector<int> work;
+  const bool op_times;
+  std::vector<Ticks> first_start;    // [stage] start of its first op in the first iteration
+  std::vector<Ticks> iteration_end;  // [iteration * p + stage] end of the stage's last op in that iteration
 
   IterSim(const Schedule& schedule, const Problem& problem, int iterations, IterationTimeline& timeline)
       : s(schedule), pr(problem), p(schedule.p), k(iterations), sync(schedule.optimizer != kOptimizerPostValidation),
         out(timeline), iter(p, 0), cursor(p, 0), blocked_on(p, -1), free_at(p, 0), arrived(k), parked_at_step(k),
-        waiting_at_step(p, false) {
+        waiting_at_step(p, false), op_times(!timeline.ops.empty()), first_start(p, 0),
+        iteration_end(static_cast<size_t>(k) * p, 0) {
     index_channels();
   }
 
   // Numbers the channels in use: a sorted list of (to, kind, from) keys, no map. A stage talks
-  // to a few peers only, so the list is about as long as the number of stages.
+  // to a few peers only, so the list is about as long as the number of stages; each stage's own
+  // keys (a handful) are gathered first, so neither the sort nor the lookups see one per message.
   void index_channels() {
     auto key = [&](int to, int kind, int from) {
       return (static_cast<uint64_t>(to) * kMessageChannels + static_cast<uint64_t>(kind)) * static_cast<uint64_t>(p) +
@@ -62,23 +67,33 @@ struct IterSim {
       return is_send(op.type) ? key(op.peer, message_channel(op.type), st) : key(st, message_channel(op.type), op.peer);
     };
     std::vector<uint64_t> keys;
-    for (int st = 0; st < p; ++st)
-      for (const Op& op : s.stages[st])
-        if (is_send(op.type) || is_recv(op.type)) keys.push_back(key_of(st, op));
-    std::sort(keys.begin(), keys.end());
-    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-    channels.resize(keys.size());
-    for (size_t c = 0; c < keys.size(); ++c) channels[c].to = static_cast<int>(keys[c] / kMessageChannels / p);
+    std::vector<size_t> stage_keys(p + 1, 0);  // stage st's distinct keys: keys[stage_keys[st] .. stage_keys[st + 1])
     channel_of.resize(p);
     for (int st = 0; st < p; ++st) {
-      channel_of[st].assign(s.stages[st].size(), -1);
-      for (size_t i = 0; i < s.stages[st].size(); ++i) {
-        const Op& op = s.stages[st][i];
-        if (!is_send(op.type) && !is_recv(op.type)) continue;
-        auto found = std::lower_bound(keys.begin(), keys.end(), key_of(st, op));
-        channel_of[st][i] = static_cast<int>(found - keys.begin());
+      const auto& ops = s.stages[st];
+      channel_of[st].assign(ops.size(), -1);
+      for (size_t i = 0; i < ops.size(); ++i) {
+        if (!is_send(ops[i].type) && !is_recv(ops[i].type)) continue;
+        const uint64_t k = key_of(st, ops[i]);
+        auto first = keys.begin() + static_cast<std::ptrdiff_t>(stage_keys[st]);
+        auto found = std::find(first, keys.end(), k);
+        channel_of[st][i] = static_cast<int>(found - first);  // the stage's own number for now
+        if (found == keys.end()) keys.push_back(k);
       }
+      stage_keys[st + 1] = keys.size();
     }
+    std::vector<uint64_t> sorted = keys;
+    std::sort(sorted.begin(), sorted.end());
+    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+    channels.resize(sorted.size());
+    for (size_t c = 0; c < sorted.size(); ++c) channels[c].to = static_cast<int>(sorted[c] / kMessageChannels / p);
+    // The stages' own numbers become the channels' indices.
+    std::vector<int> channel(keys.size());
+    for (size_t j = 0; j < keys.size(); ++j)
+      channel[j] = static_cast<int>(std::lower_bound(sorted.begin(), sorted.end(), keys[j]) - sorted.begin());
+    for (int st = 0; st < p; ++st)
+      for (int& c : channel_of[st])
+        if (c >= 0) c = channel[stage_keys[st] + static_cast<size_t>(c)];
   }
 
   Ticks latency(OpType t) const { return message_channel(t) <= 1 ? pr.t_comm : out.state_latency; }
@@ -86,47 +101,61 @@ struct IterSim {
   // Runs stage st until it blocks or finishes, queueing the stages its SENDs and steps release.
   void advance(int st) {
     const auto& ops = s.stages[st];
-    while (iter[st] < k) {
-      const Op& op = ops[cursor[st]];
-      Ticks start = free_at[st], end = start;
-      bool skip = iter[st] == 0 && is_validation(op.type);
-      if (!skip && is_recv(op.type)) {
-        int c = channel_of[st][cursor[st]];
-        Channel& ch = channels[c];
-        if (ch.sent.size() <= ch.received) {
-          blocked_on[st] = c;
-          return;
+    const int n = static_cast<int>(ops.size());
+    const int* channel = channel_of[st].data();
+    int it = iter[st], i = cursor[st];
+    Ticks clock = free_at[st];
+    while (it < k) {
+      OpTiming* times = op_times ? out.ops[it][st].data() : nullptr;
+      for (; i < n; ++i) {
+        const Op& op = ops[i];
+        Ticks start = clock, end = start;
+        const OpType type = op.type;
+        if (is_compute(type)) {
+          end = start + op_duration(op, st, pr);
+        } else if (it == 0 && is_validation(type)) {
+          // nothing to validate in the first iteration
+        } else if (is_recv(type)) {
+          Channel& ch = channels[channel[i]];
+          if (ch.sent.size() <= ch.received) {
+            blocked_on[st] = channel[i];
+            iter[st] = it, cursor[st] = i, free_at[st] = clock;
+            return;
+          }
+          start = end = std::max(start, ch.sent[ch.received++] + latency(type));
+        } else if (is_send(type)) {
+          Channel& ch = channels[channel[i]];
+          ch.sent.push_back(start);
+          if (blocked_on[ch.to] == channel[i]) {
+            blocked_on[ch.to] = -1;
+            work.push_back(ch.to);
+          }
+        } else if (type == OpType::OPT_STEP && sync) {
+          auto& at = arrived[it];
+          if (!waiting_at_step[st]) {
+            at.push_back(start);
+            waiting_at_step[st] = true;
+          }
+          if (static_cast<int>(at.size()) < p) {
+            parked_at_step[it].push_back(st);
+            iter[st] = it, cursor[st] = i, free_at[st] = clock;
+            return;
+          }
+          // The last arrival releases the others; each then computes the same end.
+          for (int other : parked_at_step[it]) work.push_back(other);
+          parked_at_step[it].clear();
+          end = *std::max_element(at.begin(), at.end()) + out.allreduce_latency;
+          waiting_at_step[st] = false;
         }
-        start = end = std::max(start, ch.sent[ch.received++] + latency(op.type));
-      } else if (!skip && is_send(op.type)) {
-        Channel& ch = channels[channel_of[st][cursor[st]]];
-        ch.sent.push_back(start);
-        if (blocked_on[ch.to] == channel_of[st][cursor[st]]) {
-          blocked_on[ch.to] = -1;
-          work.push_back(ch.to);
-        }
-      } else if (op.type == OpType::OPT_STEP && sync) {
-        auto& at = arrived[iter[st]];
-        if (!waiting_at_step[st]) {
-          at.push_back(start);
-          waiting_at_step[st] = true;
-        }
-        if (static_cast<int>(at.size()) < p) {
-          parked_at_step[iter[st]].push_back(st);
-          return;
-        }
-        // The last arrival releases the others; each then computes the same end.
-        for (int other : parked_at_step[iter[st]]) work.push_back(other);
-        parked_at_step[iter[st]].clear();
-        end = *std::max_element(at.begin(), at.end()) + out.allreduce_latency;
-        waiting_at_step[st] = false;
-      } else if (is_compute(op.type)) {
-        end = start + op_duration(op, st, pr);
+        if (times) times[i] = {start, end};
+        if (it == 0 && i == 0) first_start[st] = start;
+        clock = end;
       }
-      out.ops[iter[st]][st][cursor[st]] = {start, end};
-      free_at[st] = end;
-      if (++cursor[st] == static_cast<int>(ops.size())) cursor[st] = 0, ++iter[st];
+      iteration_end[static_cast<size_t>(it) * p + st] = clock;
+      i = 0;
+      ++it;
     }
+    iter[st] = it, cursor[st] = i, free_at[st] = clock;
   }
 
   void run() {
@@ -150,9 +179,11 @@ std::optional<IterationTimeline> simulate_iterations(const Schedule& s, const Pr
   int hops = 0;
   while ((1 << hops) < p) ++hops;
   out.allreduce_latency = options.allreduce_latency >= 0 ? options.allreduce_latency : 2 * hops * pr.t_comm;
-  out.ops.assign(k, std::vector<std::vector<OpTiming>>(p));
-  for (int it = 0; it < k; ++it)
-    for (int st = 0; st < p; ++st) out.ops[it][st].resize(s.stages[st].size());
+  if (options.op_times) {
+    out.ops.assign(k, std::vector<std::vector<OpTiming>>(p));
+    for (int it = 0; it < k; ++it)
+      for (int st = 0; st < p; ++st) out.ops[it][st].resize(s.stages[st].size());
+  }
 
   IterSim sim(s, pr, k, out);
   sim.run();
@@ -171,11 +202,11 @@ std::optional<IterationTimeline> simulate_iterations(const Schedule& s, const Pr
     for (size_t i = 0; i < s.stages[st].size(); ++i)
       if (is_compute(s.stages[st][i].type)) busy += op_duration(s.stages[st][i], st, pr);
     max_busy = std::max(max_busy, busy);
-    const auto& last_two = out.ops;
-    out.period = std::max(out.period, last_two[k - 1][st].back().end - last_two[k - 2][st].back().end);
+    auto end_of = [&](int it) { return sim.iteration_end[static_cast<size_t>(it) * p + st]; };
+    out.period = std::max(out.period, end_of(k - 1) - end_of(k - 2));
     if (!s.stages[st].empty()) {
-      first = first < 0 ? out.ops[0][st].front().start : std::min(first, out.ops[0][st].front().start);
-      last = std::max(last, out.ops[0][st].back().end);
+      first = first < 0 ? sim.first_start[st] : std::min(first, sim.first_start[st]);
+      last = std::max(last, end_of(0));
     }
   }
   out.wall = first < 0 ? 0 : last - first;

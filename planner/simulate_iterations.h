@@ -19,11 +19,12 @@ struct IterationOptions {
   int iterations = 3;
   Ticks state_latency = -1;      ///< one optimizer-state message between neighbours; -1: T_comm
   Ticks allreduce_latency = -1;  ///< the synchronous all-reduce once all stages reached it; -1: 2*ceil(log2 p)*T_comm
+  bool op_times = true;  ///< keep every op's times (IterationTimeline::ops); false: the figures only
 };
 
 struct IterationTimeline {
   int iterations = 0;
-  std::vector<std::vector<std::vector<OpTiming>>> ops;  ///< [iteration][stage][op index of the lowered list]
+  std::vector<std::vector<std::vector<OpTiming>>> ops;  ///< [iteration][stage][op index of the lowered list]; empty without op_times
   /// Steady state: max over stages of the time between the ends of its last two OPT_STEPs.
   Ticks period = 0;
   double period_bubble_rate = 0;  ///< (period - max per-stage busy time) / period

@@ -181,10 +181,10 @@ void check_optimizer_ops(const Schedule& s, int st, const StateChain& chain, std
   const auto& ops = s.stages[st];
   const int n = static_cast<int>(ops.size());
   const bool post = s.optimizer == kOptimizerPostValidation;
-  std::map<OpType, std::vector<int>> seen;
+  std::array<std::vector<int>, static_cast<size_t>(OpType::VALIDATE) + 1> seen;  // [op type] -> indices
   int first_w = n;
   for (int i = 0; i < n; ++i) {
-    if (is_optimizer_op(ops[i].type)) seen[ops[i].type].push_back(i);
+    if (is_optimizer_op(ops[i].type)) seen[static_cast<size_t>(ops[i].type)].push_back(i);
     if ((ops[i].type == OpType::W || ops[i].type == OpType::BW) && first_w == n) first_w = i;
   }
   // "the state goes 0 -> 1 -> 2", or the verdict's path, for a message of type t.
@@ -195,7 +195,7 @@ void check_optimizer_ops(const Schedule& s, int st, const StateChain& chain, std
            ", from the state's last stage, then in the order of first B's";
   };
   auto expect = [&](OpType t, bool wanted, int peer) -> int {  // its index, -1 when absent or wrong
-    const auto& at_ = seen[t];
+    const auto& at_ = seen[static_cast<size_t>(t)];
     if (!wanted) {
       for (int i : at_)
         add_diag(out, at(st, i, ops[i], post ? "this stage has no neighbour to exchange optimizer state with there: " +
@@ -251,38 +251,39 @@ void check_optimizer_ops(const Schedule& s, int st, const StateChain& chain, std
 // The replay the runtime performs: SEND never blocks, RECV waits for its paired SEND, a compute op
 // waits for its inputs made on this stage. Returns the deadlock chain, if any.
 std::optional<Diag> replay_lowered(const Schedule& s, const VirtualStageMap& map,
-                                   const std::vector<std::vector<std::pair<int, int>>>& paired_send) {
+                                   const std::vector<std::vector<int>>& paired_send) {
+  // A stage runs its ops in order: op k of stage t is done once cursor[t] is past it.
   std::vector<int> cursor(s.p, 0);
-  std::vector<std::vector<bool>> done(s.p);
-  for (int st = 0; st < s.p; ++st) done[st].assign(s.stages[st].size(), false);
-  // Where each local product is made: [stage] (product, vs, mb) -> op index.
-  std::vector<std::map<std::tuple<int, int, int>, int>> made(s.p);
+  auto done = [&](int t, int k) { return k < cursor[t]; };
+  // Where each product is made: [product_key] -> op index on the stage of its virtual stage.
+  const int vss = map.virtual_stages();
+  std::vector<int> made(static_cast<size_t>(kProducts) * vss * s.m, -1);
   for (int st = 0; st < s.p; ++st)
     for (int i = 0; i < static_cast<int>(s.stages[st].size()); ++i) {
       const Op& op = s.stages[st][i];
       if (auto what = is_compute(op.type) ? product_of(op.type) : std::nullopt)
-        made[st][{static_cast<int>(*what), map.vs(st, op.chunk), op.mb}] = i;
+        made[product_key(*what, map.vs(st, op.chunk), op.mb, vss, s.m)] = i;
     }
   // What op (stage, index) waits for, or (-1, -1) when it can run.
   auto blocker = [&](int st, int i) -> std::pair<int, int> {
     const Op& op = s.stages[st][i];
-    if (is_recv(op.type)) {
-      auto [from, k] = paired_send[st][i];
-      return done[from][k] ? std::pair{-1, -1} : std::pair{from, k};
+    if (is_recv(op.type)) {  // every RECV is paired by now, with a SEND on its peer
+      const int from = op.peer, k = paired_send[st][i];
+      return done(from, k) ? std::pair{-1, -1} : std::pair{from, k};
     }
     if (!is_compute(op.type)) return {-1, -1};
     auto dep = dependency_of(op, st, map);
     if (!dep || dep->remote) return {-1, -1};  // remote inputs arrive through an earlier RECV
-    auto it = made[st].find({static_cast<int>(dep->what), dep->vs, dep->mb});
-    if (it == made[st].end() || done[st][it->second]) return {-1, -1};
-    return {st, it->second};
+    int k = made[product_key(dep->what, dep->vs, dep->mb, vss, s.m)];  // made on this stage: dep is local
+    if (k < 0 || done(st, k)) return {-1, -1};
+    return {st, k};
   };
   bool progress = true;
   while (progress) {
     progress = false;
     for (int st = 0; st < s.p; ++st)
       while (cursor[st] < static_cast<int>(s.stages[st].size()) && blocker(st, cursor[st]).first < 0) {
-        done[st][cursor[st]++] = true;
+        ++cursor[st];
         progress = true;
       }
   }
@@ -311,12 +312,15 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
   if (!check_shape(s, pr, &out)) return out;
   // 1. The compute ops alone form a sound schedule; map their positions back to the file's.
   Schedule projection = compute_projection(s);
-  std::vector<std::vector<int>> file_index(s.p);
-  for (int st = 0; st < s.p; ++st)
-    for (int i = 0; i < static_cast<int>(s.stages[st].size()); ++i)
-      if (is_compute(s.stages[st][i].type)) file_index[st].push_back(i);
+  // A finding's op index in the projection -> in the file (built only when there is a finding).
+  auto file_index = [&](const Diag& d) {
+    int seen = -1;
+    for (int i = 0; i < static_cast<int>(s.stages[d.stage].size()); ++i)
+      if (is_compute(s.stages[d.stage][i].type) && ++seen == d.op_index) return i;
+    return d.op_index;
+  };
   for (Diag d : validate_structure(projection, pr)) {
-    if (d.stage >= 0 && d.op_index >= 0) d.op_index = file_index[d.stage][d.op_index];
+    if (d.stage >= 0 && d.op_index >= 0) d.op_index = file_index(d);
     add_diag(&out, d);
   }
   if (!out.empty()) return out;
@@ -328,12 +332,34 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
   // use (tables of every p x p pair took 1.6 GB at p = 4096 for 20000 ops).
   using Channel = std::tuple<int, int, int>;
   std::map<Channel, std::vector<int>> sends, recvs;
+  // A stage talks to a few peers: the channels it used last, so most ops skip the map lookup.
+  struct Recent {
+    const void* table;
+    Channel key;
+    std::vector<int>* ops;
+  };
+  std::vector<Recent> recent;
+  auto channel_ops = [&](std::map<Channel, std::vector<int>>& table, const Channel& key) -> std::vector<int>& {
+    for (const Recent& r : recent)
+      if (r.table == &table && r.key == key) return *r.ops;
+    recent.push_back({&table, key, &table[key]});
+    return *recent.back().ops;
+  };
+  // Per stage, indexed by (chunk, mb) = chunk * m + mb, and for messages by (kind, chunk, mb) with
+  // kind 0 (activations) or 1 (gradients): flat tables, reset for each stage. -1: none.
+  const int max_slots = s.m * s.chunks;
+  const size_t per_kind = static_cast<size_t>(s.chunks) * s.m;
+  std::vector<int> received(2 * per_kind), unsent(2 * per_kind);  // (kind, chunk, mb) -> op index
+  std::vector<int> slot_holder(max_slots);  // slot -> chunk * m + mb whose activations it holds
+  std::vector<int> slot_of(per_kind);       // (chunk, mb) -> its slot
+  auto message = [&](int kind, const Op& op) { return kind * per_kind + static_cast<size_t>(op.chunk) * s.m + op.mb; };
   for (int st = 0; st < s.p; ++st) {
     const auto& ops = s.stages[st];
-    std::map<std::tuple<int, int, int>, int> received, unsent;  // (kind, chunk, mb) -> op index
-    std::map<int, std::pair<int, int>> slot_holder;               // slot -> (chunk, mb) whose activations it holds
-    std::map<std::pair<int, int>, int> slot_of;                    // (chunk, mb) -> its slot
-    const int max_slots = s.m * s.chunks;
+    std::fill(received.begin(), received.end(), -1);
+    std::fill(unsent.begin(), unsent.end(), -1);
+    std::fill(slot_holder.begin(), slot_holder.end(), -1);
+    std::fill(slot_of.begin(), slot_of.end(), -1);
+    recent.clear();
     check_optimizer_ops(s, st, chain, &out);
     for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
       const Op& op = ops[i];
@@ -344,8 +370,8 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
         continue;
       }
       if (is_optimizer_op(op.type)) {  // checked by check_optimizer_ops; state messages pair by order
-        if (is_send(op.type)) sends[{kind_index(op.type), st, op.peer}].push_back(i);
-        if (is_recv(op.type)) recvs[{kind_index(op.type), op.peer, st}].push_back(i);
+        if (is_send(op.type)) channel_ops(sends, {kind_index(op.type), st, op.peer}).push_back(i);
+        if (is_recv(op.type)) channel_ops(recvs, {kind_index(op.type), op.peer, st}).push_back(i);
         continue;
       }
       if (comm && (op.mb < 0 || op.mb >= s.m || op.chunk < 0 || op.chunk >= s.chunks)) {
@@ -361,14 +387,14 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
                                           std::to_string(op.peer)));
           continue;
         }
-        received[{kind_index(op.type), op.chunk, op.mb}] = i;
-        recvs[{kind_index(op.type), op.peer, st}].push_back(i);
+        received[message(kind_index(op.type), op)] = i;
+        channel_ops(recvs, {kind_index(op.type), op.peer, st}).push_back(i);
         continue;
       }
       if (is_tensor_send(op.type)) {
         int kind = kind_index(op.type);
-        auto it = unsent.find({kind, op.chunk, op.mb});
-        if (it == unsent.end()) {
+        int& made = unsent[message(kind, op)];
+        if (made < 0) {
           add_diag(&out, at(st, i, op, "sends a tensor this stage has not made yet (or sends it twice)"));
           continue;
         }
@@ -379,8 +405,8 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
                                           std::to_string(to)));
           continue;
         }
-        unsent.erase(it);
-        sends[{kind, st, op.peer}].push_back(i);
+        made = -1;
+        channel_ops(sends, {kind, st, op.peer}).push_back(i);
         continue;
       }
       // A compute op: its activation slot (F takes a free one, its B/W use the same, W frees it),
@@ -390,46 +416,52 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
                                         (op.slot < 0 ? " (none given)" : ", got " + std::to_string(op.slot))));
         continue;
       }
+      const int activation = op.chunk * s.m + op.mb;
       if (op.type == OpType::F) {
-        auto held = slot_holder.find(op.slot);
-        if (held != slot_holder.end()) {
+        if (int held = slot_holder[op.slot]; held >= 0) {
           add_diag(&out, at(st, i, op, "slot " + std::to_string(op.slot) + " still holds " +
-                                          op_short(Op{OpType::F, held->second.second, held->second.first}) +
+                                          op_short(Op{OpType::F, held % s.m, held / s.m}) +
                                           " (a slot is free again after its microbatch's W)"));
           continue;
         }
-        slot_holder[op.slot] = {op.chunk, op.mb};
-        slot_of[{op.chunk, op.mb}] = op.slot;
+        slot_holder[op.slot] = activation;
+        slot_of[activation] = op.slot;
       } else {
-        int stored = slot_of.count({op.chunk, op.mb}) ? slot_of[{op.chunk, op.mb}] : -1;
+        int stored = slot_of[activation];
         if (op.slot != stored) {
           add_diag(&out, at(st, i, op, "uses slot " + std::to_string(op.slot) + ", but its F stored into slot " +
                                           std::to_string(stored)));
           continue;
         }
-        if (op.type == OpType::W || op.type == OpType::BW) slot_holder.erase(op.slot);
+        if (op.type == OpType::W || op.type == OpType::BW) slot_holder[op.slot] = -1;
       }
       auto dep = dependency_of(op, st, map);
       if (dep && dep->remote && op.type != OpType::W) {
         int kind = dep->what == Product::Forward ? 0 : 1;
-        if (!received.erase({kind, op.chunk, op.mb}))
+        int& recv = received[message(kind, op)];
+        if (recv >= 0)
+          recv = -1;
+        else
           add_diag(&out, at(st, i, op, "its input comes from stage " + std::to_string(map.stage_of[dep->vs]) +
                                           ", but no " + (kind == 0 ? "RECV_F" : "RECV_B") + " for it comes before"));
       }
       int vs = map.vs(st, op.chunk);
-      if (op.type == OpType::F && vs < last_vs && map.stage_of[vs + 1] != st) unsent[{0, op.chunk, op.mb}] = i;
+      if (op.type == OpType::F && vs < last_vs && map.stage_of[vs + 1] != st) unsent[message(0, op)] = i;
       if ((op.type == OpType::B || op.type == OpType::BW) && vs > 0 && map.stage_of[vs - 1] != st)
-        unsent[{1, op.chunk, op.mb}] = i;
+        unsent[message(1, op)] = i;
     }
-    for (const auto& [key, i] : received) add_diag(&out, at(st, i, ops[i], "receives a tensor no op here uses"));
-    for (const auto& [key, i] : unsent)
-      add_diag(&out, at(st, i, ops[i], "its output is needed on another stage but never sent"));
+    // In (kind, chunk, mb) order.
+    for (int i : received)
+      if (i >= 0) add_diag(&out, at(st, i, ops[i], "receives a tensor no op here uses"));
+    for (int i : unsent)
+      if (i >= 0) add_diag(&out, at(st, i, ops[i], "its output is needed on another stage but never sent"));
   }
   if (!out.empty()) return out;
 
   // 2. Sends and receives pair up one to one, in order, per (kind, from, to).
-  std::vector<std::vector<std::pair<int, int>>> paired_send(s.p);
-  for (int st = 0; st < s.p; ++st) paired_send[st].assign(s.stages[st].size(), {-1, -1});
+  // [stage][op index of a RECV] -> op index of its SEND on the RECV's peer; -1 otherwise.
+  std::vector<std::vector<int>> paired_send(s.p);
+  for (int st = 0; st < s.p; ++st) paired_send[st].assign(s.stages[st].size(), -1);
   std::map<Channel, std::pair<std::vector<int>, std::vector<int>>> channels;  // in (kind, from, to) order
   for (auto& [key, ops] : sends) channels[key].first = std::move(ops);
   for (auto& [key, ops] : recvs) channels[key].second = std::move(ops);
@@ -456,21 +488,22 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
                              where(s, b, in_b[k]) + ": sends and receives must be in the same order"));
         break;
       }
-      paired_send[b][in_b[k]] = {a, out_a[k]};
+      paired_send[b][in_b[k]] = out_a[k];  // rcv.peer == a: the channel is (kind, a, b)
     }
   }
   if (!out.empty()) return out;
 
   // 3. Memory of the compute ops, then the replay.
   for (Diag d : validate_memory(projection, pr)) {
-    if (d.stage >= 0 && d.op_index >= 0) d.op_index = file_index[d.stage][d.op_index];
+    if (d.stage >= 0 && d.op_index >= 0) d.op_index = file_index(d);
     add_diag(&out, d);
   }
   if (auto deadlock = replay_lowered(s, map, paired_send)) add_diag(&out, *deadlock);
   return out;
 }
 
-std::vector<Diag> validate(const Schedule& s, const Problem& pr, const std::string& file) {
+std::vector<Diag> validate(const Schedule& s, const Problem& pr, const std::string& file,
+                           std::optional<Timeline>* timeline) {
   std::vector<Diag> out;
   if (s.level == kLevelLowered) {
     out = validate_lowered(s, pr);
@@ -478,7 +511,8 @@ std::vector<Diag> validate(const Schedule& s, const Problem& pr, const std::stri
     out = validate_structure(s, pr);
     if (out.empty()) {
       out = validate_memory(s, pr);
-      simulate_timeline(s, pr, &out);
+      auto simulated = simulate_timeline(s, pr, &out);
+      if (timeline && out.empty()) *timeline = std::move(simulated);
     }
   }
   for (Diag& d : out) d.file = file;

@@ -2,12 +2,14 @@
 // limit and free of deadlock. Every finding names the stage and the op's position.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "planner/diag.h"
 #include "planner/ir.h"
 #include "planner/problem.h"
+#include "planner/simulate.h"
 
 namespace zbpp {
 
@@ -25,7 +27,10 @@ std::vector<Diag> validate_lowered(const Schedule& schedule, const Problem& prob
 
 /// All checks in order; the deadlock check (a simulation) runs only on a sound structure.
 /// Lowered schedules get validate_lowered as well. `file` is put into every diagnostic.
-std::vector<Diag> validate(const Schedule& schedule, const Problem& problem, const std::string& file = "");
+/// `timeline`, when given, receives a compute-level schedule's simulated timeline when it passes
+/// (the deadlock check's), so a pass that needs it does not simulate again.
+std::vector<Diag> validate(const Schedule& schedule, const Problem& problem, const std::string& file = "",
+                           std::optional<Timeline>* timeline = nullptr);
 
 /// What does not stop a replay but breaks the promise that every schedule trains bit-identical
 /// weights: a stage's W (or BW) ops of one chunk out of microbatch order add that chunk's weight

@@ -128,8 +128,10 @@ struct IterationFlags {
     return {optimizer, validate_at == "start" ? ValidateAt::kStart : ValidateAt::kFirstBackward};
   }
 
-  IterationOptions options() const {
+  /// `op_times`: keep every op's times (show draws them), or the figures only.
+  IterationOptions options(bool op_times = true) const {
     IterationOptions o;
+    o.op_times = op_times;
     o.iterations = iterations;
     if (state_latency >= 0) o.state_latency = *to_quanta(state_latency);
     if (allreduce_latency >= 0) o.allreduce_latency = *to_quanta(allreduce_latency);
@@ -302,15 +304,22 @@ int write_planned(const PlanResult& planned, const IterationFlags& iteration_fla
   // A plan lowered by the pipeline was timed there, with the same options.
   std::optional<IterationTimeline> iterations = planned.iterations;
   if (schedule.level == kLevelLowered && !iterations) {
-    iterations = simulate_iterations(schedule, planned.problem, iteration_flags.options(), &diags);
+    iterations = simulate_iterations(schedule, planned.problem, iteration_flags.options(false), &diags);
     if (!iterations) return fail(err, diags);
   }
   const Objective objective = iteration_flags.objective_or_default();
   const Ticks bound = wall_lower_bound(planned.problem, schedule.placement);
-  std::string text = schedule_to_json_text(schedule, planned.problem, *timeline, iterations ? &*iterations : nullptr,
-                                           objective_name(objective), bound,
-                                           planned.solver.status.empty() ? nullptr : &planned.solver);
-  if (!write_file(output, text, err)) return kExitInvalid;
+  // Written as it is made: a big schedule's text is never held whole.
+  ReplacingFile file;
+  std::string why;
+  auto to_file = [&](std::string_view piece) { return file.write(piece, &why); };
+  if (!file.open(output, &why) ||
+      !write_schedule_json(schedule, planned.problem, *timeline, to_file, iterations ? &*iterations : nullptr,
+                           objective_name(objective), bound, planned.solver.status.empty() ? nullptr : &planned.solver) ||
+      !file.commit(&why)) {
+    err << "zbplan: cannot write " << why << "\n";
+    return kExitInvalid;
+  }
   out << "wrote " << output << "\n";
   for (const auto& note : planned.notes) out << "  " << note << "\n";
   print_figures(out, schedule, planned.problem, *timeline);
@@ -414,7 +423,7 @@ int cmd_simulate(const std::string& path, const std::string& trace_path, const I
   std::optional<IterationTimeline> iterations;
   if (file.schedule.level == kLevelLowered) {
     std::vector<Diag> diags;
-    iterations = simulate_iterations(file.schedule, file.problem, iteration_flags.options(), &diags);
+    iterations = simulate_iterations(file.schedule, file.problem, iteration_flags.options(false), &diags);
     if (!iterations) return fail(err, diags);
     print_iterations(out, file.schedule, *iterations);
   }

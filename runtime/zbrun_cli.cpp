@@ -547,7 +547,9 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
     // The plan's time per iteration in a run (issue 10): the steady-state period of iterations back
     // to back under this optimizer, beside one iteration alone; in the problem's unit (ms after --profile).
     std::vector<Diag> unused;
-    auto it = simulate_iterations(s, file.problem, {}, &unused);
+    IterationOptions figures;
+    figures.op_times = false;
+    auto it = simulate_iterations(s, file.problem, figures, &unused);
     if (it)
       out << "  planned per iteration: period " << format_quanta(it->period) << " (steady state), one alone "
           << format_quanta(it->wall) << " (in the problem's time unit)\n";

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "planner/gen_baseline.h"
+#include "planner/pipeline.h"
+#include "planner/schedule_json.h"
 #include "planner/search_heuristic.h"
 #include "planner/simulate.h"
 #include "planner/validate.h"
@@ -88,6 +90,52 @@ int main() {
       char name[64];
       std::snprintf(name, sizeof name, "p=%d m=%d, %d thread%s", p, m, threads, threads > 1 ? "s" : "");
       std::printf("%-34s %8d %12.2f %12.2f %12.2f\n", name, 3 * p * m, ms.front(), ms[ms.size() / 2], ms.back());
+    }
+  }
+  // The passes of `zbplan plan --method heuristic --mem-limit 2p` (post-validation) after the
+  // search, in one process: what the whole-process figures (tools/process_bench.sh) add to it,
+  // besides start-up, first-touch page faults and the file's write, fsync and rename.
+  std::printf("\n%-34s %8s %12s %12s %12s\n", "zbplan plan passes (lowered ops)", "ops", "min (ms)", "median (ms)",
+              "max (ms)");
+  for (auto [p, m] : {std::pair{32, 256}, std::pair{64, 512}}) {
+    Problem pr = table5_problem(p, m, "2p");
+    const LowerOptions lowering{kOptimizerPostValidation, ValidateAt::kFirstBackward};
+    IterationOptions figures;
+    figures.op_times = false;
+    std::vector<Diag> diags;
+    auto planned = plan_schedule(pr, "heuristic", &diags);
+    if (!planned) return 1;
+    PlanResult lowered = *planned;
+    if (!lower_planned(&lowered, &diags, lowering)) return 1;
+    const Schedule& s = lowered.schedule;
+    size_t ops = 0;
+    for (const auto& st : s.stages) ops += st.size();
+    auto timeline = simulate_timeline(s, pr, &diags);
+    auto iterations = simulate_iterations(s, pr, figures, &diags);
+    if (!timeline || !iterations) return 1;
+    volatile size_t sink = 0;
+    const std::vector<std::pair<const char*, std::function<void()>>> passes = {
+        {"search+validate+bound", [&] { sink = plan_schedule(pr, "heuristic", &diags)->schedule.stages.size(); }},
+        {"lower+validate", [&] {
+           PlanResult copy = *planned;
+           sink = lower_planned(&copy, &diags, lowering);
+         }},
+        {"simulate 1 iteration", [&] { sink = simulate_timeline(s, pr, &diags)->ops.size(); }},
+        {"simulate 3 iterations", [&] { sink = simulate_iterations(s, pr, figures, &diags)->ops.size(); }},
+        {"schedule text", [&] {
+           size_t bytes = 0;
+           write_schedule_json(s, pr, *timeline, [&](std::string_view piece) { return (bytes += piece.size()) > 0; },
+                               &*iterations, "period", 0, &planned->solver);
+           sink = bytes;
+         }},
+    };
+    for (const auto& [what, fn] : passes) {
+      std::vector<double> ms;
+      for (int rep = 0; rep < 21; ++rep) ms.push_back(time_us(1, fn).first / 1000);
+      std::sort(ms.begin(), ms.end());
+      char name[64];
+      std::snprintf(name, sizeof name, "p=%d m=%d %s", p, m, what);
+      std::printf("%-34s %8zu %12.2f %12.2f %12.2f\n", name, ops, ms.front(), ms[ms.size() / 2], ms.back());
     }
   }
   return 0;

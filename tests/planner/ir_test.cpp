@@ -1,6 +1,8 @@
 // Tests for planner/ir.cpp: the short text form of ops and its parser.
 #include "planner/ir.h"
 
+#include <tuple>
+
 #include <catch2/catch.hpp>
 
 using namespace zbpp;
@@ -38,4 +40,19 @@ TEST_CASE("ir: virtual stage map inverts a placement") {
   CHECK(map.stage_of == std::vector<int>{0, 1, 1, 0});
   CHECK(map.chunk_of == std::vector<int>{0, 0, 1, 1});
   CHECK(map.vs(1, 1) == 2);
+}
+
+TEST_CASE("ir: without_ops keeps every field but the ops") {
+  Schedule s;
+  s.p = 2, s.m = 3, s.chunks = 2;
+  s.placement = {{0, 3}, {1, 2}};
+  s.level = kLevelLowered;
+  s.method = "zb-v";
+  s.optimizer = kOptimizerPostValidation;
+  s.stages = {{Op{OpType::F, 0, 0}}, {Op{OpType::F, 0, 1}, Op{OpType::B, 0, 1}}};
+  Schedule h = s.without_ops();
+  CHECK(h.stages == std::vector<std::vector<Op>>(2));
+  h.stages = s.stages;
+  CHECK(std::tie(h.p, h.m, h.chunks, h.placement, h.level, h.method, h.optimizer, h.stages) ==
+        std::tie(s.p, s.m, s.chunks, s.placement, s.level, s.method, s.optimizer, s.stages));
 }

@@ -94,6 +94,32 @@ TEST_CASE("write_file_replacing: a device is written in place, its failures repo
   CHECK(err == dir + "/no/such/a.json: No such file or directory (creating a temporary file in " + dir + "/no/such)");
 }
 
+TEST_CASE("ReplacingFile: pieces replace the file at commit; given up, the old file stays and no temporary is left") {
+  const std::string dir = fresh_dir("pieces"), path = dir + "/a.json";
+  std::string err;
+  REQUIRE(write_file_replacing(path, "old\n", &err));
+  {
+    ReplacingFile f;
+    REQUIRE(f.open(path, &err));
+    REQUIRE(f.write("new", &err));
+    CHECK(names_in(dir).size() == 2);  // the temporary file beside the target
+    CHECK(read_all(path) == "old\n");
+  }  // no commit: a sink that failed (or an exception) ends here
+  CHECK(read_all(path) == "old\n");
+  CHECK(names_in(dir) == std::vector<std::string>{"a.json"});
+  ReplacingFile g;
+  REQUIRE(g.open(path, &err));
+  REQUIRE(g.write("new", &err));
+  REQUIRE(g.write(" text\n", &err));
+  REQUIRE(g.commit(&err));
+  CHECK(read_all(path) == "new text\n");
+  CHECK(names_in(dir) == std::vector<std::string>{"a.json"});
+  ReplacingFile full;
+  REQUIRE(full.open("/dev/full", &err));
+  CHECK_FALSE(full.write("x", &err));
+  CHECK(err == "/dev/full: No space left on device");
+}
+
 TEST_CASE("StreamFile: every write and the close are checked") {
   StreamFile f;
   std::string err;

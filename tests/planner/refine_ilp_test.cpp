@@ -5,6 +5,8 @@
 // window search never loses to its warm start. At 1p the wall objective beats ZB-H1 where it can.
 #include "planner/refine_ilp.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <random>
 
@@ -254,4 +256,22 @@ TEST_CASE("ilp: refuses what it cannot model") {
   CHECK_FALSE(refine_ilp(two, any, options, &diags));
   REQUIRE(diags.size() == 1);
   CHECK(format_diag(diags[0]) == "ilp: the ILP plans one chunk per stage");
+}
+
+TEST_CASE("ilp: the module is found beside the program, and a missing one is named with what to do") {
+  // Every refine_ilp call in these tests went through the loader to the copy beside planner_tests.
+  char exe[4096];
+  ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  REQUIRE(n > 0);
+  std::string dir(exe, static_cast<size_t>(n));
+  dir = dir.substr(0, dir.find_last_of('/'));
+  CHECK(ilp_module_paths() == std::vector<std::string>{dir + "/libzbpp_ilp.so", dir + "/../lib/zbpp/libzbpp_ilp.so"});
+  std::string why;
+  CHECK(load_ilp_module(ilp_module_paths(), &why));
+  CHECK(why.empty());
+  CHECK_FALSE(load_ilp_module({"/nonexistent/a.so", "/nonexistent/b.so"}, &why));
+  CHECK(why ==
+        "the ILP needs its module libzbpp_ilp.so, which is not at /nonexistent/a.so, /nonexistent/b.so; build zbplan "
+        "where CBC is installed (coinor-libcbc-dev; cmake then builds the module beside zbplan), or put "
+        "libzbpp_ilp.so beside the program or in its ../lib/zbpp");
 }

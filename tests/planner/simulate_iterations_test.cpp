@@ -189,6 +189,10 @@ void require_same_as_reference(const Schedule& s, const Problem& pr, int k) {
     std::string iteration = said.substr(prefix.size(), said.find(' ', prefix.size()) - prefix.size());
     CHECK("stage " + std::to_string(diags[0].stage) + " op " + std::to_string(diags[0].op_index) + " iteration " +
               iteration == stuck);
+    o.op_times = false;  // the same finding without the per-op times
+    std::vector<Diag> again;
+    CHECK_FALSE(simulate_iterations(s, pr, o, &again));
+    CHECK(format_diags(again) == format_diags(diags));
     return;
   }
   for (int it = 0; it < k; ++it)
@@ -198,6 +202,23 @@ void require_same_as_reference(const Schedule& s, const Problem& pr, int k) {
         REQUIRE(got->ops[it][st][i].start == want->ops[it][st][i].start);
         REQUIRE(got->ops[it][st][i].end == want->ops[it][st][i].end);
       }
+  // The figures from the reference's times: the period between the last two iterations' ends, the
+  // wall clock of the first.
+  Ticks period = 0, first = -1, last = 0;
+  for (int st = 0; st < s.p; ++st) {
+    period = std::max(period, want->ops[k - 1][st].back().end - want->ops[k - 2][st].back().end);
+    first = first < 0 ? want->ops[0][st].front().start : std::min(first, want->ops[0][st].front().start);
+    last = std::max(last, want->ops[0][st].back().end);
+  }
+  CHECK(got->period == period);
+  CHECK(got->wall == last - first);
+  // Without the per-op times: the same figures.
+  o.op_times = false;
+  auto figures = simulate_iterations(s, pr, o, &diags);
+  REQUIRE(figures);
+  CHECK(figures->ops.empty());
+  CHECK(std::tie(figures->period, figures->wall, figures->period_bubble_rate) ==
+        std::tie(got->period, got->wall, got->period_bubble_rate));
 }
 
 }  // namespace
