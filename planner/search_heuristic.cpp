@@ -290,7 +290,7 @@ std::optional<SearchResult> search_heuristic(const Problem& problem, std::vector
       for (bool c : {true, false}) grid.push_back({a, b, c});
 
   // Each worker takes grid points from a shared counter and builds them in one reusable workspace,
-  // keeping its best run's ops by swapping buffers (no copy, no second run); the calling thread
+  // keeping its best run's order by swapping buffers (no copy, no second run); the calling thread
   // also tries the handcrafted seeds. Which worker ran which point does not matter: the best
   // cost wins, ties go to the lower grid index. The calling thread runs point 0 first, so its
   // first failure, reported when nothing fits, is point 0's.

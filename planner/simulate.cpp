@@ -91,6 +91,7 @@ struct Sim {
       if (cursor[st] < static_cast<int>(schedule.stages[st].size())) return false;
     return true;
   }
+
   std::string where(int st, int index) const {
     return "stage " + std::to_string(st) + " op " + std::to_string(index) + " (" +
            op_short(schedule.stages[st][index]) + ")";
