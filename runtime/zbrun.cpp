@@ -4,9 +4,11 @@
 #include <iostream>
 #include <string>
 
+#include "runtime/cpu/compute_cpu.h"
 #include "runtime/zbrun_cli.h"
 
 int main(int argc, char** argv) {
+  zbpp::cpu_restart_with_faster_kernels(argv);
 #ifdef ZBPP_HAVE_MPI
   const bool use_mpi = true;
 #else

@@ -573,7 +573,10 @@ int run_rank_unguarded(const Options& o, const ScheduleFile& file, const GptConf
     out << "], planned [";
     for (int r = 0; r < s.p; ++r) out << (r ? ", " : "") << format_quanta(planned.peak_memory[r]);
     out << "] (in the problem's memory unit)\n";
-    out << "  weights digest " << digest << "\n";
+    out << "  weights digest " << digest;
+    // The bits depend on the BLAS kernels, so the line says which gave them.
+    if (o.backend == "cpu") out << " (" << cpu_kernels() << ")";
+    out << "\n";
   }
   return 0;
 }

@@ -42,6 +42,7 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 }  // namespace
 
 int main(int argc, char** argv) {
+  zbpp::cpu_restart_with_faster_kernels(argv);
   CLI::App app{"The CPU backend's F, B and W ops against cblas_sgemm alone on their GEMM shapes (one core)."};
   std::string model = "c256";
   int repeats = 8;

@@ -266,6 +266,7 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  zbpp::cpu_restart_with_faster_kernels(argv);  // the kernels zbrun computes with
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {

@@ -6,9 +6,13 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
+
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "runtime/cpu/layers.h"
 
@@ -435,6 +439,21 @@ class CpuCompute final : public Compute {
 }  // namespace
 
 void cpu_set_threads(int threads) { cpu::set_blas_threads(threads); }
+std::string cpu_kernels() { return "OpenBLAS " + cpu::blas_core() + " kernels"; }
+void cpu_restart_with_faster_kernels(char** argv) {
+  // Set, the variable is the user's choice (or this restart's: it also stops a second one).
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr || cpu::blas_core() != "Prescott") return;
+  __builtin_cpu_init();
+  const char* core = nullptr;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512cd"))
+    core = "SkylakeX";
+  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    core = "Haswell";
+  if (core == nullptr) return;
+  setenv("OPENBLAS_CORETYPE", core, 1);
+  execv("/proc/self/exe", argv);
+}
 
 std::unique_ptr<Compute> make_cpu_compute(const GptConfig& config, const std::vector<int>& virtual_stages,
                                           int total_virtual_stages, int microbatches, std::uint64_t seed,

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cctype>
 #include <cstring>
 #include <vector>
 
@@ -89,6 +90,12 @@ void softmax_causal_row(float* row, int n, int len) {
 }  // namespace
 
 void set_blas_threads(int threads) { openblas_set_num_threads(threads); }
+std::string blas_core() {
+  std::string name = openblas_get_corename();
+  // OpenBLAS names some cores in lower case ("haswell"), others not ("SkylakeX").
+  if (!name.empty()) name[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(name[0])));
+  return name;
+}
 
 void encoder_forward(float* out, const int* tokens, const float* wte, const float* wpe, int batch, int seq, int C) {
   for (int b = 0; b < batch; ++b)

@@ -6,10 +6,14 @@
 // Shapes: BT = batch * seq tokens, C channels, OC output channels, NH heads, V vocabulary.
 #pragma once
 
+#include <string>
+
 namespace zbpp::cpu {
 
 /// OpenBLAS's thread count for every GEMM below, process-wide.
 void set_blas_threads(int threads);
+/// OpenBLAS's name for the kernels it chose for this CPU (e.g. "SkylakeX", "Haswell").
+std::string blas_core();
 
 /// How a gradient output is written: added to (the contract above), or set, for a fresh buffer that
 /// then needs no zeroing first (the same bits as adding to zeros).
