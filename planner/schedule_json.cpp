@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "planner/validate.h"
+
 namespace zbpp {
 
 namespace {
@@ -568,6 +570,16 @@ std::vector<Diag> check_recorded_figures(const ScheduleFile& f, const Timeline& 
          bubble_rate_of_span(f.problem, static_cast<Ticks>(std::llround(bound))));
   }
   return out;
+}
+
+std::optional<Timeline> check_schedule_file(const ScheduleFile& file, const std::string& path, std::vector<Diag>* diags) {
+  *diags = validate(file.schedule, file.problem, path);
+  if (!diags->empty()) return std::nullopt;
+  std::optional<Timeline> timeline = simulate_timeline(file.schedule, file.problem, diags);
+  if (!timeline) return std::nullopt;
+  *diags = check_recorded_figures(file, *timeline, path);
+  if (!diags->empty()) return std::nullopt;
+  return timeline;
 }
 
 std::optional<ScheduleFile> load_schedule_file(const std::string& path, std::vector<Diag>* diags, std::string* text) {

@@ -60,6 +60,10 @@ std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const st
 /// Times and memory must round to the same 1e-6 quantum the simulator counts in (the writer prints
 /// them exactly); rates and the solver's gap must agree to 1e-9.
 std::vector<Diag> check_recorded_figures(const ScheduleFile& file, const Timeline& timeline, const std::string& path);
+/// What every reader checks before trusting a loaded file (zbplan validate/simulate/show, zbrun):
+/// the schedule is valid, it replays, and each figure it records equals the recomputed one.
+/// Returns the planned timeline, or nothing with the errors in *diags.
+std::optional<Timeline> check_schedule_file(const ScheduleFile& file, const std::string& path, std::vector<Diag>* diags);
 /// Reads and parses a schedule file from disk; `text`, when given, receives the file's text.
 std::optional<ScheduleFile> load_schedule_file(const std::string& path, std::vector<Diag>* diags,
                                                std::string* text = nullptr);

@@ -399,11 +399,8 @@ std::optional<std::pair<ScheduleFile, Timeline>> load_checked(const std::string&
     fail(err, diags);
     return std::nullopt;
   }
-  diags = validate(file->schedule, file->problem, path);
-  std::optional<Timeline> timeline;
-  if (diags.empty()) timeline = simulate_timeline(file->schedule, file->problem, &diags);
-  if (timeline) diags = check_recorded_figures(*file, *timeline, path);
-  if (!diags.empty()) {
+  std::optional<Timeline> timeline = check_schedule_file(*file, path, &diags);
+  if (!timeline) {
     fail(err, diags);
     const size_t errors = diag_count(diags);
     err << "zbplan: " << path << ": invalid schedule (" << errors << " error" << (errors == 1 ? "" : "s") << ")\n";

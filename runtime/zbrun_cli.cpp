@@ -853,8 +853,9 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
   std::string schedule_text;
   auto file = load_schedule_file(o.schedule_file, &diags, &schedule_text);
   o.schedule_hash = text_hash(schedule_text);
-  if (file) diags = validate(file->schedule, file->problem, o.schedule_file);
-  if (!diags.empty()) {
+  std::optional<Timeline> checked;  // the plan the run is measured against
+  if (file) checked = check_schedule_file(*file, o.schedule_file, &diags);
+  if (!checked) {
     std::string text;
     for (const Diag& d : diags) text += (text.empty() ? "" : "\nzbrun: ") + format_diag(d);
     return fail(text);
@@ -924,8 +925,7 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
 #else
   if (cuda) return fail("--backend cuda: this zbrun was built without CUDA (no nvcc at configure time)");
 #endif
-  std::vector<Diag> unused;
-  const Timeline planned = *simulate_timeline(s, file->problem, &unused);  // validated above
+  const Timeline& planned = *checked;
   std::mutex print_mu;
   if (mpi && world_size != s.p)
     return fail(o.schedule_file + ": planned for " + std::to_string(s.p) + " ranks, but " + std::to_string(world_size) +
