@@ -115,6 +115,12 @@ inline Product message_product(OpType tensor_message) {
 inline int message_channel(Product what) { return static_cast<int>(what); }
 inline OpType send_type(Product what) { return what == Product::Forward ? OpType::SEND_F : OpType::SEND_B; }
 inline OpType recv_type(Product what) { return what == Product::Forward ? OpType::RECV_F : OpType::RECV_B; }
+/// The virtual stage at the other end of a tensor message that `vs` sends or receives: a SEND's
+/// consumer, a RECV's producer.
+inline int message_peer_vs(OpType tensor_message, int vs) {
+  const Product what = message_product(tensor_message);
+  return is_send(tensor_message) ? message_consumer_vs(what, vs) : message_producer_vs(what, vs);
+}
 /// The compute op a tensor message goes with: a SEND carries what this op made, a RECV brings
 /// what it needs (F for activations, B for gradients; B stands for BW too).
 inline Op message_compute_op(const Op& message) {
