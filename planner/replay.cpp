@@ -96,33 +96,43 @@ struct Replay {
   }
 
   // A local input is made on the stage itself, earlier in its list or never in time: the first op
-  // whose local input comes later stops the stage in every iteration (it waits for itself).
-  std::vector<int> made;  // [product_key] -> op index on its stage; kept for the deadlock chain
+  // whose local input is not made before it stops the stage in every iteration (it waits for
+  // itself). Within a chunk (B after its F, W after its B) validate_structure keeps that order, so
+  // only a placement with two consecutive virtual stages on one stage (a V's turn: F of vs+1
+  // needs F of vs there, B of vs needs B of vs+1) needs the pass; one pass, products keyed by
+  // virtual stage (each belongs to one stage).
   VirtualStageMap map{s.placement};
   void index_local_inputs() {
+    stuck_at.resize(p);
+    for (int st = 0; st < p; ++st) stuck_at[st] = static_cast<int>(s.stages[st].size());
+    bool turns = false;
+    for (int vs = 0; vs + 1 < map.virtual_stages(); ++vs) turns = turns || map.stage_of[vs] == map.stage_of[vs + 1];
+    if (!turns) return;
     const int vss = map.virtual_stages();
-    made.assign(static_cast<size_t>(kProducts) * vss * s.m, -1);
-    for (int st = 0; st < p; ++st)
-      for (int i = 0; i < static_cast<int>(s.stages[st].size()); ++i) {
-        const Op& op = s.stages[st][i];
-        if (auto what = is_compute(op.type) ? product_of(op.type) : std::nullopt)
-          made[product_key(*what, map.vs(st, op.chunk), op.mb, vss, s.m)] = i;
-      }
-    stuck_at.assign(p, 0);
+    std::vector<char> made(static_cast<size_t>(kProducts) * vss * s.m, 0);
     for (int st = 0; st < p; ++st) {
-      const int n = static_cast<int>(s.stages[st].size());
-      int& at = stuck_at[st];
-      while (at < n && local_input_at(st, at) < 0) ++at;
+      const auto& ops = s.stages[st];
+      const int n = static_cast<int>(ops.size());
+      int i = 0;
+      for (; i < n; ++i) {
+        const Op& op = ops[i];
+        if (!is_compute(op.type)) continue;
+        auto dep = dependency_of(op, st, map);
+        if (dep && !dep->remote && !made[product_key(dep->what, dep->vs, dep->mb, vss, s.m)]) break;
+        if (auto what = product_of(op.type)) made[product_key(*what, map.vs(st, op.chunk), op.mb, vss, s.m)] = 1;
+      }
+      stuck_at[st] = i;
     }
   }
-  // The op index of the later op on `st` that op i's local input comes from; -1 if none.
+  // Where the local input of op i on `st` is made: its index on the stage, or -1 when never.
   int local_input_at(int st, int i) const {
-    const Op& op = s.stages[st][i];
-    if (!is_compute(op.type)) return -1;
-    auto dep = dependency_of(op, st, map);
-    if (!dep || dep->remote) return -1;
-    const int at = made[product_key(dep->what, dep->vs, dep->mb, map.virtual_stages(), s.m)];
-    return at > i || at < 0 ? std::max(at, i) : -1;  // never made: the stage waits at op i for ever
+    const auto& ops = s.stages[st];
+    auto dep = dependency_of(ops[i], st, map);
+    for (int j = 0; j < static_cast<int>(ops.size()); ++j)
+      if (is_compute(ops[j].type) && product_of(ops[j].type) == dep->what && ops[j].mb == dep->mb &&
+          map.vs(st, ops[j].chunk) == dep->vs)
+        return j;
+    return -1;
   }
 
   Ticks latency(OpType t) const { return message_channel(t) <= 1 ? pr.t_comm : options.state_latency; }
@@ -207,7 +217,7 @@ struct Replay {
     const Op& op = s.stages[st][i];
     if (i == stuck_at[st]) {
       const int at = local_input_at(st, i);
-      return at == i ? std::pair{-1, -1} : std::pair{st, at};  // at == i: never made
+      return at < 0 ? std::pair{-1, -1} : std::pair{st, at};
     }
     if (is_recv(op.type)) {  // the SEND it pairs with: the next unreceived one on its channel
       const int c = channel_of[st][i], from = op.peer;

@@ -37,7 +37,8 @@ struct LoweredReplay {
   std::vector<Ticks> iteration_end;  ///< [iteration * p + stage] end of its last op in that iteration
 };
 
-/// Replays a lowered schedule whose ops' fields are in range (validate_lowered's first checks).
+/// Replays a lowered schedule whose ops' fields are in range and whose compute ops pass
+/// validate_structure (validate_lowered's first checks).
 /// On a deadlock returns nothing and appends one diagnostic with the chain of waiting ops,
 /// "deadlock in replay: ..." for one iteration, "deadlock in iteration i of k: ..." for several.
 std::optional<LoweredReplay> replay_lowered(const Schedule& lowered, const Problem& problem,

@@ -192,16 +192,17 @@ std::optional<Timeline> simulate_timeline(const Schedule& schedule, const Proble
   }
   // A lowered file is timed as the runtime replays it, every wait its SEND/RECV order causes
   // included; its Timeline holds the compute ops (the projection's indices).
+  // (Its peak memory is the projection's: the other ops hold none.)
   auto replay = replay_lowered(schedule, problem, {}, diags);
   if (!replay) return std::nullopt;
-  const Schedule projection = compute_projection(schedule);
-  std::vector<std::vector<OpTiming>> times(schedule.p);
+  std::vector<std::vector<OpTiming>>& times = replay->ops[0];
   for (int st = 0; st < schedule.p; ++st) {
-    times[st].reserve(projection.stages[st].size());
+    size_t kept = 0;
     for (size_t i = 0; i < schedule.stages[st].size(); ++i)
-      if (is_compute(schedule.stages[st][i].type)) times[st].push_back(replay->ops[0][st][i]);
+      if (is_compute(schedule.stages[st][i].type)) times[st][kept++] = times[st][i];
+    times[st].resize(kept);
   }
-  return timeline_of(std::move(times), projection, problem);
+  return timeline_of(std::move(times), schedule, problem);
 }
 
 Ticks simulate_span(const Schedule& schedule, const Problem& problem) {

@@ -13,6 +13,7 @@
 #include "planner/gen_baseline.h"
 #include "planner/lower.h"
 #include "planner/problem.h"
+#include "planner/validate.h"
 #include "test_util.h"
 
 using namespace zbpp;
@@ -261,10 +262,13 @@ TEST_CASE("iterations: the worklist gives the round-robin reference's times on r
     INFO("round " << round << ", p=" << p << ", m=" << m << ", method " << method << ", " << lo.optimizer);
     std::string stuck;
     deadlocks += reference_iterations(s, pr, 3, &stuck) ? 0 : 1;
+    // The replay times files whose compute ops are in order per microbatch (F, B, W): a swap that
+    // breaks that is validate_structure's to find.
+    if (!validate_structure(compute_projection(s), pr).empty()) continue;
     require_same_as_reference(s, pr, 2 + static_cast<int>(rng() % 3));
     ++compared;
   }
-  CHECK(compared == 300);
+  CHECK(compared >= 200);  // 242 with this seed
   CHECK(deadlocks >= 10);  // the swaps do reach the deadlock path (and leave most rounds running)
   CHECK(deadlocks <= 100);
 }
