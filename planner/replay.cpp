@@ -56,30 +56,46 @@ struct Replay {
 
   // Numbers the channels in use: a sorted list of (to, kind, from) keys, no map. A stage talks
   // to a few peers only, so the list is about as long as the number of stages; each stage's own
-  // keys (a handful) are gathered first, so neither the sort nor the lookups see one per message.
+  // keys (a handful) are gathered first, through a table by (direction, kind, peer) that is
+  // cleared after each stage, so neither the sort nor the lookups see one per message.
   void index_channels() {
     auto key = [&](int to, int kind, int from) {
       return (static_cast<uint64_t>(to) * kMessageChannels + static_cast<uint64_t>(kind)) * static_cast<uint64_t>(p) +
              static_cast<uint64_t>(from);
     };
-    auto key_of = [&](int st, const Op& op) {
-      return is_send(op.type) ? key(op.peer, message_channel(op.type), st) : key(st, message_channel(op.type), op.peer);
-    };
     std::vector<uint64_t> keys;
+    std::vector<size_t> sends_per_key;  // [key index] -> SENDs per iteration, for the channel's times
     std::vector<size_t> stage_keys(p + 1, 0);  // stage st's distinct keys: keys[stage_keys[st] .. stage_keys[st + 1])
+    std::vector<int> own(static_cast<size_t>(2) * kMessageChannels * p, -1);  // (sends?, kind, peer) -> the stage's number
     channel_of.resize(p);
     for (int st = 0; st < p; ++st) {
       const auto& ops = s.stages[st];
       channel_of[st].assign(ops.size(), -1);
+      int* numbers = channel_of[st].data();
       for (size_t i = 0; i < ops.size(); ++i) {
-        if (!is_send(ops[i].type) && !is_recv(ops[i].type)) continue;
-        const uint64_t k = key_of(st, ops[i]);
-        auto first = keys.begin() + static_cast<std::ptrdiff_t>(stage_keys[st]);
-        auto found = std::find(first, keys.end(), k);
-        channel_of[st][i] = static_cast<int>(found - first);  // the stage's own number for now
-        if (found == keys.end()) keys.push_back(k);
+        const Op& op = ops[i];
+        const bool sends = is_send(op.type);
+        if (!sends && !is_recv(op.type)) continue;
+        const int kind = message_channel(op.type);
+        int& number = own[(static_cast<size_t>(sends) * kMessageChannels + static_cast<size_t>(kind)) * p +
+                          static_cast<size_t>(op.peer)];
+        if (number < 0) {
+          number = static_cast<int>(keys.size() - stage_keys[st]);
+          keys.push_back(sends ? key(op.peer, kind, st) : key(st, kind, op.peer));
+          sends_per_key.push_back(0);
+        }
+        numbers[i] = number;
+        if (sends) ++sends_per_key[stage_keys[st] + static_cast<size_t>(number)];
       }
       stage_keys[st + 1] = keys.size();
+      for (size_t j = stage_keys[st]; j < keys.size(); ++j) {  // clear what this stage set
+        const uint64_t k = keys[j];
+        const int to = static_cast<int>(k / kMessageChannels / p), kind = static_cast<int>(k / p % kMessageChannels);
+        const int from = static_cast<int>(k % p);
+        const bool sends = from == st;
+        own[(static_cast<size_t>(sends) * kMessageChannels + static_cast<size_t>(kind)) * p +
+            static_cast<size_t>(sends ? to : from)] = -1;
+      }
     }
     std::vector<uint64_t> sorted = keys;
     std::sort(sorted.begin(), sorted.end());
@@ -88,8 +104,10 @@ struct Replay {
     for (size_t c = 0; c < sorted.size(); ++c) channels[c].to = static_cast<int>(sorted[c] / kMessageChannels / p);
     // The stages' own numbers become the channels' indices.
     std::vector<int> channel(keys.size());
-    for (size_t j = 0; j < keys.size(); ++j)
+    for (size_t j = 0; j < keys.size(); ++j) {
       channel[j] = static_cast<int>(std::lower_bound(sorted.begin(), sorted.end(), keys[j]) - sorted.begin());
+      if (sends_per_key[j] > 0) channels[channel[j]].sent.reserve(sends_per_key[j] * static_cast<size_t>(k));
+    }
     for (int st = 0; st < p; ++st)
       for (int& c : channel_of[st])
         if (c >= 0) c = channel[stage_keys[st] + static_cast<size_t>(c)];
@@ -142,6 +160,7 @@ struct Replay {
     const auto& ops = s.stages[st];
     const int n = static_cast<int>(ops.size()), stop = stuck_at[st];
     const int* channel = channel_of[st].data();
+    const Ticks duration[kComputeKinds] = {pr.t_f[st], pr.t_b[st], pr.t_w[st], pr.t_b[st] + pr.t_w[st]};  // op_duration's
     int it = iter[st], i = cursor[st];
     Ticks clock = free_at[st];
     while (it < k) {
@@ -156,7 +175,7 @@ struct Replay {
         Ticks start = clock, end = start;
         const OpType type = op.type;
         if (is_compute(type)) {
-          end = start + op_duration(op, st, pr);
+          end = start + duration[compute_kind(type)];
         } else if (!validating && is_validation_op(type)) {
           // nothing to validate in the first iteration
         } else if (is_recv(type)) {
