@@ -416,20 +416,14 @@ bool check_message_order(const CsvImport& in, const std::string& file, std::vect
   // before the op that needs it. Keyed by (kind, from rank, to rank).
   const Schedule& s = in.schedule;
   VirtualStageMap map(s.placement);
-  const int last = map.virtual_stages() - 1;
   std::map<std::tuple<int, int, int>, std::vector<Message>> sent, received;
   for (int st = 0; st < s.p; ++st)
     for (int i = 0; i < static_cast<int>(s.stages[st].size()); ++i) {
       const Op& op = s.stages[st][i];
-      const int vs = map.vs(st, op.chunk);
-      if (op.type == OpType::F && vs < last && map.stage_of[vs + 1] != st)
-        sent[{0, st, map.stage_of[vs + 1]}].push_back({vs, op.mb, st, i});
-      if ((op.type == OpType::B || op.type == OpType::BW) && vs > 0 && map.stage_of[vs - 1] != st)
-        sent[{1, st, map.stage_of[vs - 1]}].push_back({vs, op.mb, st, i});
-      auto dep = dependency_of(op, st, map);
-      if (!dep || !dep->remote || op.type == OpType::W) continue;
-      const int kind = dep->what == Product::Forward ? 0 : 1;
-      received[{kind, map.stage_of[dep->vs], st}].push_back({dep->vs, dep->mb, st, i});
+      if (auto to = consumer_of(op, st, map); to && to->remote)
+        sent[{message_channel(to->what), st, to->stage}].push_back({map.vs(st, op.chunk), op.mb, st, i});
+      if (auto dep = dependency_of(op, st, map); dep && dep->remote)
+        received[{message_channel(dep->what), map.stage_of[dep->vs], st}].push_back({dep->vs, dep->mb, st, i});
     }
   for (const auto& [channel, got] : received) {
     const auto& out = sent[channel];
@@ -469,19 +463,14 @@ bool check_message_cells(const CsvImport& in, const std::string& file, std::vect
     int compute = 0;
     for (const Op& op : lowered.stages[st]) {
       if (is_compute(op.type)) ++compute;
-      if (op.type != OpType::SEND_F && op.type != OpType::RECV_F && op.type != OpType::SEND_B &&
-          op.type != OpType::RECV_B)
-        continue;
+      if (!is_tensor_message(op.type)) continue;
       // A SEND follows the op that makes what it sends; a RECV precedes the op that needs it.
       const bool send = is_send(op.type);
       expected[{st, op.type, map.vs(st, op.chunk), op.mb}] = send ? compute - 1 : compute;
     }
   }
   // Which rank a message goes to or comes from.
-  auto peer = [&](const CsvImport::Message& m) {
-    const bool forward = m.type == OpType::SEND_F || m.type == OpType::RECV_B;
-    return map.stage_of[forward ? m.vs + 1 : m.vs - 1];
-  };
+  auto peer = [&](const CsvImport::Message& m) { return map.stage_of[message_peer_vs(m.type, m.vs)]; };
   std::map<Key, int> seen;  // -> step
   std::map<std::pair<int, int>, std::vector<const CsvImport::Message*>> sends, receives;  // (from, to)
   for (const CsvImport::Message& m : in.messages) {
@@ -489,8 +478,7 @@ bool check_message_cells(const CsvImport& in, const std::string& file, std::vect
     const std::string where = at_cell(m.rank, m.step, in.cells[m.rank][m.step]);
     auto it = expected.find(key);
     if (it == expected.end() || seen.count(key)) {
-      const bool forward = m.type == OpType::SEND_F || m.type == OpType::RECV_B;  // towards the last stage
-      const int other = forward ? m.vs + 1 : m.vs - 1;
+      const int other = message_peer_vs(m.type, m.vs);
       std::string why;
       if (seen.count(key)) why = "it repeats column " + std::to_string(seen[key] + 1);
       else if (other < 0 || other > last)
@@ -524,8 +512,8 @@ bool check_message_cells(const CsvImport& in, const std::string& file, std::vect
     const auto& out = sends[ranks];
     for (size_t n = 0; n < got.size(); ++n) {
       const CsvImport::Message &r = *got[n], &sent = *out[n];  // as many as sent: every message is there
-      const int producer = r.type == OpType::RECV_F ? r.vs - 1 : r.vs + 1;
-      if (producer == sent.vs && r.mb == sent.mb && (r.type == OpType::RECV_F) == (sent.type == OpType::SEND_F))
+      if (message_peer_vs(r.type, r.vs) == sent.vs && r.mb == sent.mb &&
+          message_product(r.type) == message_product(sent.type))
         continue;
       return error(at_cell(r.rank, r.step, in.cells[r.rank][r.step]) + ": receive " + std::to_string(n + 1) +
                    " from rank " + std::to_string(ranks.first) + ", whose send " + std::to_string(n + 1) +

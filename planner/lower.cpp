@@ -78,7 +78,6 @@ Schedule lower_comms(const Schedule& compute, const LowerOptions& options) {
   out.level = kLevelLowered;
   out.optimizer = options.optimizer;
   VirtualStageMap map(compute.placement);
-  int last_vs = map.virtual_stages() - 1;
   const StateChain chain = state_chain(compute);
   // Slot bookkeeping: the slot of each (chunk, mb) and the free slots, lowest on top.
   std::vector<int> slot_of(static_cast<size_t>(compute.chunks) * compute.m);
@@ -91,7 +90,6 @@ Schedule lower_comms(const Schedule& compute, const LowerOptions& options) {
     free_slots = {};
     int next_slot = 0;
     for (const Op& op : ops) {
-      int vs = map.vs(st, op.chunk);
       size_t key = static_cast<size_t>(op.chunk) * compute.m + op.mb;
       Op with_slot = op;
       if (op.type == OpType::F) {
@@ -101,16 +99,12 @@ Schedule lower_comms(const Schedule& compute, const LowerOptions& options) {
       }
       with_slot.slot = slot_of[key];
       // Input from another stage: receive it just before use.
-      if (auto dep = dependency_of(op, st, map); dep && dep->remote && op.type != OpType::W) {
-        OpType recv = dep->what == Product::Forward ? OpType::RECV_F : OpType::RECV_B;
-        lowered.push_back({recv, op.mb, op.chunk, map.stage_of[dep->vs], -1});
-      }
+      if (auto dep = dependency_of(op, st, map); dep && dep->remote)
+        lowered.push_back({recv_type(dep->what), op.mb, op.chunk, map.stage_of[dep->vs], -1});
       lowered.push_back(with_slot);
       // Output for another stage: send it right after it is made.
-      if (op.type == OpType::F && vs < last_vs && map.stage_of[vs + 1] != st)
-        lowered.push_back({OpType::SEND_F, op.mb, op.chunk, map.stage_of[vs + 1], -1});
-      if ((op.type == OpType::B || op.type == OpType::BW) && vs > 0 && map.stage_of[vs - 1] != st)
-        lowered.push_back({OpType::SEND_B, op.mb, op.chunk, map.stage_of[vs - 1], -1});
+      if (auto to = consumer_of(op, st, map); to && to->remote)
+        lowered.push_back({send_type(to->what), op.mb, op.chunk, to->stage, -1});
       if (op.type == OpType::W || op.type == OpType::BW) free_slots.push(slot_of[key]);
     }
     add_optimizer_ops(&lowered, st, chain, options);

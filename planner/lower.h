@@ -50,8 +50,8 @@ StateChain state_chain(const Schedule& schedule);
 /// has microbatches in flight at its memory peak.
 Schedule lower_comms(const Schedule& compute, const LowerOptions& options = {});
 
-/// The compute ops of a schedule, in order, with slots, peers and instructions dropped: what the
-/// simulator times (a lowered schedule runs in the same time, RECV and SEND taking none).
+/// The compute ops of a schedule, in order, with slots, peers and instructions dropped; a lowered
+/// file's Timeline (simulate.h) indexes its ops this way.
 Schedule compute_projection(const Schedule& schedule);
 
 /// Slots a lowered stage uses (max slot + 1), per stage.

@@ -61,20 +61,18 @@ Schedule split_bw(const Schedule& s) {
   return out;
 }
 
-int kind_of(OpType t) { return t == OpType::F ? 0 : t == OpType::B ? 1 : 2; }
-
 bool kinds_in_microbatch_order(const Schedule& s) {
   for (const auto& ops : s.stages) {
     int next[3] = {0, 0, 0};
     for (const Op& op : ops)
-      if (op.mb != next[kind_of(op.type)]++) return false;
+      if (op.mb != next[compute_kind(op.type)]++) return false;
   }
   return true;
 }
 
 // Whether x must run before y on one stage in every schedule of the model's space.
 bool implied_before(const Op& x, const Op& y) {
-  int kx = kind_of(x.type), ky = kind_of(y.type);
+  int kx = compute_kind(x.type), ky = compute_kind(y.type);
   return kx == ky ? x.mb < y.mb : kx < ky && x.mb <= y.mb;
 }
 
@@ -205,7 +203,8 @@ Solve solve_window(const Problem& pr, const Incumbent& inc, const std::vector<in
   };
 
   // Position of each op on each stage, to find dependencies.
-  auto key = [&](const Op& op) { return kind_of(op.type) * pr.m + op.mb; };
+  const VirtualStageMap map(inc.schedule.placement);
+  auto key = [&](const Op& op) { return compute_kind(op.type) * pr.m + op.mb; };
   std::vector<std::vector<int>> pos(p, std::vector<int>(n));
   for (int s = 0; s < p; ++s)
     for (int i = 0; i < n; ++i) pos[s][key(inc.schedule.stages[s][i])] = i;
@@ -234,11 +233,13 @@ Solve solve_window(const Problem& pr, const Incumbent& inc, const std::vector<in
         }
       }
     }
-    // Dependencies between stages: F down, B up, each a hop of T_comm.
+    // Dependencies between stages (deps.h), each a hop of T_comm.
     for (int i = 0; i < n; ++i) {
-      const Op& op = ops[i];
-      if (op.type == OpType::F && s > 0) precede(s - 1, pos[s - 1][key(op)], s, i, comm + dur(s, op));
-      if (op.type == OpType::B && s + 1 < p) precede(s + 1, pos[s + 1][key(op)], s, i, comm + dur(s, op));
+      auto dep = dependency_of(ops[i], s, map);
+      if (!dep || !dep->remote) continue;
+      const int from = map.stage_of[dep->vs];
+      const Op producer{dep->what == Product::Forward ? OpType::F : OpType::B, dep->mb};
+      precede(from, pos[from][key(producer)], s, i, comm + dur(s, ops[i]));
     }
     // C >= E[last] + the rest of the stage - origin of stage s (its start, or the global start).
     const double rest = end_of(s, n - 1) - end_of(s, last[s]);

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "planner/deps.h"
 #include "planner/lower.h"
 #include "planner/viewer_assets.h"
 
@@ -19,8 +20,6 @@ constexpr OpType kKinds[] = {OpType::F, OpType::B, OpType::W, OpType::BW};
 // A block narrower than this gets no white outline: at 1-2 px the outline would cover most of it
 // and wash its colour out (the viewer, planner/viewer.js, keeps the same rule).
 constexpr double kOutlineMinPx = 3;
-
-int kind_index(OpType t) { return t == OpType::F ? 0 : t == OpType::B ? 1 : t == OpType::W ? 2 : 3; }
 
 const char* kind_label(OpType t) {
   switch (t) {
@@ -40,7 +39,7 @@ constexpr Rgb kLight[] = {{0x6f, 0xa8, 0xdc}, {0x93, 0xc4, 0x7d}, {0xff, 0xd9, 0
 constexpr Rgb kDark[] = {{0x2f, 0x6d, 0xb0}, {0x55, 0x93, 0x3c}, {0xd6, 0xa2, 0x1e}, {0x7e, 0x6b, 0xb8}};
 
 std::string fill_of(OpType t, int chunk, int chunks) {
-  int k = kind_index(t);
+  int k = compute_kind(t);
   double f = chunks > 1 ? static_cast<double>(std::clamp(chunk, 0, chunks - 1)) / (chunks - 1) : 0.0;
   auto mix = [f](int a, int b) { return static_cast<int>(std::lround(a + (b - a) * f)); };
   char buf[8];
@@ -281,7 +280,7 @@ std::string render_html(const Schedule& s, const Problem& pr, const Timeline& t,
                    measured = nlohmann::json::array();
     const auto& compute = d.compute.stages[st];
     for (size_t i = 0; i < compute.size(); ++i) {
-      for (long long v : {static_cast<long long>(kind_index(compute[i].type)), static_cast<long long>(compute[i].mb),
+      for (long long v : {static_cast<long long>(compute_kind(compute[i].type)), static_cast<long long>(compute[i].mb),
                           static_cast<long long>(compute[i].chunk), static_cast<long long>(t.ops[st][i].start),
                           static_cast<long long>(t.ops[st][i].end)})
         ops.push_back(v);

@@ -8,6 +8,7 @@
 
 #include "planner/deps.h"
 #include "planner/lower.h"
+#include "planner/replay.h"
 
 namespace zbpp {
 
@@ -92,13 +93,7 @@ struct Sim {
     return true;
   }
 
-  std::string where(int st, int index) const {
-    return "stage " + std::to_string(st) + " op " + std::to_string(index) + " (" +
-           op_short(schedule.stages[st][index]) + ")";
-  }
-
-  // Follows "waits for" from the first stuck stage until a stage repeats: the deadlock cycle,
-  // e.g. "waits for stage 1 op 2 (B0); stage 1 is stuck at op 0 (F1), which waits for ...".
+  // The cycle of waiting ops (replay.h's deadlock_chain), from the first stuck stage.
   Diag deadlock() const {
     std::vector<int> producer_index(produced_at.size(), -1);  // [key] op index on the producer's stage
     for (int st = 0; st < schedule.p; ++st)
@@ -108,34 +103,12 @@ struct Sim {
       }
     int first = 0;
     while (cursor[first] >= static_cast<int>(schedule.stages[first].size())) ++first;
-    Diag d;
-    d.stage = first;
-    d.op_index = cursor[first];
-    d.op = op_short(schedule.stages[first][cursor[first]]);
-    std::string chain = "deadlock:";
-    std::vector<bool> seen(schedule.p, false);
-    seen[first] = true;
-    int st = first;
-    while (true) {
-      const Op& op = schedule.stages[st][cursor[st]];
-      auto dep = dependency_of(op, st, map);
+    return deadlock_chain(schedule, cursor, first, "deadlock:", [&](int st) -> std::pair<int, int> {
+      auto dep = dependency_of(schedule.stages[st][cursor[st]], st, map);
       int k = dep ? producer_index[key(dep->what, dep->vs, dep->mb)] : -1;
-      if (k < 0) {  // cannot happen after validate_structure; keep the message finite anyway
-        chain += " waits for an op that no stage runs";
-        break;
-      }
-      int t = map.stage_of[dep->vs];
-      chain += " waits for " + where(t, k);
-      if (cursor[t] != k)
-        chain += "; stage " + std::to_string(t) + " is stuck at op " + std::to_string(cursor[t]) + " (" +
-                 op_short(schedule.stages[t][cursor[t]]) + ")";
-      if (seen[t]) break;
-      seen[t] = true;
-      chain += ", which";
-      st = t;
-    }
-    d.message = chain;
-    return d;
+      if (k < 0) return {-1, -1};
+      return {map.stage_of[dep->vs], k};
+    });
   }
 };
 
@@ -183,19 +156,12 @@ std::vector<Mem> peak_memory(const Schedule& schedule, const Problem& problem) {
   return peaks;
 }
 
-std::optional<Timeline> simulate_timeline(const Schedule& given, const Problem& problem, std::vector<Diag>* diags) {
-  // A lowered schedule runs in the time of its compute ops (SEND and RECV take none; T_comm is
-  // the latency between the two compute ops). Its Timeline indexes the compute projection.
-  std::optional<Schedule> projection;
-  if (given.level == kLevelLowered) projection = compute_projection(given);
-  const Schedule& schedule = projection ? *projection : given;
-  Sim sim(schedule, problem, true);
-  if (!sim.run()) {
-    diags->push_back(sim.deadlock());
-    return std::nullopt;
-  }
+namespace {
+
+// The figures of one iteration from the times of its compute ops, [stage][op index].
+Timeline timeline_of(std::vector<std::vector<OpTiming>> times, const Schedule& schedule, const Problem& problem) {
   Timeline t;
-  t.ops = std::move(sim.times);
+  t.ops = std::move(times);
   t.busy.assign(schedule.p, 0);
   Ticks first_start = -1, last_end = 0, max_busy = 0;
   for (int st = 0; st < schedule.p; ++st) {
@@ -211,6 +177,32 @@ std::optional<Timeline> simulate_timeline(const Schedule& given, const Problem& 
   t.span_bubble_rate = t.span > 0 ? static_cast<double>(t.span - max_busy) / static_cast<double>(t.span) : 0.0;
   t.peak_memory = peak_memory(schedule, problem);
   return t;
+}
+
+}  // namespace
+
+std::optional<Timeline> simulate_timeline(const Schedule& schedule, const Problem& problem, std::vector<Diag>* diags) {
+  if (schedule.level != kLevelLowered) {
+    Sim sim(schedule, problem, true);
+    if (!sim.run()) {
+      diags->push_back(sim.deadlock());
+      return std::nullopt;
+    }
+    return timeline_of(std::move(sim.times), schedule, problem);
+  }
+  // A lowered file is timed as the runtime replays it, every wait its SEND/RECV order causes
+  // included; its Timeline holds the compute ops (the projection's indices).
+  // (Its peak memory is the projection's: the other ops hold none.)
+  auto replay = replay_lowered(schedule, problem, {}, diags);
+  if (!replay) return std::nullopt;
+  std::vector<std::vector<OpTiming>>& times = replay->ops[0];
+  for (int st = 0; st < schedule.p; ++st) {
+    size_t kept = 0;
+    for (size_t i = 0; i < schedule.stages[st].size(); ++i)
+      if (is_compute(schedule.stages[st][i].type)) times[st][kept++] = times[st][i];
+    times[st].resize(kept);
+  }
+  return timeline_of(std::move(times), schedule, problem);
 }
 
 Ticks simulate_span(const Schedule& schedule, const Problem& problem) {

@@ -55,8 +55,9 @@ struct Timeline {
   double span_bubble_rate = 0.0;  ///< (span - max busy) / span
 };
 
-/// Simulates a schedule whose structure already passed validation. A lowered schedule is timed by
-/// its compute ops (compute_projection): the Timeline's op indices are those of the projection.
+/// Simulates a schedule whose structure already passed validation. A lowered schedule is replayed
+/// as zbrun runs it (replay.h), so a RECV placed early or a SEND placed late makes its stage wait;
+/// its Timeline holds the compute ops, indexed as in compute_projection.
 /// On a deadlock returns nothing and appends one diagnostic with the chain of waiting ops.
 std::optional<Timeline> simulate_timeline(const Schedule& schedule, const Problem& problem, std::vector<Diag>* diags);
 

@@ -9,6 +9,7 @@
 
 #include "planner/deps.h"
 #include "planner/lower.h"
+#include "planner/replay.h"
 #include "planner/simulate.h"
 
 namespace zbpp {
@@ -55,18 +56,10 @@ std::vector<Diag> validate_structure(const Schedule& s, const Problem& pr) {
   if (!check_shape(s, pr, &out)) return out;
 
   // Position of each kind of op per (stage, chunk, mb); -1 = absent.
-  enum Kind { kF, kB, kW, kBW, kKinds };
-  auto kind_of = [](OpType t) {
-    switch (t) {
-      case OpType::F: return kF;
-      case OpType::B: return kB;
-      case OpType::W: return kW;
-      default: return kBW;
-    }
-  };
+  enum { kF = kKindF, kB = kKindB, kW = kKindW, kBW = kKindBW };
   for (int st = 0; st < s.p; ++st) {
     const auto& ops = s.stages[st];
-    std::vector<std::array<int, kKinds>> pos(static_cast<size_t>(s.chunks) * s.m, {-1, -1, -1, -1});
+    std::vector<std::array<int, kComputeKinds>> pos(static_cast<size_t>(s.chunks) * s.m, {-1, -1, -1, -1});
     bool fields_ok = true;
     for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
       const Op& op = ops[i];
@@ -85,7 +78,7 @@ std::vector<Diag> validate_structure(const Schedule& s, const Problem& pr) {
         fields_ok = false;
         continue;
       }
-      int& slot = pos[static_cast<size_t>(op.chunk) * s.m + op.mb][kind_of(op.type)];
+      int& slot = pos[static_cast<size_t>(op.chunk) * s.m + op.mb][compute_kind(op.type)];
       if (slot >= 0) {
         add_diag(&out, at(st, i, op, "duplicate " + op_short(op) + " (first at op " + std::to_string(slot) + ")"));
         fields_ok = false;
@@ -143,21 +136,8 @@ std::vector<Diag> validate_memory(const Schedule& s, const Problem& pr) {
 
 namespace {
 
-// "op 12 (SEND_F3 to 2)": an op of a lowered stage with its peer.
-std::string op_at(const Schedule& s, int st, int i) {
-  const Op& op = s.stages[st][i];
-  std::string text = "op " + std::to_string(i) + " (" + op_short(op);
-  if (is_send(op.type)) text += " to " + std::to_string(op.peer);
-  if (is_recv(op.type)) text += " from " + std::to_string(op.peer);
-  return text + ")";
-}
+std::string where(const Schedule& s, int st, int i) { return "stage " + std::to_string(st) + " " + op_with_peer(s, st, i); }
 
-std::string where(const Schedule& s, int st, int i) { return "stage " + std::to_string(st) + " " + op_at(s, st, i); }
-
-constexpr int kKinds = kMessageChannels;  // 0, 1 tensors; 2, 3 optimizer state, matched by order alone
-int kind_index(OpType t) { return message_channel(t); }
-bool is_tensor_send(OpType t) { return t == OpType::SEND_F || t == OpType::SEND_B; }
-bool is_tensor_recv(OpType t) { return t == OpType::RECV_F || t == OpType::RECV_B; }
 
 // "0 -> 1 -> 2", or "0 -> 1 -> ... -> 31" for a long chain.
 std::string chain_text(const std::vector<int>& order) {
@@ -244,65 +224,8 @@ void check_optimizer_ops(const Schedule& s, int st, const StateChain& chain, std
     last = std::max(last, i);
   }
   if (validate >= 0 && validate > first_w)
-    add_diag(out, at(st, validate, ops[validate], "must come before the stage's first W (" + op_at(s, st, first_w) +
+    add_diag(out, at(st, validate, ops[validate], "must come before the stage's first W (" + op_with_peer(s, st, first_w) +
                                                        "): the rollback it may do needs the previous step's gradients"));
-}
-
-// The replay the runtime performs: SEND never blocks, RECV waits for its paired SEND, a compute op
-// waits for its inputs made on this stage. Returns the deadlock chain, if any.
-std::optional<Diag> replay_lowered(const Schedule& s, const VirtualStageMap& map,
-                                   const std::vector<std::vector<int>>& paired_send) {
-  // A stage runs its ops in order: op k of stage t is done once cursor[t] is past it.
-  std::vector<int> cursor(s.p, 0);
-  auto done = [&](int t, int k) { return k < cursor[t]; };
-  // Where each product is made: [product_key] -> op index on the stage of its virtual stage.
-  const int vss = map.virtual_stages();
-  std::vector<int> made(static_cast<size_t>(kProducts) * vss * s.m, -1);
-  for (int st = 0; st < s.p; ++st)
-    for (int i = 0; i < static_cast<int>(s.stages[st].size()); ++i) {
-      const Op& op = s.stages[st][i];
-      if (auto what = is_compute(op.type) ? product_of(op.type) : std::nullopt)
-        made[product_key(*what, map.vs(st, op.chunk), op.mb, vss, s.m)] = i;
-    }
-  // What op (stage, index) waits for, or (-1, -1) when it can run.
-  auto blocker = [&](int st, int i) -> std::pair<int, int> {
-    const Op& op = s.stages[st][i];
-    if (is_recv(op.type)) {  // every RECV is paired by now, with a SEND on its peer
-      const int from = op.peer, k = paired_send[st][i];
-      return done(from, k) ? std::pair{-1, -1} : std::pair{from, k};
-    }
-    if (!is_compute(op.type)) return {-1, -1};
-    auto dep = dependency_of(op, st, map);
-    if (!dep || dep->remote) return {-1, -1};  // remote inputs arrive through an earlier RECV
-    int k = made[product_key(dep->what, dep->vs, dep->mb, vss, s.m)];  // made on this stage: dep is local
-    if (k < 0 || done(st, k)) return {-1, -1};
-    return {st, k};
-  };
-  bool progress = true;
-  while (progress) {
-    progress = false;
-    for (int st = 0; st < s.p; ++st)
-      while (cursor[st] < static_cast<int>(s.stages[st].size()) && blocker(st, cursor[st]).first < 0) {
-        ++cursor[st];
-        progress = true;
-      }
-  }
-  int first = 0;
-  while (first < s.p && cursor[first] >= static_cast<int>(s.stages[first].size())) ++first;
-  if (first == s.p) return std::nullopt;
-  Diag d = at(first, cursor[first], s.stages[first][cursor[first]], "deadlock in replay:");
-  std::vector<bool> seen(s.p, false);
-  seen[first] = true;
-  for (int st = first;;) {
-    auto [t, k] = blocker(st, cursor[st]);
-    d.message += " waits for " + where(s, t, k);
-    if (cursor[t] != k) d.message += "; stage " + std::to_string(t) + " is stuck at " + op_at(s, t, cursor[t]);
-    if (seen[t]) break;
-    seen[t] = true;
-    d.message += ", which";
-    st = t;
-  }
-  return d;
 }
 
 }  // namespace
@@ -326,7 +249,6 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
   if (!out.empty()) return out;
 
   VirtualStageMap map(s.placement);
-  int last_vs = map.virtual_stages() - 1;
   const StateChain chain = state_chain(projection);
   // (kind, from, to) -> op indices of each SEND, then each RECV, in order; only the channels in
   // use (tables of every p x p pair took 1.6 GB at p = 4096 for 20000 ops).
@@ -370,36 +292,35 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
         continue;
       }
       if (is_optimizer_op(op.type)) {  // checked by check_optimizer_ops; state messages pair by order
-        if (is_send(op.type)) channel_ops(sends, {kind_index(op.type), st, op.peer}).push_back(i);
-        if (is_recv(op.type)) channel_ops(recvs, {kind_index(op.type), op.peer, st}).push_back(i);
+        if (is_send(op.type)) channel_ops(sends, {message_channel(op.type), st, op.peer}).push_back(i);
+        if (is_recv(op.type)) channel_ops(recvs, {message_channel(op.type), op.peer, st}).push_back(i);
         continue;
       }
       if (comm && (op.mb < 0 || op.mb >= s.m || op.chunk < 0 || op.chunk >= s.chunks)) {
         add_diag(&out, at(st, i, op, "microbatch or chunk out of range"));
         continue;
       }
-      if (is_tensor_recv(op.type)) {
+      if (is_tensor_message(op.type) && is_recv(op.type)) {
         // Whose output is this? The producer of the consumer's input on this stage.
-        Op consumer{op.type == OpType::RECV_F ? OpType::F : OpType::B, op.mb, op.chunk};
+        const Op consumer = message_compute_op(op);
         auto dep = dependency_of(consumer, st, map);
         if (!dep || !dep->remote || map.stage_of[dep->vs] != op.peer) {
           add_diag(&out, at(st, i, op, "receives nothing this stage's " + op_short(consumer) + " needs from stage " +
                                           std::to_string(op.peer)));
           continue;
         }
-        received[message(kind_index(op.type), op)] = i;
-        channel_ops(recvs, {kind_index(op.type), op.peer, st}).push_back(i);
+        received[message(message_channel(op.type), op)] = i;
+        channel_ops(recvs, {message_channel(op.type), op.peer, st}).push_back(i);
         continue;
       }
-      if (is_tensor_send(op.type)) {
-        int kind = kind_index(op.type);
+      if (is_tensor_message(op.type)) {  // a SEND
+        int kind = message_channel(op.type);
         int& made = unsent[message(kind, op)];
         if (made < 0) {
           add_diag(&out, at(st, i, op, "sends a tensor this stage has not made yet (or sends it twice)"));
           continue;
         }
-        int vs = map.vs(st, op.chunk);
-        int to = map.stage_of[kind == 0 ? vs + 1 : vs - 1];
+        const int to = consumer_of(message_compute_op(op), st, map)->stage;
         if (op.peer != to) {
           add_diag(&out, at(st, i, op, "sends to stage " + std::to_string(op.peer) + ", but its consumer runs on stage " +
                                           std::to_string(to)));
@@ -435,20 +356,15 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
         }
         if (op.type == OpType::W || op.type == OpType::BW) slot_holder[op.slot] = -1;
       }
-      auto dep = dependency_of(op, st, map);
-      if (dep && dep->remote && op.type != OpType::W) {
-        int kind = dep->what == Product::Forward ? 0 : 1;
-        int& recv = received[message(kind, op)];
+      if (auto dep = dependency_of(op, st, map); dep && dep->remote) {
+        int& recv = received[message(message_channel(dep->what), op)];
         if (recv >= 0)
           recv = -1;
         else
           add_diag(&out, at(st, i, op, "its input comes from stage " + std::to_string(map.stage_of[dep->vs]) +
-                                          ", but no " + (kind == 0 ? "RECV_F" : "RECV_B") + " for it comes before"));
+                                          ", but no " + op_type_name(recv_type(dep->what)) + " for it comes before"));
       }
-      int vs = map.vs(st, op.chunk);
-      if (op.type == OpType::F && vs < last_vs && map.stage_of[vs + 1] != st) unsent[message(0, op)] = i;
-      if ((op.type == OpType::B || op.type == OpType::BW) && vs > 0 && map.stage_of[vs - 1] != st)
-        unsent[message(1, op)] = i;
+      if (auto to = consumer_of(op, st, map); to && to->remote) unsent[message(message_channel(to->what), op)] = i;
     }
     // In (kind, chunk, mb) order.
     for (int i : received)
@@ -459,9 +375,6 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
   if (!out.empty()) return out;
 
   // 2. Sends and receives pair up one to one, in order, per (kind, from, to).
-  // [stage][op index of a RECV] -> op index of its SEND on the RECV's peer; -1 otherwise.
-  std::vector<std::vector<int>> paired_send(s.p);
-  for (int st = 0; st < s.p; ++st) paired_send[st].assign(s.stages[st].size(), -1);
   std::map<Channel, std::pair<std::vector<int>, std::vector<int>>> channels;  // in (kind, from, to) order
   for (auto& [key, ops] : sends) channels[key].first = std::move(ops);
   for (auto& [key, ops] : recvs) channels[key].second = std::move(ops);
@@ -480,7 +393,7 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
       const Op& snd = s.stages[a][out_a[k]];
       const Op& rcv = s.stages[b][in_b[k]];
       int snd_vs = map.vs(a, snd.chunk), rcv_vs = map.vs(b, rcv.chunk);
-      bool same = kind >= 2 || (snd.mb == rcv.mb && rcv_vs == (kind == 0 ? snd_vs + 1 : snd_vs - 1));
+      bool same = kind >= 2 || (snd.mb == rcv.mb && rcv_vs == message_consumer_vs(message_product(snd.type), snd_vs));
       if (!same) {
         add_diag(&out, at(a, out_a[k], snd,
                          "is message " + std::to_string(k) + " from stage " + std::to_string(a) + " to stage " +
@@ -488,7 +401,6 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
                              where(s, b, in_b[k]) + ": sends and receives must be in the same order"));
         break;
       }
-      paired_send[b][in_b[k]] = out_a[k];  // rcv.peer == a: the channel is (kind, a, b)
     }
   }
   if (!out.empty()) return out;
@@ -498,7 +410,12 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
     if (d.stage >= 0 && d.op_index >= 0) d.op_index = file_index(d);
     add_diag(&out, d);
   }
-  if (auto deadlock = replay_lowered(s, map, paired_send)) add_diag(&out, *deadlock);
+  // The replay of one iteration, with the validation ops of every later one.
+  ReplayOptions replay;
+  replay.validate_first_iteration = true;
+  replay.op_times = false;
+  std::vector<Diag> deadlock;
+  if (!replay_lowered(s, pr, replay, &deadlock)) add_diag(&out, deadlock.at(0));
   return out;
 }
 

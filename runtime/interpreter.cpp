@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "planner/deps.h"
+
 namespace zbpp {
 
 namespace {
@@ -144,7 +146,7 @@ std::vector<StepReport> Interpreter::take_reports() {
 bool Interpreter::run_ops(Pass pass, std::string* err) {
   const auto& ops = schedule_.stages[rank_];
   for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
-    bool validation = ops[i].type == OpType::RECV_VALID || ops[i].type == OpType::SEND_VALID || ops[i].type == OpType::VALIDATE;
+    const bool validation = is_validation_op(ops[i].type);
     if ((pass == Pass::kSkipValidation && validation) || (pass == Pass::kValidationOnly && !validation)) continue;
     double t0 = std::chrono::duration<double>(Clock::now() - start_).count();
     size_t bytes_before = is_compute(ops[i].type) ? compute_->activation_bytes() : 0;
@@ -351,7 +353,7 @@ bool Interpreter::run_op(int index, std::string* err) {
     case OpType::SEND_F:
     case OpType::SEND_B: {
       MessageKind kind = op.type == OpType::SEND_F ? kActivation : kGradient;
-      Message msg{op.mb, kind == kActivation ? vs + 1 : vs - 1, take(box(outbox_, kind, vs), "output")};
+      Message msg{op.mb, message_peer_vs(op.type, vs), take(box(outbox_, kind, vs), "output")};
       cut(&msg.data);
       return transport_->send(op.peer, kind, std::move(msg), err);
     }
@@ -360,9 +362,9 @@ bool Interpreter::run_op(int index, std::string* err) {
       if (vs > 0) input = take(box(inbox_, kActivation, vs), "input activation");
       std::vector<float> output(vs < last_vs ? compute_->activation_size() : 0);
       compute_->forward(op.chunk, op.mb, op.slot, vs > 0 ? input.data() : nullptr, output.data());
-      if (vs < last_vs) {
-        bool local = map_.stage_of[vs + 1] == rank_;  // V-shape: the next virtual stage is here
-        (local ? box(inbox_, kActivation, vs + 1) : box(outbox_, kActivation, vs)) = std::move(output);
+      if (vs < last_vs) {  // V-shape: the next virtual stage may be here
+        const Consumer to = *consumer_of(op, rank_, map_);
+        (to.remote ? box(outbox_, kActivation, vs) : box(inbox_, kActivation, to.vs)) = std::move(output);
       }
       return true;
     }
@@ -373,8 +375,8 @@ bool Interpreter::run_op(int index, std::string* err) {
       std::vector<float> dinput(vs > 0 ? compute_->activation_size() : 0);
       compute_->backward_input(op.chunk, op.mb, op.slot, vs < last_vs ? dout.data() : nullptr, dinput.data());
       if (vs > 0) {
-        bool local = map_.stage_of[vs - 1] == rank_;
-        (local ? box(inbox_, kGradient, vs - 1) : box(outbox_, kGradient, vs)) = std::move(dinput);
+        const Consumer to = *consumer_of(op, rank_, map_);
+        (to.remote ? box(outbox_, kGradient, vs) : box(inbox_, kGradient, to.vs)) = std::move(dinput);
       }
       if (op.type == OpType::BW) compute_->backward_weight(op.chunk, op.mb, op.slot);
       return true;

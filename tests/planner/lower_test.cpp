@@ -7,6 +7,7 @@
 
 #include "planner/gen_baseline.h"
 #include "planner/simulate.h"
+#include "planner/simulate_iterations.h"
 #include "test_util.h"
 
 using namespace zbpp;
@@ -271,4 +272,44 @@ TEST_CASE("lower: broken post-validation files are located") {
   Schedule early_step = s;
   std::swap(early_step.stages[0][12], early_step.stages[0][13]);  // OPT_STEP before SEND_STATE
   CHECK(errors(early_step, pr).at(0) == "stage 0, op 12 (OPT_STEP): OPT_STEP must be the stage's last op");
+}
+
+// Issue 18: a lowered file is timed as zbrun replays it, so the waits its SEND/RECV order causes
+// are in its planned figures. ZB-H1, p=2, m=2, T_F = T_B = T_W = 1, T_comm = 0. Stage 1 sends B1's
+// gradient at 5; stage 0 runs ... RECV_B0 B0 [3, 4] W0 [4, 5] RECV_B1 B1 [5, 6] W1 [6, 7].
+TEST_CASE("lower: a RECV moved earlier makes its stage wait, and the planned figures include the wait") {
+  Problem pr = make_problem(2, 2, 1, 1, 1);
+  const Ticks unit = kQuantaPerUnit;
+  Schedule s = lower_comms(generate_zb_h1(pr));
+  REQUIRE(text(s.stages[0]) == "F0 SEND_F0 F1 SEND_F1 RECV_B0 B0 W0 RECV_B1 B1 W1 OPT_STEP");
+  std::vector<Diag> diags;
+  auto before = simulate_timeline(s, pr, &diags);
+  REQUIRE(before);
+  CHECK(before->span == 7 * unit);
+  CHECK(before->makespan == 7 * unit);
+  // RECV_B1 before W0: still no deadlock, but stage 0 now waits from 4 to 5 for B1's gradient
+  // before W0, so W0 [5, 6] B1 [6, 7] W1 [7, 8].
+  auto& st0 = s.stages[0];
+  const Op recv = st0[7];
+  st0.erase(st0.begin() + 7);
+  st0.insert(st0.begin() + 6, recv);
+  REQUIRE(text(st0) == "F0 SEND_F0 F1 SEND_F1 RECV_B0 B0 RECV_B1 W0 B1 W1 OPT_STEP");
+  CHECK(errors(s, pr).empty());
+  auto after = simulate_timeline(s, pr, &diags);
+  REQUIRE(after);
+  CHECK(diags.empty());
+  CHECK(after->ops[0][3].start == 5 * unit);  // W0, the projection's op 3
+  CHECK(after->span == 8 * unit);
+  CHECK(after->makespan == 8 * unit);
+  CHECK(after->span_bubble_rate == Approx(2.0 / 8));
+  // The compute ops alone (what the file was timed by before) hide the wait.
+  auto compute_only = simulate_timeline(compute_projection(s), pr, &diags);
+  REQUIRE(compute_only);
+  CHECK(compute_only->span == 7 * unit);
+  // Iterations back to back see it too: one iteration alone now ends at 8 (sync: + the all-reduce, 0 here).
+  IterationOptions o;
+  o.allreduce_latency = 0;
+  auto iterations = simulate_iterations(s, pr, o, &diags);
+  REQUIRE(iterations);
+  CHECK(iterations->wall == 8 * unit);
 }

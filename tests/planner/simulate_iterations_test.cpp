@@ -9,9 +9,11 @@
 
 #include <catch2/catch.hpp>
 
+#include "planner/deps.h"
 #include "planner/gen_baseline.h"
 #include "planner/lower.h"
 #include "planner/problem.h"
+#include "planner/validate.h"
 #include "test_util.h"
 
 using namespace zbpp;
@@ -86,7 +88,8 @@ TEST_CASE("wall objective: the ramp bound by hand, and never above a real schedu
 namespace {
 
 // The round-robin simulator simulate_iterations replaced, kept as the reference its worklist must
-// match: every stage in turn runs as far as it can, until no stage moves (O(p) sweeps).
+// match: every stage in turn runs as far as it can, until no stage moves (O(p) sweeps). A compute
+// op whose input is made on its own stage waits until that op ran in the same iteration.
 std::optional<IterationTimeline> reference_iterations(const Schedule& s, const Problem& pr, int k,
                                                       std::string* deadlock) {
   const int p = s.p;
@@ -108,10 +111,23 @@ std::optional<IterationTimeline> reference_iterations(const Schedule& s, const P
   auto validation = [](OpType t) {
     return t == OpType::RECV_VALID || t == OpType::SEND_VALID || t == OpType::VALIDATE;
   };
+  VirtualStageMap map(s.placement);
+  auto local_input_missing = [&](int st, const Op& op) {
+    auto dep = is_compute(op.type) ? dependency_of(op, st, map) : std::nullopt;
+    if (!dep || dep->remote) return false;
+    for (int i = 0; i < cursor[st]; ++i) {
+      const Op& made = s.stages[st][i];
+      if (is_compute(made.type) && product_of(made.type) == dep->what && made.mb == dep->mb &&
+          map.vs(st, made.chunk) == dep->vs)
+        return false;
+    }
+    return true;
+  };
   auto advance = [&](int st) {
     bool moved = false;
     while (iter[st] < k) {
       const Op& op = s.stages[st][cursor[st]];
+      if (local_input_missing(st, op)) return moved;
       Ticks start = free_at[st], end = start;
       bool skip = iter[st] == 0 && validation(op.type);
       int kind = message_channel(op.type);
@@ -246,10 +262,13 @@ TEST_CASE("iterations: the worklist gives the round-robin reference's times on r
     INFO("round " << round << ", p=" << p << ", m=" << m << ", method " << method << ", " << lo.optimizer);
     std::string stuck;
     deadlocks += reference_iterations(s, pr, 3, &stuck) ? 0 : 1;
+    // The replay times files whose compute ops are in order per microbatch (F, B, W): a swap that
+    // breaks that is validate_structure's to find.
+    if (!validate_structure(compute_projection(s), pr).empty()) continue;
     require_same_as_reference(s, pr, 2 + static_cast<int>(rng() % 3));
     ++compared;
   }
-  CHECK(compared == 300);
+  CHECK(compared >= 200);  // 242 with this seed
   CHECK(deadlocks >= 10);  // the swaps do reach the deadlock path (and leave most rounds running)
   CHECK(deadlocks <= 100);
 }
@@ -271,6 +290,8 @@ TEST_CASE("iterations: a deadlock only the second iteration meets names its stag
   CHECK(diags[0].stage == 0);
   CHECK(diags[0].op_index == 2);
   CHECK(diags[0].op == "RECV_VALID");
-  CHECK(diags[0].message == "deadlock in iteration 1 of 3: the stage waits here for ever");
+  CHECK(diags[0].message ==
+        "deadlock in iteration 1 of 3: waits for stage 1 op 6 (SEND_VALID to 0); stage 1 is stuck at op 5 (RECV_STATE "
+        "from 0), which waits for stage 0 op 6 (SEND_STATE to 1); stage 0 is stuck at op 2 (RECV_VALID from 1)");
   require_same_as_reference(s, pr, 3);
 }

@@ -567,6 +567,37 @@ TEST_CASE("zbplan: every plan records its certified bound, and ilp takes --time-
 #endif
 }
 
+// Issue 18: a lowered file's figures include the waits its SEND/RECV order causes. Moving stage 0's
+// RECV_B1 before W0 (lower_test.cpp times the same file by hand) makes the stage wait one unit:
+// validate refuses the recorded span, and without recorded figures simulate prints the longer one.
+TEST_CASE("zbplan: a RECV moved earlier lengthens the planned span; validate refuses the stale recorded figure") {
+  std::string s = tmp("cli_early_recv.json"), edited = tmp("cli_early_recv_edited.json");
+  REQUIRE(zbplan({"plan", "--method", "zb-h1", "-p", "2", "-m", "2", "--tf", "1", "--tb", "1", "--tw", "1", "-o", s})
+              .code == 0);
+  auto j = nlohmann::json::parse(std::ifstream(s));
+  REQUIRE(j["span"] == 7.0);
+  auto& st0 = j["stages"][0];
+  REQUIRE(st0[8]["type"] == "W");
+  REQUIRE(st0[9]["type"] == "RECV_B");
+  auto recv = st0[9];
+  st0.erase(9);
+  st0.insert(st0.begin() + 8, recv);
+  write(edited, j.dump(1));
+  Run v = zbplan({"validate", edited});
+  CHECK(v.code == 1);
+  CHECK(v.err.find("zbplan: " + edited + ": /span: recorded 7, recomputed 8 (the file was edited after it was "
+                   "written: plan it again)\n") != std::string::npos);
+  for (const char* figure : {"makespan", "span", "span_bubble_rate", "peak_memory", "wall_lower_bound", "objective",
+                             "iterations", "solver"})
+    j.erase(figure);
+  write(edited, j.dump(1));
+  CHECK(zbplan({"validate", edited}).code == 0);
+  Run sim = zbplan({"simulate", edited});
+  CHECK(sim.code == 0);
+  CHECK(sim.out.find("\n  span              8  (") != std::string::npos);
+  CHECK(sim.out.find("\n  wall              8  (") != std::string::npos);
+}
+
 // Issue 19, class 8: validate said ok for a file whose recorded figures had been edited.
 TEST_CASE("zbplan: validate recomputes every figure a file records and locates each that disagrees") {
   std::string s = tmp("cli_figures.json"), edited = tmp("cli_figures_edited.json");
