@@ -376,6 +376,8 @@ bool RankRun::summarise() {
       sum.trace_spans[offset[rank_] + 2 * k + 1] = spans[k].end;
     }
     if (!gather(&sum.trace_spans, "gathering the trace")) return false;
+    // Written now, so a failed write stops the other ranks in the gathers that follow.
+    if (std::string why = observer_.trace_gathered(rank_, sum); !why.empty()) return stop(why);
   }
   if (o_.profile) {
     const int fields = RunSummary::kProfileFields;
@@ -386,6 +388,7 @@ bool RankRun::summarise() {
     mine[3] = mean(profile_.mem_f, profile_.mem_f_ops) / (1 << 20);
     mine[4] = mine[3] + mean(profile_.mem_b, profile_.mem_b_ops) / (1 << 20);
     if (!gather(&sum.profile, "gathering the profile")) return false;
+    if (std::string why = observer_.profile_gathered(rank_, sum); !why.empty()) return stop(why);
   }
   // Measured steady-state period per rank (iterations back to back, the first left out: it
   // allocates); the slowest rank's is the run's.

@@ -92,6 +92,10 @@ class RunObserver {
   virtual std::string started(int /*rank*/, int /*first_step*/) { return ""; }
   /// A step whose figures are complete, in step order (with post-validation, a step later).
   virtual std::string step_done(int /*rank*/, const StepReport& /*report*/) { return ""; }
+  /// With gather_trace, once every rank's spans are gathered (before the rest of the summary).
+  virtual std::string trace_gathered(int /*rank*/, const RunSummary& /*summary*/) { return ""; }
+  /// With profile, once every rank's profile is gathered (before the rest of the summary).
+  virtual std::string profile_gathered(int /*rank*/, const RunSummary& /*summary*/) { return ""; }
   /// After the last step, with the figures gathered from every rank.
   virtual std::string finished(int /*rank*/, const RunSummary& /*summary*/) { return ""; }
   /// A failure to report, before the other ranks are told of it.

@@ -216,13 +216,21 @@ class Printer : public RunObserver {
     return metrics_.write(line.str(), &why) ? "" : "--metrics: cannot write " + why;
   }
 
+  std::string trace_gathered(int rank, const RunSummary& sum) override {
+    if (rank != 0) return "";
+    std::lock_guard<std::mutex> lock(mu_);
+    return write_trace(o_, file_, planned_, sum, out_);
+  }
+
+  std::string profile_gathered(int rank, const RunSummary& sum) override {
+    if (rank != 0) return "";
+    std::lock_guard<std::mutex> lock(mu_);
+    return write_profile(o_, file_, model_, sum, out_);
+  }
+
   std::string finished(int rank, const RunSummary& sum) override {
     if (rank != 0) return "";
     std::lock_guard<std::mutex> lock(mu_);
-    if (!o_.trace.empty())
-      if (std::string why = write_trace(o_, file_, planned_, sum, out_); !why.empty()) return why;
-    if (!o_.profile.empty())
-      if (std::string why = write_profile(o_, file_, model_, sum, out_); !why.empty()) return why;
     const double period = sum.period_gaps > 0 ? sum.measured_period : 0;
     if (metrics_.is_open()) {
       // The last line, then the checked close: until then the run has not succeeded.
