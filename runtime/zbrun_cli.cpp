@@ -42,27 +42,17 @@ namespace zbpp {
 namespace {
 
 struct Options {
-  std::string schedule_file, model = "tiny", data = "synthetic", metrics, trace, profile, dump_weights;
-  int steps = 20;
-  std::uint64_t seed = 1;
-  double timeout_s = 10;
+  std::string schedule_file, model = "tiny", data = "synthetic", metrics, trace, profile;
   bool local = false, quiet = false;
   bool check = false;  ///< check every input, say what would run, and stop before training
   std::string backend = "cpu";  ///< "cpu" or "cuda"
   int blas_threads = 1;         ///< OpenBLAS threads per process (the CPU backend's GEMMs)
   bool single_gpu = false;      ///< every stage in this process on GPU 0, one SM partition each
-  AdamWConfig adamw;
   std::string fail_at;  ///< "RANK:OP": that rank fails at that op index (tests of error handling)
   std::string fault = "error";  ///< how it fails: "error", "hang" or "truncate" (a send)
-  double pace = 0;  ///< > 0: each compute op lasts at least this many seconds per planned time unit
   std::string layer_split;  ///< "a,b,...": blocks per virtual stage
   std::string inject;       ///< "STEP:RANK": a NaN gradient on RANK at STEP
-  int inject_step = -1, inject_rank = -1;
-  int fail_rank = -1, fail_op = -1, fail_step = 0;
-  std::string checkpoint;   ///< directory of checkpoints (checkpoint.h)
-  int every = 0;            ///< checkpoint after every this many steps
-  bool resume = false;      ///< start from the latest checkpoint in `checkpoint`
-  std::uint64_t schedule_hash = 0;  ///< of the schedule file's text: ranks compare theirs at start-up
+  RunOptions run;           ///< the flags the driver takes as they are (run_options adds the others)
 };
 
 // "A:B@C" style values: integers (0..INT_MAX) between the separators `seps`, in order; the first
@@ -105,7 +95,7 @@ std::string write_profile(const Options& o, const ScheduleFile& file, const GptC
   // Round to 1e-6 so the file holds exactly what zbplan will read.
   auto round6 = [](double v) { return std::round(v * 1e6) / 1e6; };
   nlohmann::json j;
-  j["comment"] = "profiled by zbrun: model " + model.name + ", " + std::to_string(o.steps) + " steps of " + s.method +
+  j["comment"] = "profiled by zbrun: model " + model.name + ", " + std::to_string(o.run.steps) + " steps of " + s.method +
                  "; times in ms (mean per op of one chunk), memory in MiB per microbatch";
   j["p"] = s.p;
   j["m"] = s.m;
@@ -178,13 +168,13 @@ class Printer : public RunObserver {
 
   std::string started(int rank, int first_step) override {
     if (rank != 0) return "";
-    if (o_.resume && !o_.quiet) {
+    if (o_.run.resume && !o_.quiet) {
       std::lock_guard<std::mutex> lock(mu_);
-      out_ << "resumed from " << o_.checkpoint << " after step " << first_step - 1 << "\n";
+      out_ << "resumed from " << o_.run.checkpoint << " after step " << first_step - 1 << "\n";
     }
     // Streamed a line per step, so it can be followed; every write is checked.
     std::string why;
-    if (!o_.metrics.empty() && !metrics_.open(o_.metrics, o_.resume, &why)) return "--metrics: cannot write " + why;
+    if (!o_.metrics.empty() && !metrics_.open(o_.metrics, o_.run.resume, &why)) return "--metrics: cannot write " + why;
     return "";
   }
 
@@ -246,10 +236,10 @@ class Printer : public RunObserver {
  private:
   void print_summary(const RunSummary& sum) {
     const Schedule& s = file_.schedule;
-    out_ << "done: " << o_.steps << " steps of " << s.method << " on " << s.p << " ranks (p=" << s.p << ", m=" << s.m
+    out_ << "done: " << o_.run.steps << " steps of " << s.method << " on " << s.p << " ranks (p=" << s.p << ", m=" << s.m
          << ", chunks=" << s.chunks << "), model " << model_.name << " (" << model_.layers << " layers)\n";
     if (sum.measured_steps > 0)
-      out_ << "  iteration time " << f4(sum.mean_seconds) << " s (mean of steps 1.." << o_.steps - 1
+      out_ << "  iteration time " << f4(sum.mean_seconds) << " s (mean of steps 1.." << o_.run.steps - 1
            << "), span bubble rate " << f4(sum.mean_bubble) << " measured / " << f4(planned_.span_bubble_rate)
            << " planned\n";
     // The plan's time per iteration in a run (issue 10): the steady-state period of iterations back
@@ -263,9 +253,9 @@ class Printer : public RunObserver {
            << format_quanta(it->wall) << " (in the problem's time unit)\n";
     if (sum.period_gaps > 0) {
       out_ << "  measured per iteration: period " << f4(sum.measured_period) << " s (steady state: steps "
-           << sum.first_step + 1 << ".." << o_.steps - 1 << ", slowest rank)";
-      if (o_.pace > 0 && it)
-        out_ << " = " << f4(sum.measured_period / o_.pace) << " time units at --pace " << g9(o_.pace) << " s, planned "
+           << sum.first_step + 1 << ".." << o_.run.steps - 1 << ", slowest rank)";
+      if (o_.run.pace > 0 && it)
+        out_ << " = " << f4(sum.measured_period / o_.run.pace) << " time units at --pace " << g9(o_.run.pace) << " s, planned "
              << format_quanta(it->period);
       out_ << "\n";
     }
@@ -296,27 +286,12 @@ class Printer : public RunObserver {
   StreamFile metrics_;  ///< rank 0's --metrics
 };
 
-// The driver's options from the command line's.
+// The driver's options: the flags it takes directly, and what the others ask of it.
 RunOptions run_options(const Options& o) {
-  RunOptions r;
-  r.steps = o.steps;
-  r.seed = o.seed;
-  r.timeout_s = o.timeout_s;
-  r.adamw = o.adamw;
-  r.pace = o.pace;
-  r.fail_rank = o.fail_rank;
-  r.fail_op = o.fail_op;
-  r.fail_step = o.fail_step;
+  RunOptions r = o.run;
   r.fault = o.fault == "hang"       ? Interpreter::Fault::kHang
             : o.fault == "truncate" ? Interpreter::Fault::kTruncate
                                     : Interpreter::Fault::kError;
-  r.inject_step = o.inject_step;
-  r.inject_rank = o.inject_rank;
-  r.checkpoint = o.checkpoint;
-  r.every = o.every;
-  r.resume = o.resume;
-  r.schedule_hash = o.schedule_hash;
-  r.dump_weights = o.dump_weights;
   r.gather_trace = !o.trace.empty();
   r.profile = !o.profile.empty();
   return r;
@@ -371,8 +346,8 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
       ->option_text("PRESET|FILE");
   // Every number goes through cli_numbers.h: decimal, whole token, finite, in range.
   const auto positive = real_in(0, kAnyReal, true);
-  app.add_option("--steps", o.steps, "training steps")->check(integer_in(1, 100000000));
-  app.add_option("--seed", o.seed, "initialisation seed")->check(integer_in(0, std::numeric_limits<long long>::max()));
+  app.add_option("--steps", o.run.steps, "training steps")->check(integer_in(1, 100000000));
+  app.add_option("--seed", o.run.seed, "initialisation seed")->check(integer_in(0, std::numeric_limits<long long>::max()));
   app.add_option("--threads", o.blas_threads,
                  "OpenBLAS threads of the CPU backend's GEMMs, per process (more for a rank that owns several cores; "
                  "results are the same bits)")
@@ -385,17 +360,17 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
                  "measure T_F, T_B, T_W, T_comm (ms) and M_B, M_W (MiB) per stage and write them as a problem file "
                  "for zbplan")
       ->check(file_name());
-  app.add_option("--dump-weights", o.dump_weights,
+  app.add_option("--dump-weights", o.run.dump_weights,
                  "after training, write every weight tensor to DIR/tensor<id>.f32 (raw floats)")
       ->check(dir_name());
   app.add_option("--trace", o.trace,
                  "write a Chrome/Perfetto trace of the last step: measured ops per rank, planned beside")
       ->check(file_name());
   // A wait's deadline is now + timeout: a week at most keeps it far from overflowing the clock.
-  app.add_option("--timeout", o.timeout_s, "seconds any wait may take before the run fails")
+  app.add_option("--timeout", o.run.timeout_s, "seconds any wait may take before the run fails")
       ->check(real_in(0, 7 * 86400, true));
-  app.add_option("--lr", o.adamw.lr, "AdamW learning rate")->check(positive);
-  app.add_option("--clip-norm", o.adamw.clip_norm, "global gradient-norm clip (<= 0: off)")
+  app.add_option("--lr", o.run.adamw.lr, "AdamW learning rate")->check(positive);
+  app.add_option("--clip-norm", o.run.adamw.clip_norm, "global gradient-norm clip (<= 0: off)")
       ->check(real_in(-kAnyReal, kAnyReal));
   app.add_flag("--local", o.local, "run all ranks as threads in this process (no mpirun)");
   app.add_option("--backend", o.backend, "compute backend: cpu, or cuda (bf16 on GPUs; NCCL under mpirun)")
@@ -419,42 +394,42 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
                  "how --fail-at fails: error (the op fails), hang (the rank stops answering), truncate (a send op "
                  "sends half its message)")
       ->transform(one_of({"error", "hang", "truncate"}, "fault"));
-  app.add_option("--pace", o.pace,
+  app.add_option("--pace", o.run.pace,
                  "every compute op lasts at least S seconds per time unit of its planned duration (sleeping the "
                  "rest), so a run follows the plan's timing where cores are too few for one rank each (default: off)")
       ->check(positive)
       ->option_text("S")
       ->default_str("");
-  app.add_option("--checkpoint", o.checkpoint,
+  app.add_option("--checkpoint", o.run.checkpoint,
                  "directory for checkpoints: DIR/step<N>.rank<R>.ckpt, the weights and optimizer state after N steps, "
                  "written atomically")->check(dir_name());
-  app.add_option("--every", o.every, "with --checkpoint: write one after every N steps (default: one, at the end)")
+  app.add_option("--every", o.run.every, "with --checkpoint: write one after every N steps (default: one, at the end)")
       ->check(integer_in(1, 1 << 30))
       ->option_text("N")
       ->default_str("");
-  app.add_flag("--resume", o.resume, "with --checkpoint: continue from the latest checkpoint every rank has");
+  app.add_flag("--resume", o.run.resume, "with --checkpoint: continue from the latest checkpoint every rank has");
   if (int code = parse_command_line(&app, argc, argv, out, err); code >= 0) return code;
   auto usage = [&err](const std::string& message) { return usage_error(err, "zbrun", "", message); };
 
   if (!o.fail_at.empty()) {
-    std::string bad = parse_fields(o.fail_at, ":@", 2, {&o.fail_rank, &o.fail_op, &o.fail_step});
+    std::string bad = parse_fields(o.fail_at, ":@", 2, {&o.run.fail_rank, &o.run.fail_op, &o.run.fail_step});
     if (!bad.empty()) return usage("--fail-at: expected RANK:OP or RANK:OP@STEP, got '" + o.fail_at + "': " + bad);
-    if (o.fail_step >= o.steps)
-      return usage("--fail-at " + o.fail_at + ": no step " + std::to_string(o.fail_step) + " (--steps " +
-                   std::to_string(o.steps) + " runs steps 0.." + std::to_string(o.steps - 1) + ")");
+    if (o.run.fail_step >= o.run.steps)
+      return usage("--fail-at " + o.fail_at + ": no step " + std::to_string(o.run.fail_step) + " (--steps " +
+                   std::to_string(o.run.steps) + " runs steps 0.." + std::to_string(o.run.steps - 1) + ")");
   }
-  if (o.fault != "error" && o.fail_rank < 0) return usage("--fault " + o.fault + " needs --fail-at RANK:OP");
+  if (o.fault != "error" && o.run.fail_rank < 0) return usage("--fault " + o.fault + " needs --fail-at RANK:OP");
   if (o.fault == "truncate" && (o.backend == "cuda" || o.single_gpu))
     return usage("--fault truncate: only with --backend cpu (CUDA messages carry device handles)");
   cpu_set_threads(o.blas_threads);
-  if ((o.every > 0 || o.resume) && o.checkpoint.empty()) return usage("--every and --resume need --checkpoint DIR");
-  if (!o.checkpoint.empty() && o.every == 0) o.every = o.steps;  // at least one, at the end
+  if ((o.run.every > 0 || o.run.resume) && o.run.checkpoint.empty()) return usage("--every and --resume need --checkpoint DIR");
+  if (!o.run.checkpoint.empty() && o.run.every == 0) o.run.every = o.run.steps;  // at least one, at the end
   if (!o.inject.empty()) {
-    std::string bad = parse_fields(o.inject, ":", 2, {&o.inject_step, &o.inject_rank});
+    std::string bad = parse_fields(o.inject, ":", 2, {&o.run.inject_step, &o.run.inject_rank});
     if (!bad.empty()) return usage("--inject-nonfinite: expected STEP:RANK, got '" + o.inject + "': " + bad);
-    if (o.inject_step >= o.steps)
-      return usage("--inject-nonfinite " + o.inject + ": no step " + std::to_string(o.inject_step) + " (--steps " +
-                   std::to_string(o.steps) + " runs steps 0.." + std::to_string(o.steps - 1) + ")");
+    if (o.run.inject_step >= o.run.steps)
+      return usage("--inject-nonfinite " + o.inject + ": no step " + std::to_string(o.run.inject_step) + " (--steps " +
+                   std::to_string(o.run.steps) + " runs steps 0.." + std::to_string(o.run.steps - 1) + ")");
   }
   if (o.single_gpu) {
     o.backend = "cuda";
@@ -504,7 +479,7 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
   std::vector<Diag> diags;
   std::string schedule_text;
   auto file = load_schedule_file(o.schedule_file, &diags, &schedule_text);
-  o.schedule_hash = text_hash(schedule_text);
+  o.run.schedule_hash = text_hash(schedule_text);
   std::optional<Timeline> checked;  // the plan the run is measured against
   if (file) checked = check_schedule_file(*file, o.schedule_file, &diags);
   if (!checked) {
@@ -542,10 +517,10 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
   auto data = DataSource::open(o.data, &why);
   if (!data) return fail(why);
   if (std::string bad = data->check(*model); !bad.empty()) return fail(bad);
-  if (o.fail_rank >= s.p || o.fail_rank < -1 || (o.fail_rank >= 0 && (o.fail_op < 0 || o.fail_op >= static_cast<int>(s.stages[o.fail_rank].size()))))
+  if (o.run.fail_rank >= s.p || o.run.fail_rank < -1 || (o.run.fail_rank >= 0 && (o.run.fail_op < 0 || o.run.fail_op >= static_cast<int>(s.stages[o.run.fail_rank].size()))))
     return fail("--fail-at " + o.fail_at + ": no such rank and op in this schedule (p = " + std::to_string(s.p) + ")");
-  if (!o.inject.empty() && o.inject_rank >= s.p)
-    return fail("--inject-nonfinite " + o.inject + ": no rank " + std::to_string(o.inject_rank) + " in this schedule (ranks 0.." +
+  if (!o.inject.empty() && o.run.inject_rank >= s.p)
+    return fail("--inject-nonfinite " + o.inject + ": no rank " + std::to_string(o.run.inject_rank) + " in this schedule (ranks 0.." +
                 std::to_string(s.p - 1) + ")");
   // Output paths are checked now, so a bad one fails before any training rather than after it;
   // checked without creating anything (--check touches nothing).
@@ -556,17 +531,17 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
     if (std::string bad = check_writable_file(*path); !bad.empty())
       return fail(std::string(flag) + ": cannot write " + bad);
   }
-  if (!o.checkpoint.empty())
-    if (std::string bad = check_writable_dir(o.checkpoint); !bad.empty())
+  if (!o.run.checkpoint.empty())
+    if (std::string bad = check_writable_dir(o.run.checkpoint); !bad.empty())
       return fail("--checkpoint: cannot write checkpoints into " + bad);
-  if (o.fault == "truncate" && o.fail_rank >= 0) {
-    const Op& op = s.stages[o.fail_rank][o.fail_op];
+  if (o.fault == "truncate" && o.run.fail_rank >= 0) {
+    const Op& op = s.stages[o.run.fail_rank][o.run.fail_op];
     if (!is_send(op.type))
-      return fail("--fault truncate: op " + std::to_string(o.fail_op) + " of rank " + std::to_string(o.fail_rank) +
+      return fail("--fault truncate: op " + std::to_string(o.run.fail_op) + " of rank " + std::to_string(o.run.fail_rank) +
                   " is " + op_short(op) + ", not a send");
   }
-  if (!o.dump_weights.empty() && world_rank == 0)
-    if (std::string bad = check_writable_file(o.dump_weights + "/tensor0.f32"); !bad.empty())
+  if (!o.run.dump_weights.empty() && world_rank == 0)
+    if (std::string bad = check_writable_file(o.run.dump_weights + "/tensor0.f32"); !bad.empty())
       return fail("--dump-weights: cannot write " + bad);
 #ifdef ZBPP_HAVE_CUDA
   if (cuda) {
@@ -590,13 +565,13 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
     if (world_rank == 0)
       out << o.schedule_file << ": ok: " << s.method << " (" << s.optimizer << ") on " << s.p << " ranks (p=" << s.p
           << ", m=" << s.m << ", chunks=" << s.chunks << "), model " << model->name << " (" << model->layers
-          << " layers), " << o.steps << " steps on " << o.backend << (mpi ? " under MPI" : " in one process") << "\n";
+          << " layers), " << o.run.steps << " steps on " << o.backend << (mpi ? " under MPI" : " in one process") << "\n";
     return finish(0);
   }
-  if (!o.checkpoint.empty()) {
+  if (!o.run.checkpoint.empty()) {
     std::error_code ec;
-    std::filesystem::create_directories(o.checkpoint, ec);
-    if (ec) return fail("--checkpoint: cannot create " + o.checkpoint + ": " + ec.message());
+    std::filesystem::create_directories(o.run.checkpoint, ec);
+    if (ec) return fail("--checkpoint: cannot create " + o.run.checkpoint + ": " + ec.message());
   }
 
   const TrainInputs inputs{s, file->problem, *model, *data};
