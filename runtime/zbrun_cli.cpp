@@ -332,82 +332,87 @@ std::string empty_stages_warning(const GptConfig& model, const Schedule& s) {
                               : "give every stage a block in --layer-split");
 }
 
-}  // namespace
-
-int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream& err, bool use_mpi) {
-  CLI::App app{"zbrun: replays a zbplan schedule file, training a GPT with split backward (B and W)", "zbrun"};
-  set_up_app(&app, "zbrun");
-  Options o;
-  app.add_option("schedule", o.schedule_file, "lowered schedule file from zbplan plan")->required()->check(file_name());
-  app.add_option("--model", o.model,
+// zbrun's flags, each bound to its field of `o`.
+void add_flags(CLI::App* app, Options* o) {
+  app->add_option("schedule", o->schedule_file, "lowered schedule file from zbplan plan")->required()->check(file_name());
+  app->add_option("--model", o->model,
                  std::string("a preset (") + kGptPresets + ") or a model JSON file {vocab, seq, channels, heads, "
                  "layers, batch}")
       ->check(file_name())
       ->option_text("PRESET|FILE");
   // Every number goes through cli_numbers.h: decimal, whole token, finite, in range.
   const auto positive = real_in(0, kAnyReal, true);
-  app.add_option("--steps", o.run.steps, "training steps")->check(integer_in(1, 100000000));
-  app.add_option("--seed", o.run.seed, "initialisation seed")->check(integer_in(0, std::numeric_limits<long long>::max()));
-  app.add_option("--threads", o.blas_threads,
+  app->add_option("--steps", o->run.steps, "training steps")->check(integer_in(1, 100000000));
+  app->add_option("--seed", o->run.seed, "initialisation seed")->check(integer_in(0, std::numeric_limits<long long>::max()));
+  app->add_option("--threads", o->blas_threads,
                  "OpenBLAS threads of the CPU backend's GEMMs, per process (more for a rank that owns several cores; "
                  "results are the same bits)")
       ->check(integer_in(1, 256));
-  app.add_option("--data", o.data, "\"synthetic\" or a text file, read as bytes")
+  app->add_option("--data", o->data, "\"synthetic\" or a text file, read as bytes")
       ->check(file_name())
       ->option_text("synthetic|FILE");
-  app.add_option("--metrics", o.metrics, "write one JSON object per step (JSON lines)")->check(file_name());
-  app.add_option("--profile", o.profile,
+  app->add_option("--metrics", o->metrics, "write one JSON object per step (JSON lines)")->check(file_name());
+  app->add_option("--profile", o->profile,
                  "measure T_F, T_B, T_W, T_comm (ms) and M_B, M_W (MiB) per stage and write them as a problem file "
                  "for zbplan")
       ->check(file_name());
-  app.add_option("--dump-weights", o.run.dump_weights,
+  app->add_option("--dump-weights", o->run.dump_weights,
                  "after training, write every weight tensor to DIR/tensor<id>.f32 (raw floats)")
       ->check(dir_name());
-  app.add_option("--trace", o.trace,
+  app->add_option("--trace", o->trace,
                  "write a Chrome/Perfetto trace of the last step: measured ops per rank, planned beside")
       ->check(file_name());
   // A wait's deadline is now + timeout: a week at most keeps it far from overflowing the clock.
-  app.add_option("--timeout", o.run.timeout_s, "seconds any wait may take before the run fails")
+  app->add_option("--timeout", o->run.timeout_s, "seconds any wait may take before the run fails")
       ->check(real_in(0, 7 * 86400, true));
-  app.add_option("--lr", o.run.adamw.lr, "AdamW learning rate")->check(positive);
-  app.add_option("--clip-norm", o.run.adamw.clip_norm, "global gradient-norm clip (<= 0: off)")
+  app->add_option("--lr", o->run.adamw.lr, "AdamW learning rate")->check(positive);
+  app->add_option("--clip-norm", o->run.adamw.clip_norm, "global gradient-norm clip (<= 0: off)")
       ->check(real_in(-kAnyReal, kAnyReal));
-  app.add_flag("--local", o.local, "run all ranks as threads in this process (no mpirun)");
-  app.add_option("--backend", o.backend, "compute backend: cpu, or cuda (bf16 on GPUs; NCCL under mpirun)")
+  app->add_flag("--local", o->local, "run all ranks as threads in this process (no mpirun)");
+  app->add_option("--backend", o->backend, "compute backend: cpu, or cuda (bf16 on GPUs; NCCL under mpirun)")
       ->transform(one_of({"cpu", "cuda"}, "backend"));
-  app.add_flag("--single-gpu", o.single_gpu,
+  app->add_flag("--single-gpu", o->single_gpu,
                "--backend cuda with every stage in this process on GPU 0, each on its own SM partition "
                "(green contexts) or, where those are unavailable, its own stream");
-  app.add_flag("--quiet", o.quiet, "print only the summary");
-  app.add_flag("--check", o.check,
+  app->add_flag("--quiet", o->quiet, "print only the summary");
+  app->add_flag("--check", o->check,
                "check the schedule, model, data, output paths and rank count, say what would run, and exit (0: ok)");
-  app.add_option("--layer-split", o.layer_split,
+  app->add_option("--layer-split", o->layer_split,
                  "blocks per virtual stage, e.g. 1,2,2,1 (default: even, the first and last take fewer)")
       ->check(integer_list_in(0, std::numeric_limits<int>::max()));
-  app.add_option("--inject-nonfinite", o.inject,
+  app->add_option("--inject-nonfinite", o->inject,
                  "a NaN in that rank's gradients at that step (the step is skipped on every rank)")
       ->type_name("STEP:RANK");
-  app.add_option("--fail-at", o.fail_at,
+  app->add_option("--fail-at", o->fail_at,
                  "make that rank fail at that op of that step (default step 0), to test error handling")
       ->type_name("RANK:OP[@STEP]");
-  app.add_option("--fault", o.fault,
+  app->add_option("--fault", o->fault,
                  "how --fail-at fails: error (the op fails), hang (the rank stops answering), truncate (a send op "
                  "sends half its message)")
       ->transform(one_of({"error", "hang", "truncate"}, "fault"));
-  app.add_option("--pace", o.run.pace,
+  app->add_option("--pace", o->run.pace,
                  "every compute op lasts at least S seconds per time unit of its planned duration (sleeping the "
                  "rest), so a run follows the plan's timing where cores are too few for one rank each (default: off)")
       ->check(positive)
       ->option_text("S")
       ->default_str("");
-  app.add_option("--checkpoint", o.run.checkpoint,
+  app->add_option("--checkpoint", o->run.checkpoint,
                  "directory for checkpoints: DIR/step<N>.rank<R>.ckpt, the weights and optimizer state after N steps, "
                  "written atomically")->check(dir_name());
-  app.add_option("--every", o.run.every, "with --checkpoint: write one after every N steps (default: one, at the end)")
+  app->add_option("--every", o->run.every, "with --checkpoint: write one after every N steps (default: one, at the end)")
       ->check(integer_in(1, 1 << 30))
       ->option_text("N")
       ->default_str("");
-  app.add_flag("--resume", o.run.resume, "with --checkpoint: continue from the latest checkpoint every rank has");
+  app->add_flag("--resume", o->run.resume, "with --checkpoint: continue from the latest checkpoint every rank has");
+}
+
+}  // namespace
+
+int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream& err, bool use_mpi) {
+  CLI::App app{"zbrun: replays a zbplan schedule file, training a GPT with split backward (B and W)", "zbrun"};
+  set_up_app(&app, "zbrun");
+  Options o;
+  add_flags(&app, &o);
   if (int code = parse_command_line(&app, argc, argv, out, err); code >= 0) return code;
   auto usage = [&err](const std::string& message) { return usage_error(err, "zbrun", "", message); };
 
