@@ -160,6 +160,8 @@ bool Interpreter::run_ops(Pass pass, std::string* err) {
       ok = false;
     }
     if (!ok) {
+      failed_op_ = i;
+      failure_ = *err;
       *err = where(i) + ": " + *err;
       return false;
     }

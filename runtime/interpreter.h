@@ -83,6 +83,10 @@ class Interpreter {
   void set_pace(std::vector<double> min_seconds) { pace_ = std::move(min_seconds); }
   /// Fault injection: this rank's gradients get a NaN before the next step's optimizer step.
   void inject_nonfinite_next_step() { inject_nonfinite_ = true; }
+  /// After run_step or finish failed: the index of the op that failed, and what went wrong there
+  /// (the error text without its "rank R, op I (...)" place).
+  int failed_op() const { return failed_op_; }
+  const std::string& failure() const { return failure_; }
 
  private:
   enum class Pass { kAll, kSkipValidation, kValidationOnly };
@@ -120,6 +124,8 @@ class Interpreter {
   bool truncate_ = false;      ///< the send running now sends half its message (Fault::kTruncate)
   std::vector<double> pace_;  ///< per op: the least seconds it lasts (set_pace)
   bool inject_nonfinite_ = false;
+  int failed_op_ = -1;
+  std::string failure_;
 
   // Post-validation. The state vector: per-tensor squared norms, then per rank a NaN/inf flag,
   // per microbatch its loss, per rank span and busy seconds, per rank its speculative decision.

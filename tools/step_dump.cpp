@@ -28,6 +28,7 @@
 #include "runtime/cpu/compute_cpu.h"
 #include "runtime/model.h"
 #include "runtime/optimizer.h"
+#include "runtime/state_format.h"
 #ifdef ZBPP_HAVE_CUDA
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/compute_cuda.h"
@@ -72,31 +73,26 @@ struct Dump {
       for (const auto& [id, v] : grads ? s->gradients() : s->parameters())
         floats(role + "." + zbpp::tensor_name(c, id), role, zbpp::tensor_shape(c, id), v, id);
   }
-  // AdamW's moments after the step, from the backend's checkpoint bytes (both backends write the
-  // CPU backend's layout: step, tensor count, then per tensor id, size, values, m, v). The step
-  // alone cannot show the clipping (Adam's first update does not depend on the gradients' scale);
-  // m and v do.
+  // AdamW's moments after the step, from the backend's checkpoint bytes (both backends write
+  // state_format.h's layout). The step alone cannot show the clipping (Adam's first update does not
+  // depend on the gradients' scale); m and v do.
   void adamw_state(const GptConfig& c, const Compute& stage) {
-    std::string bytes;
+    std::string bytes, why;
     if (!stage.save_state(&bytes)) throw std::runtime_error("the backend cannot save its state");
-    size_t at = 0;
-    auto take = [&](void* out, size_t n) {
-      if (bytes.size() - at < n) throw std::runtime_error("the backend's state ends early");
-      std::memcpy(out, bytes.data() + at, n);
-      at += n;
-    };
-    std::int64_t header[2];
-    take(header, sizeof header);
-    for (std::int64_t t = 0; t < header[1]; ++t) {
-      std::int64_t shape[2];
-      take(shape, sizeof shape);
-      std::vector<float> values(static_cast<size_t>(shape[1]));
-      const std::string name = zbpp::tensor_name(c, static_cast<int>(shape[0]));
-      take(values.data(), values.size() * sizeof(float));  // the parameters, dumped already
+    zbpp::StateReader in(bytes);
+    std::int64_t step = 0, count = 0;
+    if (!in.header(-1, &step, &count, &why)) throw std::runtime_error("the backend's state: " + why);
+    for (std::int64_t t = 0; t < count; ++t) {
+      std::int64_t id = -1, n = -1;
+      const char* data = nullptr;
+      if (!in.tensor(&id, &n, &data, &why)) throw std::runtime_error("the backend's state: " + why);
+      std::vector<float> values(static_cast<size_t>(n));
+      const std::string name = zbpp::tensor_name(c, static_cast<int>(id));
       for (const char* role : {"adam_m", "adam_v"}) {
-        take(values.data(), values.size() * sizeof(float));
-        floats(std::string(role) + "." + name, role, zbpp::tensor_shape(c, static_cast<int>(shape[0])), values,
-               static_cast<int>(shape[0]));
+        data += values.size() * sizeof(float);  // past the parameters (dumped already), then past m
+        std::memcpy(values.data(), data, values.size() * sizeof(float));
+        floats(std::string(role) + "." + name, role, zbpp::tensor_shape(c, static_cast<int>(id)), values,
+               static_cast<int>(id));
       }
     }
   }

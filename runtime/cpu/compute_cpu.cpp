@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "runtime/cpu/layers.h"
+#include "runtime/state_format.h"
 
 namespace zbpp {
 
@@ -258,53 +259,42 @@ class CpuCompute final : public Compute {
     return floats * sizeof(float);
   }
 
-  // Layout: step count, tensor count, then per tensor its id, size, values, m and v (host order).
+  // Layout: state_format.h.
   bool save_state(std::string* bytes) const override {
-    auto put = [&](const void* data, size_t n) { bytes->append(static_cast<const char*>(data), n); };
-    std::int64_t header[2] = {step_, 0};
-    for (const auto& ch : chunks_) header[1] += static_cast<std::int64_t>(ch->tensors.size());
-    put(header, sizeof header);
+    std::int64_t tensors = 0;
+    for (const auto& ch : chunks_) tensors += static_cast<std::int64_t>(ch->tensors.size());
+    StateWriter out(bytes, step_, tensors);
     for (const auto& ch : chunks_)
       for (const Tensor* t : ch->tensors) {
-        std::int64_t shape[2] = {t->id, static_cast<std::int64_t>(t->value.size())};
-        put(shape, sizeof shape);
-        for (const auto* v : {&t->value, &t->m, &t->v}) put(v->data(), v->size() * sizeof(float));
+        out.tensor(t->id, static_cast<std::int64_t>(t->value.size()));
+        for (const auto* v : {&t->value, &t->m, &t->v}) out.floats(v->data(), static_cast<std::int64_t>(v->size()));
       }
     return true;
   }
 
   bool load_state(const std::string& bytes, std::string* err) override {
-    size_t at = 0;
-    auto get = [&](void* data, size_t n) {
-      if (bytes.size() - at < n) return false;
-      std::memcpy(data, bytes.data() + at, n);
-      at += n;
-      return true;
-    };
-    std::int64_t header[2], tensors = 0;
+    StateReader in(bytes);
+    std::int64_t tensors = 0, step = 0, count = 0;
     for (const auto& ch : chunks_) tensors += static_cast<std::int64_t>(ch->tensors.size());
-    if (!get(header, sizeof header) || header[1] != tensors) {
-      *err = "holds " + std::to_string(header[1]) + " tensors, this rank has " + std::to_string(tensors);
-      return false;
-    }
+    if (!in.header(tensors, &step, &count, err)) return false;
+    // Read through before loading any, so a bad state leaves the weights as they were.
+    std::vector<const char*> data;
     for (auto& ch : chunks_)
       for (Tensor* t : ch->tensors) {
-        std::int64_t shape[2];
-        if (!get(shape, sizeof shape) || shape[0] != t->id || shape[1] != static_cast<std::int64_t>(t->value.size())) {
-          *err = "tensor " + std::to_string(t->id) + " is missing or has another size (another model or split?)";
-          return false;
-        }
-        for (auto* v : {&t->value, &t->m, &t->v})
-          if (!get(v->data(), v->size() * sizeof(float))) {
-            *err = "ends inside tensor " + std::to_string(t->id);
-            return false;
-          }
+        std::int64_t id = t->id, n = static_cast<std::int64_t>(t->value.size());
+        if (!in.tensor(&id, &n, &data.emplace_back(), err)) return false;
       }
-    if (at != bytes.size()) {
-      *err = std::to_string(bytes.size() - at) + " bytes left over";
-      return false;
-    }
-    step_ = static_cast<int>(header[0]);
+    if (!in.finish(err)) return false;
+    size_t k = 0;
+    for (auto& ch : chunks_)
+      for (Tensor* t : ch->tensors) {
+        const char* at = data[k++];
+        for (auto* v : {&t->value, &t->m, &t->v}) {
+          std::memcpy(v->data(), at, v->size() * sizeof(float));
+          at += v->size() * sizeof(float);
+        }
+      }
+    step_ = static_cast<int>(step);
     return true;
   }
 

@@ -18,6 +18,7 @@
 #include "runtime/cuda/device_buffers.h"
 #include "runtime/cuda/gemm_lt.h"
 #include "runtime/cuda/kernels.cuh"
+#include "runtime/state_format.h"
 
 namespace zbpp {
 
@@ -292,64 +293,52 @@ class CudaCompute final : public Compute {
 
   // The CPU backend's layout (step count, tensor count, then per tensor id, size, value, m, v), so
   // a checkpoint written on one backend loads on the other.
+  // Layout: state_format.h, the CPU backend's.
   bool save_state(std::string* bytes) const override {
-    auto put = [&](const void* data, size_t n) { bytes->append(static_cast<const char*>(data), n); };
-    std::int64_t header[2] = {step_, 0};
-    for (const auto& ch : chunks_) header[1] += static_cast<std::int64_t>(ch->params.size());
-    put(header, sizeof header);
+    std::int64_t tensors = 0;
+    for (const auto& ch : chunks_) tensors += static_cast<std::int64_t>(ch->params.size());
+    StateWriter out(bytes, step_, tensors);
     std::vector<float> host;
     for (const auto& ch : chunks_)
       for (const Param* p : ch->params) {
-        std::int64_t shape[2] = {p->id, p->n};
-        put(shape, sizeof shape);
+        out.tensor(p->id, p->n);
         host.resize(static_cast<size_t>(p->n));
         for (const float* d : {p->value, p->m, p->v}) {
           ZBPP_CK(cudaMemcpyAsync(host.data(), d, host.size() * sizeof(float), cudaMemcpyDeviceToHost, stream_),
                   "reading the optimizer state for a checkpoint");
           ZBPP_CK(cudaStreamSynchronize(stream_), "reading the optimizer state for a checkpoint");
-          put(host.data(), host.size() * sizeof(float));
+          out.floats(host.data(), p->n);
         }
       }
     return true;
   }
 
   bool load_state(const std::string& bytes, std::string* err) override {
-    size_t at = 0;
-    auto fail = [&](const std::string& why) {
-      cudaStreamSynchronize(stream_);  // copies already queued read `bytes`
-      *err = why;
-      return false;
-    };
-    std::int64_t header[2] = {0, 0}, tensors = 0;
+    StateReader in(bytes);
+    std::int64_t tensors = 0, step = 0, count = 0;
     for (const auto& ch : chunks_) tensors += static_cast<std::int64_t>(ch->params.size());
-    if (bytes.size() < sizeof header) {
-      *err = "too short for a checkpoint";
-      return false;
-    }
-    std::memcpy(header, bytes.data(), sizeof header);
-    at = sizeof header;
-    if (header[1] != tensors) {
-      *err = "holds " + std::to_string(header[1]) + " tensors, this rank has " + std::to_string(tensors);
-      return false;
-    }
+    if (!in.header(tensors, &step, &count, err)) return false;
+    // Read through before copying any, so a bad state leaves the weights as they were.
+    std::vector<const char*> data;
     for (auto& ch : chunks_)
       for (Param* p : ch->params) {
-        std::int64_t shape[2];
-        size_t floats = static_cast<size_t>(p->n) * sizeof(float);
-        if (bytes.size() - at < sizeof shape + 3 * floats) return fail("ends inside tensor " + std::to_string(p->id));
-        std::memcpy(shape, bytes.data() + at, sizeof shape);
-        at += sizeof shape;
-        if (shape[0] != p->id || shape[1] != p->n)
-          return fail("tensor " + std::to_string(p->id) + " is missing or has another size (another model or split?)");
+        std::int64_t id = p->id, n = p->n;
+        if (!in.tensor(&id, &n, &data.emplace_back(), err)) return false;
+      }
+    if (!in.finish(err)) return false;
+    size_t k = 0;
+    for (auto& ch : chunks_)
+      for (Param* p : ch->params) {
+        const size_t floats = static_cast<size_t>(p->n) * sizeof(float);
+        const char* at = data[k++];
         for (float* d : {p->value, p->m, p->v}) {
-          ZBPP_CK(cudaMemcpyAsync(d, bytes.data() + at, floats, cudaMemcpyHostToDevice, stream_), "loading a checkpoint");
+          ZBPP_CK(cudaMemcpyAsync(d, at, floats, cudaMemcpyHostToDevice, stream_), "loading a checkpoint");
           at += floats;
         }
         cuda::to_bf16(p->value16, p->value, p->n, stream_);
       }
-    if (at != bytes.size()) return fail(std::to_string(bytes.size() - at) + " bytes left over");
     sync("loading a checkpoint");  // before `bytes` may go
-    step_ = static_cast<int>(header[0]);
+    step_ = static_cast<int>(step);
     return true;
   }
 

@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include "planner/pipeline.h"
+#include "tests/runtime/planned_schedule.h"
 #include "runtime/interpreter.h"
 #include "runtime/transport_local.h"
 
@@ -105,25 +106,6 @@ class FakeCompute : public Compute {
   std::vector<int> losses_;
   size_t bytes_ = 0;
 };
-
-Schedule planned(const std::string& method, int p, int m, const std::string& optimizer, int chunks = 1,
-                 const std::string& mem_limit = "") {
-  ProblemInput in;
-  in.p = p;
-  in.m = m;
-  in.chunks = chunks;
-  in.t_f = {1};
-  in.t_b = {1};
-  in.t_w = {0.5};
-  in.mem_limit = mem_limit;
-  std::vector<Diag> diags;
-  auto problem = build_problem(in, "", &diags);
-  REQUIRE(problem);
-  auto r = plan_schedule(*problem, method, &diags);
-  REQUIRE(r);
-  REQUIRE(lower_planned(&*r, &diags, LowerOptions{optimizer}));
-  return r->schedule;
-}
 
 struct Ranks {
   std::vector<FakeCompute> computes;
