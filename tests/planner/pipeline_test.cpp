@@ -35,7 +35,7 @@ Ticks check_auto_is_best(const Problem& pr, Objective objective) {
   REQUIRE(best->schedule.level == kLevelLowered);
   const Ticks cost = true_cost(best->schedule, best->problem, objective);
   int compared = 0;
-  for (const std::string method : {"1f1b", "zb-h1", "zb-h2", "heuristic", "zb-v", "dualpipe-v"})
+  for (const std::string method : {"1f1b", "zb-h1", "zb-h2", "heuristic", "zb-v", "dualpipe-v", "v-min", "v-half", "v-zb"})
     for (const LowerOptions& placement : kPlacements) {
       // Each method planned for one placement comes back lowered with it.
       PlanOptions one = options;
