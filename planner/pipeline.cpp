@@ -240,6 +240,12 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
                     " candidates fit the memory limit (greedy budgets and knobs; v-min, v-half, v-zb, zb-v, "
                     "dualpipe-v seeds); best by " + ranked_by + ": " + found->winner);
   } else if (method == "heuristic" || method == "ilp") {
+    if (method == "heuristic" && pr.chunks > 1) {
+      diags->push_back({"", "", -1, -1, "", "method heuristic searches 1 chunk per stage, or 2 in a V (placement [r, 2p-1-r]); "
+                                            "the problem has chunks = " + std::to_string(pr.chunks) +
+                                            (pr.chunks == 2 ? " with another placement" : "")});
+      return std::nullopt;
+    }
     if (!check_shape(pr, method, 1, diags)) return std::nullopt;
     auto found = search_heuristic(pr, diags, 0, compute, true_cost);
     if (!found) return std::nullopt;
