@@ -91,6 +91,7 @@ std::string VGreedyOptions::name() const {
   if (deep_first) out += ",deep-first";
   if (w_in_gaps_only) out += ",w-in-gaps";
   if (w_after_b) out += ",w-after-b";
+  if (reserve_all) out += ",reserve-all";
   return out;
 }
 
@@ -176,11 +177,14 @@ class VGreedy {
   }
 
   // Whether F `op` keeps within the budget: a chunk-0 F admits a microbatch, so room must remain
-  // for the chunk-1 F of it and of every microbatch admitted before.
+  // for one chunk-1 F (or, with reserve_all, for that of every microbatch admitted here). One is
+  // enough against deadlock: chunk-1 F's run in microbatch order, so the smallest unfinished
+  // microbatch's finds the room the last admission left (all before it have freed theirs).
   bool fits(int s, const Op& op) const {
     const auto& st = st_[s];
     const Mem b = pr_.mem_b[s];
-    const Mem need = op.chunk == 0 ? b * (2 + st.next_f[0] - st.next_f[1]) : b;
+    const int reserved = opt_.reserve_all ? 1 + st.next_f[0] - st.next_f[1] : 1;
+    const Mem need = op.chunk == 0 ? b * (1 + reserved) : b;
     return st.mem + need <= st.budget;
   }
 
@@ -213,9 +217,32 @@ class VGreedy {
     if (best) return best;
     if (st.pending_w.empty()) return std::nullopt;
     if (!opt_.w_in_gaps_only || memory_full) return st.pending_w.front();
-    const Ticks next = next_ready(s);
+    const Ticks next = next_arrival(s);
     if (next >= kNever || next - t >= pr_.t_w[s]) return st.pending_w.front();
     return std::nullopt;
+  }
+
+  // The earliest time an input of stage s's next F's and B's can arrive: known, or, where its
+  // producer has not run yet, that producer starting when its stage is next free.
+  Ticks next_arrival(int s) {
+    const Ticks t = st_[s].free_at;
+    Ticks next = kNever;
+    auto consider = [&](const std::optional<Op>& op) {
+      if (!op) return;
+      Ticks at = ready(s, *op);
+      if (at >= kNever) {
+        auto dep = dependency_of(*op, s, map_);
+        const int k = map_.stage_of[dep->vs];
+        const Ticks made = dep->what == Product::Forward ? pr_.t_f[k] : pr_.t_b[k];
+        at = std::max(t, st_[k].free_at) + made + (dep->remote ? pr_.t_comm : 0);
+      }
+      next = std::min(next, at);
+    };
+    for (int c : {0, 1}) {
+      consider(next_b(s, c));
+      consider(next_f(s, c));
+    }
+    return next;
   }
 
   // The earliest known ready time of stage s's next F's and B's.
@@ -277,15 +304,17 @@ class VGreedy {
 // Every knob combination at one budget.
 std::vector<VGreedyOptions> knobs_at(int in_flight) {
   std::vector<VGreedyOptions> out;
-  for (bool deep : {true, false})
-    for (int w = 0; w < 3; ++w) {
-      VGreedyOptions o;
-      o.in_flight = in_flight;
-      o.deep_first = deep;
-      o.w_in_gaps_only = w == 1;
-      o.w_after_b = w == 2;
-      out.push_back(o);
-    }
+  for (bool reserve_all : {false, true})
+    for (bool deep : {true, false})
+      for (int w = 0; w < 3; ++w) {
+        VGreedyOptions o;
+        o.in_flight = in_flight;
+        o.deep_first = deep;
+        o.w_in_gaps_only = w == 1;
+        o.w_after_b = w == 2;
+        o.reserve_all = reserve_all;
+        out.push_back(o);
+      }
   return out;
 }
 

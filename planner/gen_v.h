@@ -28,12 +28,13 @@ struct VGreedyOptions {
   bool deep_first = true;    ///< of two ready F's, run chunk 1's (it finishes a microbatch sooner)
   bool w_in_gaps_only = false;  ///< run a W only when the next op is at least T_W away (or memory is full)
   bool w_after_b = false;    ///< run each W right after its B (least memory, no gap filling)
+  bool reserve_all = false;  ///< admit a microbatch only with room for every admitted one's chunk-1 F
   std::string name() const;  ///< e.g. "in-flight 12,deep-first"
 };
 
 /// Event-driven list scheduling: each stage, when free, runs its earliest ready B, else a ready F
 /// that keeps within the budget (a new microbatch is admitted only with room left for its chunk-1
-/// F and every admitted one's), else a pending W; the budget is the smaller of the problem's limit
+/// F), else a pending W; the budget is the smaller of the problem's limit
 /// and in_flight chunk activations. Nothing (with *why) when in_flight < 2 or the problem's limit
 /// leaves no room for one microbatch's two chunks.
 std::optional<Schedule> generate_v_greedy(const Problem& problem, const VGreedyOptions& options, std::string* why);
