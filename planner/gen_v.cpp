@@ -42,6 +42,7 @@ std::array<int, 4> block_slots(VBlock block, int p, int i) {
 
 constexpr int kSlotsPerMicrobatch = 6;  // F, F, B, B, W, W of the two chunks
 constexpr Ticks kNever = std::numeric_limits<Ticks>::max() / 4;
+constexpr int kSwapPasses = 4;  // sweeps of the swap polish; later sweeps rarely find more
 
 }  // namespace
 
@@ -131,8 +132,14 @@ class VGreedy {
       }
       auto op = pick(s);
       if (!op) {
-        st_[s].free_at = next_event(s);
-        continue;
+        const Ticks next = next_event(s);
+        // A W that waits for a gap runs now when nothing else can happen before it.
+        if (next >= kNever && !st_[s].pending_w.empty()) {
+          op = st_[s].pending_w.front();
+        } else {
+          st_[s].free_at = next;
+          continue;
+        }
       }
       place(s, *op, &out);
       --left;
@@ -262,8 +269,6 @@ class VGreedy {
     if (next <= t) next = kNever;  // ready but blocked by memory: wait for another stage
     for (int k = 0; k < p_; ++k)
       if (k != s && st_[k].free_at > t) next = std::min(next, st_[k].free_at);
-    // A W that waits for a gap: the gap arrives when the next op would otherwise be too far.
-    if (next >= kNever && !st_[s].pending_w.empty()) return t;
     return next;
   }
 
@@ -318,6 +323,50 @@ std::vector<VGreedyOptions> knobs_at(int in_flight) {
   return out;
 }
 
+// Whether two neighbouring ops of stage `stage` may trade places: not when the later waits for the
+// earlier on this stage (F before its B, B before its W, the V's turn on the last stage: F chunk 0
+// before F chunk 1 and B chunk 1 before B chunk 0 of one microbatch), nor two ops of one type and
+// chunk (their microbatch order keeps the W's, and so the weights, in order).
+bool may_swap(const Op& a, const Op& b, int stage, const VirtualStageMap& map) {
+  if (a.type == b.type && a.chunk == b.chunk) return false;
+  if (a.mb != b.mb) return true;
+  if (a.chunk == b.chunk) return false;  // F, B, W of one microbatch and chunk keep their order
+  auto dep = dependency_of(b, stage, map);
+  return !(dep && !dep->remote && dep->mb == a.mb && map.vs(stage, a.chunk) == dep->vs);
+}
+
+// The largest peak activation memory of any stage.
+Mem peak_memory_of(const Schedule& s, const Problem& pr) {
+  std::vector<Diag> diags;
+  auto timeline = simulate_timeline(s, pr, &diags);
+  return timeline ? *std::max_element(timeline->peak_memory.begin(), timeline->peak_memory.end()) : 0;
+}
+
+// Hill climbing by swaps of neighbouring ops (the paper's reordering, done on exact times): keeps a
+// swap that lowers `cost` and keeps the memory limit; at most `passes` sweeps over all stages.
+void improve_by_swaps(Schedule* s, const Problem& pr, Cost cost_kind, int passes) {
+  const VirtualStageMap map(s->placement);
+  Ticks best = simulate_cost(*s, pr, cost_kind);
+  for (int pass = 0; pass < passes; ++pass) {
+    bool improved = false;
+    for (int st = 0; st < pr.p; ++st) {
+      auto& ops = s->stages[st];
+      for (size_t i = 0; i + 1 < ops.size(); ++i) {
+        if (!may_swap(ops[i], ops[i + 1], st, map)) continue;
+        std::swap(ops[i], ops[i + 1]);
+        const Ticks cost = simulate_cost(*s, pr, cost_kind);
+        if (cost >= 0 && cost < best && validate_memory(*s, pr).empty()) {
+          best = cost;
+          improved = true;
+        } else {
+          std::swap(ops[i], ops[i + 1]);
+        }
+      }
+    }
+    if (!improved) return;
+  }
+}
+
 }  // namespace
 
 std::optional<Schedule> generate_v_greedy(const Problem& pr, const VGreedyOptions& options, std::string* why) {
@@ -341,6 +390,10 @@ Schedule generate_v_zb(const Problem& pr) {
     if (span >= 0 && span < best_span) best = std::move(s), best_span = span;
   }
   // The budget of 2p >= 2 chunk activations always admits a microbatch, so some knob succeeds.
+  // Polished within the memory it kept (the paper's V-ZB is the greedy's order, reordered).
+  Problem kept = unlimited;
+  kept.mem_limit = peak_memory_of(*best, unlimited);
+  improve_by_swaps(&*best, kept, Cost::kSpan, kSwapPasses);
   best->method = "v-zb";
   return std::move(*best);
 }
@@ -375,6 +428,18 @@ std::optional<SearchResult> search_v(const Problem& pr, std::vector<Diag>* diags
   consider(generate_zb_v(pr), "zb-v");
   std::string err;
   if (auto d = generate_dualpipe_v(pr, &err)) consider(std::move(*d), "dualpipe-v");
+  if (best) {
+    // Polish the winner by swaps, ranked by the compute cost; kept only if its true cost agrees.
+    Schedule polished = best->schedule;
+    improve_by_swaps(&polished, pr, is_compute_cost(cost_kind) ? cost_kind : Cost::kSpan, kSwapPasses);
+    const Ticks cost = true_cost ? true_cost(polished) : simulate_cost(polished, pr, cost_kind);
+    if (cost >= 0 && cost < best->cost) {
+      best->span = simulate_span(polished, pr);
+      best->cost = cost;
+      best->winner += ", polished by swaps";
+      best->schedule = std::move(polished);
+    }
+  }
   if (!best) {
     diags->push_back({"", "", -1, -1, "",
                       "no V-shape schedule fits the memory limit (it must hold at least one microbatch's two chunk "
