@@ -15,11 +15,8 @@ using zbpp::test::make_problem;
 namespace {
 
 Mem peak_of(const Schedule& s, const Problem& pr) {
-  std::vector<Diag> diags;
-  auto t = simulate_timeline(s, pr, &diags);
-  INFO(format_diags(diags));
-  REQUIRE(t);
-  return *std::max_element(t->peak_memory.begin(), t->peak_memory.end());
+  const auto peaks = zbpp::test::timeline_or_fail(s, pr).peak_memory;
+  return *std::max_element(peaks.begin(), peaks.end());
 }
 
 // A 2-chunk problem with per-stage times that differ (stage s: T_F = 2 + s % 3 ...).
@@ -36,11 +33,7 @@ Problem uneven(int p, int m, const std::string& limit = "") {
   }
   in.t_comm = 0.5;
   in.mem_limit = limit;
-  std::vector<Diag> diags;
-  auto pr = build_problem(in, "", &diags);
-  INFO(format_diags(diags));
-  REQUIRE(pr);
-  return *pr;
+  return zbpp::test::checked_problem(in);
 }
 
 }  // namespace
