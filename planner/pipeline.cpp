@@ -19,7 +19,7 @@ namespace zbpp {
 
 const std::vector<std::string>& plan_methods() {
   static const std::vector<std::string> methods = {"1f1b", "1f1b-i", "zb-h1", "zb-h2", "heuristic",
-                                                     "ilp",  "zb-v",   "dualpipe-v", "v-min", "v-half", "v-zb", "auto"};
+                                                     "ilp",  "zb-v",   "dualpipe-v", "v-min", "v-half", "v-zb", "heuristic-v", "auto"};
   return methods;
 }
 
@@ -206,7 +206,7 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
   std::optional<SolverReport> ilp_report;
   Problem pr = original;
   const bool v_shape = method == "zb-v" || method == "dualpipe-v" || method == "v-min" || method == "v-half" ||
-                       method == "v-zb";
+                       method == "v-zb" || method == "heuristic-v";
   if (v_shape && pr.chunks == 1) {
     pr = split_into_chunks(original, 2);
     notes.push_back(method + ": each stage split into 2 chunks (per-chunk times and memory are half the stage's)");
@@ -221,7 +221,7 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
   const std::string ranked_by = true_cost ? std::string(objective_name(options.objective)) + " (lowered: " +
                                                 lowering_name(*lowering) + ")"
                                           : cost_name(compute);
-  if (v_shape) {
+  if (v_shape && method != "heuristic-v") {
     if (!check_shape(pr, method, 2, diags)) return std::nullopt;
     std::string err;
     if (method == "zb-v") s = generate_zb_v(pr);
@@ -232,7 +232,9 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
       diags->push_back({"", "", -1, -1, "", err});
       return std::nullopt;
     }
-  } else if (method == "heuristic" && pr.chunks == 2 && (pr.placement.empty() || pr.placement == v_shape_placement(pr.p))) {
+  } else if ((method == "heuristic" && pr.chunks == 2 && (pr.placement.empty() || pr.placement == v_shape_placement(pr.p))) ||
+             method == "heuristic-v") {
+    if (!check_shape(pr, method, 2, diags)) return std::nullopt;
     auto found = search_v(pr, diags, compute, true_cost);
     if (!found) return std::nullopt;
     s = std::move(found->schedule);
