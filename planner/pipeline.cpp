@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "planner/gen_baseline.h"
+#include "planner/gen_v.h"
 #include "planner/lower.h"
 #include "planner/search_heuristic.h"
 #ifdef ZBPP_HAVE_CBC
@@ -18,7 +19,7 @@ namespace zbpp {
 
 const std::vector<std::string>& plan_methods() {
   static const std::vector<std::string> methods = {"1f1b", "1f1b-i", "zb-h1", "zb-h2", "heuristic",
-                                                     "ilp",  "zb-v",   "dualpipe-v", "auto"};
+                                                     "ilp",  "zb-v",   "dualpipe-v", "v-min", "v-half", "v-zb", "heuristic-v", "auto"};
   return methods;
 }
 
@@ -204,7 +205,8 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
   std::vector<std::string> notes;
   std::optional<SolverReport> ilp_report;
   Problem pr = original;
-  const bool v_shape = method == "zb-v" || method == "dualpipe-v";
+  const bool v_shape = method == "zb-v" || method == "dualpipe-v" || method == "v-min" || method == "v-half" ||
+                       method == "v-zb" || method == "heuristic-v";
   if (v_shape && pr.chunks == 1) {
     pr = split_into_chunks(original, 2);
     notes.push_back(method + ": each stage split into 2 chunks (per-chunk times and memory are half the stage's)");
@@ -219,15 +221,33 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
   const std::string ranked_by = true_cost ? std::string(objective_name(options.objective)) + " (lowered: " +
                                                 lowering_name(*lowering) + ")"
                                           : cost_name(compute);
-  if (v_shape) {
+  if (v_shape && method != "heuristic-v") {
     if (!check_shape(pr, method, 2, diags)) return std::nullopt;
     std::string err;
-    s = method == "zb-v" ? generate_zb_v(pr) : generate_dualpipe_v(pr, &err);
+    if (method == "zb-v") s = generate_zb_v(pr);
+    else if (method == "dualpipe-v") s = generate_dualpipe_v(pr, &err);
+    else if (method == "v-zb") s = generate_v_zb(pr);
+    else s = generate_v_block(pr, method == "v-min" ? VBlock::kMin : VBlock::kHalf);
     if (!s) {
       diags->push_back({"", "", -1, -1, "", err});
       return std::nullopt;
     }
+  } else if ((method == "heuristic" && pr.chunks == 2 && (pr.placement.empty() || pr.placement == v_shape_placement(pr.p))) ||
+             method == "heuristic-v") {
+    if (!check_shape(pr, method, 2, diags)) return std::nullopt;
+    auto found = search_v(pr, diags, compute, true_cost);
+    if (!found) return std::nullopt;
+    s = std::move(found->schedule);
+    notes.push_back("V search: " + std::to_string(found->feasible) + " of " + std::to_string(found->candidates) +
+                    " candidates fit the memory limit (greedy budgets and knobs; v-min, v-half, v-zb, zb-v, "
+                    "dualpipe-v seeds); best by " + ranked_by + ": " + found->winner);
   } else if (method == "heuristic" || method == "ilp") {
+    if (method == "heuristic" && pr.chunks > 1) {
+      diags->push_back({"", "", -1, -1, "", "method heuristic searches 1 chunk per stage, or 2 in a V (placement [r, 2p-1-r]); "
+                                            "the problem has chunks = " + std::to_string(pr.chunks) +
+                                            (pr.chunks == 2 ? " with another placement" : "")});
+      return std::nullopt;
+    }
     if (!check_shape(pr, method, 1, diags)) return std::nullopt;
     auto found = search_heuristic(pr, diags, 0, compute, true_cost);
     if (!found) return std::nullopt;

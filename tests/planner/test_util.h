@@ -12,6 +12,24 @@
 
 namespace zbpp::test {
 
+/// The problem built from `in`; fails the test if it is rejected.
+inline Problem checked_problem(const ProblemInput& in) {
+  std::vector<Diag> diags;
+  auto pr = build_problem(in, "", &diags);
+  INFO(format_diags(diags));
+  REQUIRE(pr);
+  return *pr;
+}
+
+/// The simulated timeline of a valid schedule; fails the test on a deadlock.
+inline Timeline timeline_or_fail(const Schedule& s, const Problem& pr) {
+  std::vector<Diag> diags;
+  auto t = simulate_timeline(s, pr, &diags);
+  INFO(format_diags(diags));
+  REQUIRE(t);
+  return *t;
+}
+
 /// A problem from plain numbers (times per op, memory per op); fails the test if it is rejected.
 inline Problem make_problem(int p, int m, double tf, double tb, double tw, double tcomm = 0, double mem_b = 1,
                             double mem_w = 0.5, const std::string& limit = "", int chunks = 1) {
@@ -26,11 +44,7 @@ inline Problem make_problem(int p, int m, double tf, double tb, double tw, doubl
   in.mem_b = {mem_b};
   in.mem_w = {mem_w};
   in.mem_limit = limit;
-  std::vector<Diag> diags;
-  auto pr = build_problem(in, "", &diags);
-  INFO(format_diags(diags));
-  REQUIRE(pr);
-  return *pr;
+  return checked_problem(in);
 }
 
 /// A one-chunk schedule from one short-form string per stage ("F0 F1 B0 W0 ...").

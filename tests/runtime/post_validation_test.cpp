@@ -95,6 +95,7 @@ TEST_CASE("post-validation: without faults, losses and weights equal the synchro
     std::vector<std::pair<std::string, std::vector<std::string>>> methods = {
         {"1f1b", {}}, {"zb-h1", {}}, {"zb-h2", {}}, {"heuristic", {"--mem-limit", "2p"}},
         {"ilp", {"--mem-limit", "2p", "--ilp-seconds", "1"}}, {"zb-v", {}}, {"dualpipe-v", {}},
+        {"v-min", {}}, {"v-half", {}}, {"v-zb", {}}, {"heuristic", {"--chunks", "2", "--mem-limit", "0.5p"}},
         {"1f1b-i", {"--chunks", "2"}}};
     for (const auto& [method, flags] : methods) {
       INFO("p=" << p << " " << method);

@@ -36,6 +36,10 @@ TEST_CASE("zbrun: losses and weights are bit-identical across schedules and equa
         {"ilp", plan("same", "ilp", p, m, {"--mem-limit", "2p", "--ilp-seconds", "1"})},
         {"zb-v", plan("same", "zb-v", p, m)},
         {"dualpipe-v", plan("same", "dualpipe-v", p, m)},
+        {"v-min", plan("same", "v-min", p, m)},
+        {"v-half", plan("same", "v-half", p, m)},
+        {"v-zb", plan("same", "v-zb", p, m)},
+        {"heuristic-v", plan("same", "heuristic", p, m, {"--chunks", "2", "--mem-limit", "0.5p"})},
         {"1f1b-i", plan("same", "1f1b-i", p, m, {"--chunks", "2"})},
     };
     for (const auto& [method, path] : runs) {

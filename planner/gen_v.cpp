@@ -1,0 +1,455 @@
+// V-shape generators and the V search (see gen_v.h).
+#include "planner/gen_v.h"
+
+#include <algorithm>
+#include <array>
+#include <deque>
+#include <limits>
+
+#include "planner/deps.h"
+#include "planner/gen_baseline.h"
+#include "planner/simulate.h"
+#include "planner/validate.h"
+
+namespace zbpp {
+
+namespace {
+
+Schedule empty_v_schedule(const Problem& pr, std::string method) {
+  Schedule s;
+  s.p = pr.p;
+  s.m = pr.m;
+  s.chunks = 2;
+  s.placement = v_shape_placement(pr.p);
+  s.method = std::move(method);
+  s.stages.resize(pr.p);
+  return s;
+}
+
+// The block's slots on stage i for F chunk 0, F chunk 1, B chunk 1, B chunk 0 of microbatch 0
+// (microbatch j adds 6j). Every hop of a microbatch is at least one slot later than the one it
+// waits for; the extra interval keeps the four ops of a stage on distinct slots modulo 6.
+std::array<int, 4> block_slots(VBlock block, int p, int i) {
+  if (block == VBlock::kMin) {
+    // Every hop one slot: the lifespan on stage i is 4p-1-2i (chunk 0) + 2i+1 (chunk 1) = 4p slots.
+    const int gap = p % 3 == 0 ? 2 : 0;
+    return {i, 2 * p - 1 - i, 2 * p + gap + i, 4 * p + gap - 1 - i};
+  }
+  // Chunk 0's F's and chunk 1's B's two slots a hop: lifespan about 6p slots.
+  const int gap = p % 2 == 0 ? 3 : 0;
+  return {2 * i, 3 * p - 2 - i, 3 * p + gap + 2 * i - 1, 6 * p + gap - 2 - i};
+}
+
+constexpr int kSlotsPerMicrobatch = 6;  // F, F, B, B, W, W of the two chunks
+constexpr Ticks kNever = std::numeric_limits<Ticks>::max() / 4;
+constexpr int kSwapPasses = 4;  // sweeps of the swap polish; later sweeps rarely find more
+
+}  // namespace
+
+Schedule generate_v_block(const Problem& pr, VBlock block) {
+  Schedule s = empty_v_schedule(pr, block == VBlock::kMin ? "v-min" : "v-half");
+  const int p = pr.p, m = pr.m;
+  for (int i = 0; i < p; ++i) {
+    struct Slotted {
+      long long slot;
+      int order;  // ties (slots equal modulo the block) keep the block's op order
+      Op op;
+    };
+    std::vector<Slotted> fb;
+    fb.reserve(4 * static_cast<size_t>(m));
+    const auto slots = block_slots(block, p, i);
+    const std::array<Op, 4> kinds = {Op{OpType::F, 0, 0}, Op{OpType::F, 0, 1}, Op{OpType::B, 0, 1},
+                                     Op{OpType::B, 0, 0}};
+    for (int j = 0; j < m; ++j)
+      for (int k = 0; k < 4; ++k) {
+        Op op = kinds[k];
+        op.mb = j;
+        fb.push_back({slots[k] + static_cast<long long>(kSlotsPerMicrobatch) * j, k, op});
+      }
+    std::sort(fb.begin(), fb.end(),
+              [](const Slotted& a, const Slotted& b) { return a.slot != b.slot ? a.slot < b.slot : a.order < b.order; });
+    // W's take the free slots after their B's, first in first out; the rest follow the last B.
+    auto& ops = s.stages[i];
+    ops.reserve(6 * static_cast<size_t>(m));
+    std::deque<Op> pending;
+    long long slot = fb.empty() ? 0 : fb.front().slot;
+    for (const auto& x : fb) {
+      for (; slot < x.slot && !pending.empty(); ++slot) {
+        ops.push_back(pending.front());
+        pending.pop_front();
+      }
+      slot = std::max(slot, x.slot + 1);
+      ops.push_back(x.op);
+      if (x.op.type == OpType::B) pending.push_back({OpType::W, x.op.mb, x.op.chunk});
+    }
+    ops.insert(ops.end(), pending.begin(), pending.end());
+  }
+  return s;
+}
+
+std::string VGreedyOptions::name() const {
+  std::string out = "in-flight " + std::to_string(in_flight);
+  if (deep_first) out += ",deep-first";
+  if (w_in_gaps_only) out += ",w-in-gaps";
+  if (w_after_b) out += ",w-after-b";
+  if (reserve_all) out += ",reserve-all";
+  return out;
+}
+
+namespace {
+
+// The greedy's state; one object per run.
+class VGreedy {
+ public:
+  VGreedy(const Problem& pr, const VGreedyOptions& opt)
+      : pr_(pr), opt_(opt), p_(pr.p), m_(pr.m), vstages_(2 * pr.p), map_(v_shape_placement(pr.p)),
+        done_(static_cast<size_t>(kProducts) * vstages_ * m_, kNever), st_(p_) {
+    for (int s = 0; s < p_; ++s) {
+      Mem budget = static_cast<Mem>(opt.in_flight) * pr.mem_b[s];
+      if (pr.mem_limit) budget = std::min(budget, *pr.mem_limit);
+      st_[s].budget = budget;
+    }
+  }
+
+  std::optional<Schedule> run(std::string* why) {
+    Schedule out = empty_v_schedule(pr_, "v-greedy");
+    for (int s = 0; s < p_; ++s) {
+      if (st_[s].budget < 2 * pr_.mem_b[s]) {
+        *why = "stage " + std::to_string(s) + " cannot hold one microbatch's two chunk activations within " +
+               std::to_string(opt_.in_flight) + " chunk activations and the memory limit";
+        return std::nullopt;
+      }
+      out.stages[s].reserve(6 * static_cast<size_t>(m_));
+    }
+    size_t left = static_cast<size_t>(p_) * 6 * m_;
+    while (left > 0) {
+      int s = -1;
+      for (int k = 0; k < p_; ++k)
+        if (!finished(k) && (s < 0 || st_[k].free_at < st_[s].free_at)) s = k;
+      if (st_[s].free_at >= kNever) {
+        *why = "the greedy found no runnable op (deadlock)";
+        return std::nullopt;
+      }
+      auto op = pick(s);
+      if (!op) {
+        const Ticks next = next_event(s);
+        // A W that waits for a gap runs now when nothing else can happen before it.
+        if (next >= kNever && !st_[s].pending_w.empty()) {
+          op = st_[s].pending_w.front();
+        } else {
+          st_[s].free_at = next;
+          continue;
+        }
+      }
+      place(s, *op, &out);
+      --left;
+    }
+    return out;
+  }
+
+ private:
+  struct StageState {
+    Ticks free_at = 0;
+    Mem mem = 0, budget = 0;
+    int next_f[2] = {0, 0}, next_b[2] = {0, 0};
+    std::deque<Op> pending_w;
+  };
+
+  bool finished(int s) const {
+    const auto& st = st_[s];
+    return st.next_b[0] >= m_ && st.next_b[1] >= m_ && st.pending_w.empty();
+  }
+
+  Ticks& done(Product what, int vs, int mb) { return done_[product_key(what, vs, mb, vstages_, m_)]; }
+
+  // When `op` (the next of its kind on stage s) can start by its input; kNever when not yet known.
+  Ticks ready(int s, const Op& op) {
+    auto dep = dependency_of(op, s, map_);
+    if (!dep) return 0;
+    const Ticks at = done(dep->what, dep->vs, dep->mb);
+    if (at >= kNever) return kNever;
+    return at + (dep->remote ? pr_.t_comm : 0);
+  }
+
+  std::optional<Op> next_f(int s, int chunk) const {
+    const auto& st = st_[s];
+    if (st.next_f[chunk] >= m_) return std::nullopt;
+    // Chunk 1 of a microbatch comes after its chunk 0 here (the V turns on the last stage).
+    return Op{OpType::F, st.next_f[chunk], chunk};
+  }
+  std::optional<Op> next_b(int s, int chunk) const {
+    const auto& st = st_[s];
+    if (st.next_b[chunk] >= m_ || st.next_b[chunk] >= st.next_f[chunk]) return std::nullopt;
+    return Op{OpType::B, st.next_b[chunk], chunk};
+  }
+
+  // Whether F `op` keeps within the budget: a chunk-0 F admits a microbatch, so room must remain
+  // for one chunk-1 F (or, with reserve_all, for that of every microbatch admitted here). One is
+  // enough against deadlock: chunk-1 F's run in microbatch order, so the smallest unfinished
+  // microbatch's finds the room the last admission left (all before it have freed theirs).
+  bool fits(int s, const Op& op) const {
+    const auto& st = st_[s];
+    const Mem b = pr_.mem_b[s];
+    const int reserved = opt_.reserve_all ? 1 + st.next_f[0] - st.next_f[1] : 1;
+    const Mem need = op.chunk == 0 ? b * (1 + reserved) : b;
+    return st.mem + need <= st.budget;
+  }
+
+  std::optional<Op> pick(int s) {
+    auto& st = st_[s];
+    const Ticks t = st.free_at;
+    if (opt_.w_after_b && !st.pending_w.empty()) return st.pending_w.front();
+    // The earliest ready B.
+    std::optional<Op> best;
+    Ticks best_at = kNever;
+    for (int c : {1, 0})
+      if (auto b = next_b(s, c)) {
+        Ticks at = ready(s, *b);
+        if (at <= t && at < best_at) best = b, best_at = at;
+      }
+    if (best) return best;
+    bool memory_full = false;
+    for (int c : opt_.deep_first ? std::array<int, 2>{1, 0} : std::array<int, 2>{0, 1})
+      if (auto f = next_f(s, c)) {
+        if (c == 1 && st_[s].next_f[1] >= st_[s].next_f[0]) continue;  // its chunk 0 has not run here
+        Ticks at = ready(s, *f);
+        if (at > t) continue;
+        if (!fits(s, *f)) {
+          memory_full = true;
+          continue;
+        }
+        if (!best || (!opt_.deep_first && at < best_at)) best = f, best_at = at;
+        if (opt_.deep_first) break;
+      }
+    if (best) return best;
+    if (st.pending_w.empty()) return std::nullopt;
+    if (!opt_.w_in_gaps_only || memory_full) return st.pending_w.front();
+    const Ticks next = next_arrival(s);
+    if (next >= kNever || next - t >= pr_.t_w[s]) return st.pending_w.front();
+    return std::nullopt;
+  }
+
+  // The earliest time an input of stage s's next F's and B's can arrive: known, or, where its
+  // producer has not run yet, that producer starting when its stage is next free.
+  Ticks next_arrival(int s) {
+    const Ticks t = st_[s].free_at;
+    Ticks next = kNever;
+    auto consider = [&](const std::optional<Op>& op) {
+      if (!op) return;
+      Ticks at = ready(s, *op);
+      if (at >= kNever) {
+        auto dep = dependency_of(*op, s, map_);
+        const int k = map_.stage_of[dep->vs];
+        const Ticks made = dep->what == Product::Forward ? pr_.t_f[k] : pr_.t_b[k];
+        at = std::max(t, st_[k].free_at) + made + (dep->remote ? pr_.t_comm : 0);
+      }
+      next = std::min(next, at);
+    };
+    for (int c : {0, 1}) {
+      consider(next_b(s, c));
+      consider(next_f(s, c));
+    }
+    return next;
+  }
+
+  // The earliest known ready time of stage s's next F's and B's.
+  Ticks next_ready(int s) {
+    Ticks next = kNever;
+    for (int c : {0, 1}) {
+      if (auto b = next_b(s, c)) next = std::min(next, ready(s, *b));
+      if (auto f = next_f(s, c)) next = std::min(next, ready(s, *f));
+    }
+    return next;
+  }
+
+  // Where an idle stage looks again: when its input arrives or another stage finishes an op.
+  Ticks next_event(int s) {
+    const Ticks t = st_[s].free_at;
+    Ticks next = next_ready(s);
+    if (next <= t) next = kNever;  // ready but blocked by memory: wait for another stage
+    for (int k = 0; k < p_; ++k)
+      if (k != s && st_[k].free_at > t) next = std::min(next, st_[k].free_at);
+    return next;
+  }
+
+  void place(int s, const Op& op, Schedule* out) {
+    auto& st = st_[s];
+    const Ticks start = std::max(st.free_at, op.type == OpType::W ? Ticks{0} : ready(s, op));
+    const Ticks end = start + op_duration(op, s, pr_);
+    st.free_at = end;
+    st.mem += memory_delta(op, s, pr_);
+    const int vs = map_.vs(s, op.chunk);
+    switch (op.type) {
+      case OpType::F:
+        ++st.next_f[op.chunk];
+        done(Product::Forward, vs, op.mb) = end;
+        break;
+      case OpType::B:
+        ++st.next_b[op.chunk];
+        done(Product::InputGrad, vs, op.mb) = end;
+        st.pending_w.push_back({OpType::W, op.mb, op.chunk});
+        break;
+      default:
+        st.pending_w.pop_front();
+    }
+    out->stages[s].push_back(op);
+    // Stages that saw nothing to wait for look again when this op's output is there.
+    for (auto& other : st_)
+      if (other.free_at >= kNever) other.free_at = end;
+  }
+
+  const Problem& pr_;
+  VGreedyOptions opt_;
+  int p_, m_, vstages_;
+  VirtualStageMap map_;
+  std::vector<Ticks> done_;
+  std::vector<StageState> st_;
+};
+
+// Every knob combination at one budget.
+std::vector<VGreedyOptions> knobs_at(int in_flight) {
+  std::vector<VGreedyOptions> out;
+  for (bool reserve_all : {false, true})
+    for (bool deep : {true, false})
+      for (int w = 0; w < 3; ++w) {
+        VGreedyOptions o;
+        o.in_flight = in_flight;
+        o.deep_first = deep;
+        o.w_in_gaps_only = w == 1;
+        o.w_after_b = w == 2;
+        o.reserve_all = reserve_all;
+        out.push_back(o);
+      }
+  return out;
+}
+
+// Whether two neighbouring ops of stage `stage` may trade places: not when the later waits for the
+// earlier on this stage (F before its B, B before its W, the V's turn on the last stage: F chunk 0
+// before F chunk 1 and B chunk 1 before B chunk 0 of one microbatch), nor two ops of one type and
+// chunk (their microbatch order keeps the W's, and so the weights, in order).
+bool may_swap(const Op& a, const Op& b, int stage, const VirtualStageMap& map) {
+  if (a.type == b.type && a.chunk == b.chunk) return false;
+  if (a.mb != b.mb) return true;
+  if (a.chunk == b.chunk) return false;  // F, B, W of one microbatch and chunk keep their order
+  auto dep = dependency_of(b, stage, map);
+  return !(dep && !dep->remote && dep->mb == a.mb && map.vs(stage, a.chunk) == dep->vs);
+}
+
+// The largest peak activation memory of any stage.
+Mem peak_memory_of(const Schedule& s, const Problem& pr) {
+  std::vector<Diag> diags;
+  auto timeline = simulate_timeline(s, pr, &diags);
+  return timeline ? *std::max_element(timeline->peak_memory.begin(), timeline->peak_memory.end()) : 0;
+}
+
+// Hill climbing by swaps of neighbouring ops (the paper's reordering, done on exact times): keeps a
+// swap that lowers `cost` and keeps the memory limit; at most `passes` sweeps over all stages.
+void improve_by_swaps(Schedule* s, const Problem& pr, Cost cost_kind, int passes) {
+  const VirtualStageMap map(s->placement);
+  Ticks best = simulate_cost(*s, pr, cost_kind);
+  for (int pass = 0; pass < passes; ++pass) {
+    bool improved = false;
+    for (int st = 0; st < pr.p; ++st) {
+      auto& ops = s->stages[st];
+      for (size_t i = 0; i + 1 < ops.size(); ++i) {
+        if (!may_swap(ops[i], ops[i + 1], st, map)) continue;
+        std::swap(ops[i], ops[i + 1]);
+        const Ticks cost = simulate_cost(*s, pr, cost_kind);
+        if (cost >= 0 && cost < best && validate_memory(*s, pr).empty()) {
+          best = cost;
+          improved = true;
+        } else {
+          std::swap(ops[i], ops[i + 1]);
+        }
+      }
+    }
+    if (!improved) return;
+  }
+}
+
+}  // namespace
+
+std::optional<Schedule> generate_v_greedy(const Problem& pr, const VGreedyOptions& options, std::string* why) {
+  VGreedy greedy(pr, options);
+  auto s = greedy.run(why);
+  if (s) s->method = "v-greedy";
+  return s;
+}
+
+Schedule generate_v_zb(const Problem& pr) {
+  // 1F1B's activation memory, without the problem's limit (validation checks that, as for zb-v).
+  Problem unlimited = pr;
+  unlimited.mem_limit.reset();
+  std::optional<Schedule> best;
+  Ticks best_span = kNever;
+  for (const auto& o : knobs_at(2 * pr.p)) {
+    std::string why;
+    auto s = generate_v_greedy(unlimited, o, &why);
+    if (!s) continue;
+    const Ticks span = simulate_span(*s, unlimited);
+    if (span >= 0 && span < best_span) best = std::move(s), best_span = span;
+  }
+  // The budget of 2p >= 2 chunk activations always admits a microbatch, so some knob succeeds.
+  // Polished within the memory it kept (the paper's V-ZB is the greedy's order, reordered).
+  Problem kept = unlimited;
+  kept.mem_limit = peak_memory_of(*best, unlimited);
+  improve_by_swaps(&*best, kept, Cost::kSpan, kSwapPasses);
+  best->method = "v-zb";
+  return std::move(*best);
+}
+
+std::optional<SearchResult> search_v(const Problem& pr, std::vector<Diag>* diags, Cost cost_kind,
+                                     const CostFn& true_cost) {
+  Mem smallest_b = pr.mem_b.empty() ? 1 : *std::min_element(pr.mem_b.begin(), pr.mem_b.end());
+  int most = 4 * pr.p;
+  if (pr.mem_limit && smallest_b > 0)
+    most = static_cast<int>(std::min<Mem>(most, *pr.mem_limit / smallest_b));
+  std::optional<SearchResult> best;
+  int candidates = 0, feasible = 0;
+  auto consider = [&](Schedule s, const std::string& name) {
+    ++candidates;
+    if (!validate_memory(s, pr).empty()) return;
+    const Ticks cost = true_cost ? true_cost(s) : simulate_cost(s, pr, cost_kind);
+    if (cost < 0) return;
+    ++feasible;
+    if (best && cost >= best->cost) return;
+    const Ticks span = simulate_span(s, pr);
+    best = SearchResult{std::move(s), span, cost, name, 0, 0};
+  };
+  for (int in_flight = 2; in_flight <= most; ++in_flight)
+    for (const auto& o : knobs_at(in_flight)) {
+      std::string why;
+      if (auto s = generate_v_greedy(pr, o, &why)) consider(std::move(*s), o.name());
+      else ++candidates;
+    }
+  consider(generate_v_block(pr, VBlock::kMin), "v-min");
+  consider(generate_v_block(pr, VBlock::kHalf), "v-half");
+  consider(generate_v_zb(pr), "v-zb");
+  consider(generate_zb_v(pr), "zb-v");
+  std::string err;
+  if (auto d = generate_dualpipe_v(pr, &err)) consider(std::move(*d), "dualpipe-v");
+  if (best) {
+    // Polish the winner by swaps, ranked by the compute cost; kept only if its true cost agrees.
+    Schedule polished = best->schedule;
+    improve_by_swaps(&polished, pr, is_compute_cost(cost_kind) ? cost_kind : Cost::kSpan, kSwapPasses);
+    const Ticks cost = true_cost ? true_cost(polished) : simulate_cost(polished, pr, cost_kind);
+    if (cost >= 0 && cost < best->cost) {
+      best->span = simulate_span(polished, pr);
+      best->cost = cost;
+      best->winner += ", polished by swaps";
+      best->schedule = std::move(polished);
+    }
+  }
+  if (!best) {
+    diags->push_back({"", "", -1, -1, "",
+                      "no V-shape schedule fits the memory limit (it must hold at least one microbatch's two chunk "
+                      "activations, 2 M_B of a chunk, on every stage): raise --mem-limit"});
+    return std::nullopt;
+  }
+  best->candidates = candidates;
+  best->feasible = feasible;
+  best->schedule.method = "heuristic";
+  return best;
+}
+
+}  // namespace zbpp

@@ -1,0 +1,51 @@
+// V-shape schedules at a chosen memory (Qi et al. 2024, "Pipeline Parallelism with Controllable
+// Memory"): two chunks per stage placed [r, 2p-1-r]. The paper's V-Min and V-Half repeat one
+// building block per microbatch every 6 op slots; the block's lifespan on a stage (first F to last
+// B, in slots) over 6 is its activation memory: about 4p/6 and 6p/6 chunk activations, 1/3 and 1/2
+// of 1F1B's 2p. V-ZB keeps 1F1B's memory. Our V-ZB and the V search use a greedy list scheduler
+// under a per-stage memory budget instead of a fixed block.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "planner/ir.h"
+#include "planner/problem.h"
+#include "planner/search_heuristic.h"
+
+namespace zbpp {
+
+/// The building blocks of the paper: V-Min (~1/3 of 1F1B's activation memory) and V-Half (~1/2).
+enum class VBlock { kMin, kHalf };
+
+/// The block repeated for microbatches 0..m-1; each stage's ops in slot order, W's in the free slots
+/// after their B's (first in, first out). Needs problem.chunks == 2.
+Schedule generate_v_block(const Problem& problem, VBlock block);
+
+/// The greedy's knobs (the V search tries a grid of them).
+struct VGreedyOptions {
+  int in_flight = 0;         ///< at most this many chunk activations (M_B of a chunk) held per stage
+  bool deep_first = true;    ///< of two ready F's, run chunk 1's (it finishes a microbatch sooner)
+  bool w_in_gaps_only = false;  ///< run a W only when the next op is at least T_W away (or memory is full)
+  bool w_after_b = false;    ///< run each W right after its B (least memory, no gap filling)
+  bool reserve_all = false;  ///< admit a microbatch only with room for every admitted one's chunk-1 F
+  std::string name() const;  ///< e.g. "in-flight 12,deep-first"
+};
+
+/// Event-driven list scheduling: each stage, when free, runs its earliest ready B, else a ready F
+/// that keeps within the budget (a new microbatch is admitted only with room left for its chunk-1
+/// F), else a pending W; the budget is the smaller of the problem's limit
+/// and in_flight chunk activations. Nothing (with *why) when in_flight < 2 or the problem's limit
+/// leaves no room for one microbatch's two chunks.
+std::optional<Schedule> generate_v_greedy(const Problem& problem, const VGreedyOptions& options, std::string* why);
+
+/// V-ZB: the greedy at 1F1B's activation memory (2p chunk activations), best of its knobs by span.
+Schedule generate_v_zb(const Problem& problem);
+
+/// The V search (--method heuristic with 2 chunks, V placement): the greedy over every budget from
+/// 2 chunk activations up to what the memory limit allows (at most 4p), and its knobs; V-Min,
+/// V-Half, V-ZB, ZB-V and DualPipe-V join as seeds where they fit. Ranked as search_heuristic ranks.
+std::optional<SearchResult> search_v(const Problem& problem, std::vector<Diag>* diags, Cost cost = Cost::kSpan,
+                                     const CostFn& true_cost = {});
+
+}  // namespace zbpp
