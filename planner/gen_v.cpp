@@ -376,26 +376,29 @@ std::optional<Schedule> generate_v_greedy(const Problem& pr, const VGreedyOption
   return s;
 }
 
-Schedule generate_v_zb(const Problem& pr) {
+std::optional<Schedule> generate_v_zb(const Problem& pr, std::string* why) {
   // 1F1B's activation memory, without the problem's limit (validation checks that, as for zb-v).
   Problem unlimited = pr;
   unlimited.mem_limit.reset();
   std::optional<Schedule> best;
   Ticks best_span = kNever;
   for (const auto& o : knobs_at(2 * pr.p)) {
-    std::string why;
-    auto s = generate_v_greedy(unlimited, o, &why);
+    auto s = generate_v_greedy(unlimited, o, why);
     if (!s) continue;
     const Ticks span = simulate_span(*s, unlimited);
     if (span >= 0 && span < best_span) best = std::move(s), best_span = span;
   }
-  // The budget of 2p >= 2 chunk activations always admits a microbatch, so some knob succeeds.
+  if (!best) {
+    *why = "v-zb: the greedy list scheduler stalled with every knob (" + *why +
+           "); it can where T_comm is long against the ops: plan zb-v or heuristic-v instead";
+    return std::nullopt;
+  }
   // Polished within the memory it kept (the paper's V-ZB is the greedy's order, reordered).
   Problem kept = unlimited;
   kept.mem_limit = peak_memory_of(*best, unlimited);
   improve_by_swaps(&*best, kept, Cost::kSpan, kSwapPasses);
   best->method = "v-zb";
-  return std::move(*best);
+  return best;
 }
 
 std::optional<SearchResult> search_v(const Problem& pr, std::vector<Diag>* diags, Cost cost_kind,
@@ -424,7 +427,8 @@ std::optional<SearchResult> search_v(const Problem& pr, std::vector<Diag>* diags
     }
   consider(generate_v_block(pr, VBlock::kMin), "v-min");
   consider(generate_v_block(pr, VBlock::kHalf), "v-half");
-  consider(generate_v_zb(pr), "v-zb");
+  std::string stalled;
+  if (auto z = generate_v_zb(pr, &stalled)) consider(std::move(*z), "v-zb");
   consider(generate_zb_v(pr), "zb-v");
   std::string err;
   if (auto d = generate_dualpipe_v(pr, &err)) consider(std::move(*d), "dualpipe-v");

@@ -40,7 +40,9 @@ struct VGreedyOptions {
 std::optional<Schedule> generate_v_greedy(const Problem& problem, const VGreedyOptions& options, std::string* why);
 
 /// V-ZB: the greedy at 1F1B's activation memory (2p chunk activations), best of its knobs by span.
-Schedule generate_v_zb(const Problem& problem);
+/// Nothing, with the reason in *why, when every knob stalls (the greedy can, where T_comm is long
+/// against the ops: a known limit of it, found by fuzz_problem).
+std::optional<Schedule> generate_v_zb(const Problem& problem, std::string* why);
 
 /// The V search (--method heuristic with 2 chunks, V placement): the greedy over every budget from
 /// 2 chunk activations up to what the memory limit allows (at most 4p), and its knobs; V-Min,

@@ -226,7 +226,7 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
     std::string err;
     if (method == "zb-v") s = generate_zb_v(pr);
     else if (method == "dualpipe-v") s = generate_dualpipe_v(pr, &err);
-    else if (method == "v-zb") s = generate_v_zb(pr);
+    else if (method == "v-zb") s = generate_v_zb(pr, &err);
     else s = generate_v_block(pr, method == "v-min" ? VBlock::kMin : VBlock::kHalf);
     if (!s) {
       diags->push_back({"", "", -1, -1, "", err});

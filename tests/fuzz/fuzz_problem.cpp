@@ -39,7 +39,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)problem_to_json(*problem).dump();
   // Planning cost grows with the op count: keep executions fast (and single-threaded).
   if (static_cast<long long>(problem->p) * problem->m * problem->chunks > 1000) return 0;
-  static const char* kMethods[] = {"1f1b", "1f1b-i", "zb-h1", "zb-h2", "heuristic", "zb-v"};
+  static const char* kMethods[] = {"1f1b", "1f1b-i", "zb-h1", "zb-h2", "heuristic", "zb-v",
+                                   "dualpipe-v", "v-min", "v-half", "v-zb", "heuristic-v"};
   const char* method = kMethods[size % std::size(kMethods)];
   auto planned = plan_schedule(*problem, method, &diags);
   if (!planned) {

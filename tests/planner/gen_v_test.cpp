@@ -36,6 +36,15 @@ Problem uneven(int p, int m, const std::string& limit = "") {
   return zbpp::test::checked_problem(in);
 }
 
+// V-ZB where its greedy must succeed (these problems' T_comm is short against the ops).
+Schedule v_zb(const Problem& pr) {
+  std::string why;
+  auto s = generate_v_zb(pr, &why);
+  INFO(why);
+  REQUIRE(s);
+  return std::move(*s);
+}
+
 }  // namespace
 
 TEST_CASE("v-min, v-half, v-zb: valid for every p and m, W's in microbatch order, per-stage times") {
@@ -44,7 +53,7 @@ TEST_CASE("v-min, v-half, v-zb: valid for every p and m, W's in microbatch order
       INFO("p=" << p << " m=" << m);
       for (const Problem& pr : {make_problem(p, m, 1, 1, 1, 0, 1, 0.5, "", 2), uneven(p, m)}) {
         for (const Schedule& s : {generate_v_block(pr, VBlock::kMin), generate_v_block(pr, VBlock::kHalf),
-                                  generate_v_zb(pr)}) {
+                                  v_zb(pr)}) {
           INFO(s.method);
           CHECK(s.placement == v_shape_placement(p));
           check_invariants(s, pr);
@@ -64,7 +73,7 @@ TEST_CASE("v-min, v-half, v-zb: about 1/3, 1/2 and 1 times 1F1B's activation mem
     const Mem chunk = pr.mem_b[0], one_f1b = 2 * p * chunk;
     const Mem vmin = peak_of(generate_v_block(pr, VBlock::kMin), pr);
     const Mem vhalf = peak_of(generate_v_block(pr, VBlock::kHalf), pr);
-    const Mem vzb = peak_of(generate_v_zb(pr), pr);
+    const Mem vzb = peak_of(v_zb(pr), pr);
     // The block's lifespan over 6 slots, rounded up, plus the interval that separates its ops.
     CHECK(vmin <= one_f1b / 3 + 2 * chunk);
     CHECK(vhalf <= one_f1b / 2 + 2 * chunk);
@@ -90,7 +99,7 @@ TEST_CASE("v search: at the memory of V-Min, V-Half and V-ZB never worse, strict
   int compared = 0, better = 0;
   for (auto& [name, pr] : settings) {
     for (const Schedule& block : {generate_v_block(pr, VBlock::kMin), generate_v_block(pr, VBlock::kHalf),
-                                  generate_v_zb(pr)}) {
+                                  v_zb(pr)}) {
       INFO(name << " " << block.method);
       Problem limited = pr;
       limited.mem_limit = peak_of(block, pr);
@@ -117,4 +126,25 @@ TEST_CASE("v search: a limit below one microbatch's two chunks is refused with t
   CHECK_FALSE(search_v(pr, &diags));
   REQUIRE(diags.size() == 1);
   CHECK(diags[0].message.find("no V-shape schedule fits the memory limit") == 0);
+}
+
+TEST_CASE("v-zb: where its greedy stalls (T_comm long against the ops) it says so, and the V search goes on") {
+  // fuzz_problem's find: 4 stages, per-stage times near 2, T_comm 5105. v-zb dereferenced an empty
+  // result and crashed zbplan.
+  ProblemInput in;
+  in.p = 4;
+  in.m = 16;
+  in.chunks = 2;
+  in.t_f = {1.2, 1.0, 1.0, 1.3};
+  in.t_b = {1.1, 1.0, 1.0, 1.35};
+  in.t_w = {0.7, 0.6, 0.6, 0.75};
+  in.t_comm = 5105;
+  const Problem pr = zbpp::test::checked_problem(in);
+  std::string why;
+  CHECK_FALSE(generate_v_zb(pr, &why));
+  CHECK(why.find("v-zb: the greedy list scheduler stalled with every knob") == 0);
+  std::vector<Diag> diags;
+  auto found = search_v(pr, &diags, Cost::kSpan, {});
+  REQUIRE(found);
+  CHECK(validate(found->schedule, pr).empty());
 }
