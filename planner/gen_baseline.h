@@ -6,8 +6,8 @@
 #include <optional>
 #include <string>
 
-#include "planner/ir.h"
-#include "planner/problem.h"
+#include "core/ir.h"
+#include "core/problem.h"
 
 namespace zbpp {
 

@@ -6,10 +6,10 @@
 #include <deque>
 #include <limits>
 
-#include "planner/deps.h"
+#include "core/deps.h"
+#include "core/simulate.h"
+#include "core/validate.h"
 #include "planner/gen_baseline.h"
-#include "planner/simulate.h"
-#include "planner/validate.h"
 
 namespace zbpp {
 

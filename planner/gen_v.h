@@ -9,8 +9,8 @@
 #include <optional>
 #include <string>
 
-#include "planner/ir.h"
-#include "planner/problem.h"
+#include "core/ir.h"
+#include "core/problem.h"
 #include "planner/search_heuristic.h"
 
 namespace zbpp {

@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <mutex>
 
-#include "planner/bounds.h"
+#include "core/bounds.h"
 
 namespace zbpp {
 

@@ -12,8 +12,8 @@
 #ifdef ZBPP_HAVE_CBC
 #include "planner/refine_ilp.h"
 #endif
-#include "planner/simulate.h"
-#include "planner/validate.h"
+#include "core/simulate.h"
+#include "core/validate.h"
 
 namespace zbpp {
 
@@ -181,22 +181,6 @@ std::string bound_line(const SolverReport& report) {
 }
 
 }  // namespace
-
-Problem split_into_chunks(const Problem& pr, int chunks) {
-  Problem out = pr;
-  out.chunks = chunks;
-  out.placement.clear();
-  // Times to the nearest tick; memory rounded down, so the chunks never need more than the stage.
-  auto divide = [chunks](std::vector<std::int64_t>& values, bool nearest) {
-    for (auto& v : values) v = (v + (nearest ? chunks / 2 : 0)) / chunks;
-  };
-  divide(out.t_f, true);
-  divide(out.t_b, true);
-  divide(out.t_w, true);
-  divide(out.mem_b, false);
-  divide(out.mem_w, false);
-  return out;
-}
 
 std::optional<PlanResult> plan_schedule(const Problem& original, const std::string& method, std::vector<Diag>* diags,
                                         const PlanOptions& options) {

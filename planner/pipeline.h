@@ -7,19 +7,15 @@
 #include <string>
 #include <vector>
 
-#include "planner/bounds.h"
-#include "planner/diag.h"
-#include "planner/ir.h"
+#include "core/bounds.h"
+#include "core/diag.h"
+#include "core/ir.h"
+#include "core/problem.h"
+#include "core/simulate.h"
+#include "core/simulate_iterations.h"
 #include "planner/lower.h"
-#include "planner/problem.h"
-#include "planner/simulate.h"
-#include "planner/simulate_iterations.h"
 
 namespace zbpp {
-
-/// The same problem with each stage split into `chunks` equal chunks: per-op times and memory
-/// divided by `chunks` (to the nearest tick/quantum), the memory limit unchanged.
-Problem split_into_chunks(const Problem& problem, int chunks);
 
 /// Methods zbplan plan knows, in the order --help lists them. "auto" runs every other method
 /// and keeps the one that fits with the best objective (PlanOptions).

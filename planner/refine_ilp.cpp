@@ -27,10 +27,10 @@
 #include <memory>
 #include <numeric>
 
-#include "planner/bounds.h"
-#include "planner/deps.h"
-#include "planner/simulate.h"
-#include "planner/validate.h"
+#include "core/bounds.h"
+#include "core/deps.h"
+#include "core/simulate.h"
+#include "core/validate.h"
 
 namespace zbpp {
 

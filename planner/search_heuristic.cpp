@@ -10,10 +10,10 @@
 #include <memory>
 #include <thread>
 
-#include "planner/deps.h"
+#include "core/deps.h"
+#include "core/simulate.h"
+#include "core/validate.h"
 #include "planner/gen_baseline.h"
-#include "planner/simulate.h"
-#include "planner/validate.h"
 
 namespace zbpp {
 

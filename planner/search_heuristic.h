@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "planner/diag.h"
-#include "planner/ir.h"
-#include "planner/problem.h"
-#include "planner/simulate.h"
+#include "core/diag.h"
+#include "core/ir.h"
+#include "core/problem.h"
+#include "core/simulate.h"
 
 namespace zbpp {
 

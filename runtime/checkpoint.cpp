@@ -15,7 +15,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "planner/output_file.h"
+#include "core/output_file.h"
 
 namespace zbpp {
 

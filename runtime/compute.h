@@ -1,5 +1,5 @@
 // The compute backend interface the interpreter drives: one object per rank, holding the model
-// chunks that rank runs. CPU (runtime/cpu) and CUDA backends implement the same contract.
+// chunks that rank runs. CPU (runtime/backend/cpu) and CUDA (runtime/backend/cuda) backends implement the same contract.
 #pragma once
 
 #include <cstddef>

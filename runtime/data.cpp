@@ -7,7 +7,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "planner/cli_common.h"
+#include "core/spelling.h"
 
 namespace zbpp {
 

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "planner/deps.h"
+#include "core/deps.h"
 
 namespace zbpp {
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "planner/ir.h"
+#include "core/ir.h"
 #include "runtime/compute.h"
 #include "runtime/optimizer.h"
 #include "runtime/transport.h"

@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "planner/cli_common.h"
-#include "planner/schedule_json.h"
+#include "core/schedule_json.h"
+#include "core/spelling.h"
 
 namespace zbpp {
 

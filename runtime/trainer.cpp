@@ -11,23 +11,23 @@
 #include <stdexcept>
 #include <thread>
 
-#include "planner/deps.h"
-#include "planner/output_file.h"
+#include "core/deps.h"
+#include "core/output_file.h"
+#include "runtime/backend/cpu/compute_cpu.h"
 #include "runtime/checkpoint.h"
-#include "runtime/cpu/compute_cpu.h"
-#include "runtime/transport_local.h"
+#include "runtime/transport/local.h"
 #ifdef ZBPP_HAVE_CUDA
-#include "runtime/cuda/compute_cuda.h"
-#include "runtime/cuda/green_context.h"
-#include "runtime/cuda/transport_device.h"
+#include "runtime/backend/cuda/compute_cuda.h"
+#include "runtime/backend/cuda/green_context.h"
+#include "runtime/transport/device.h"
 #endif
 #ifdef ZBPP_HAVE_NCCL
-#include "runtime/cuda/transport_nccl.h"
+#include "runtime/transport/nccl.h"
 #endif
 #ifdef ZBPP_HAVE_MPI
 #include <mpi.h>
 
-#include "runtime/transport_mpi.h"
+#include "runtime/transport/mpi.h"
 #endif
 
 namespace zbpp {

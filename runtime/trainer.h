@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "planner/ir.h"
-#include "planner/problem.h"
+#include "core/ir.h"
+#include "core/problem.h"
 #include "runtime/data.h"
 #include "runtime/interpreter.h"
 #include "runtime/model.h"

@@ -1,6 +1,6 @@
 // The transport interface the interpreter uses to move activations and input gradients between
 // ranks, and to reduce the few scalars the optimizer needs. Implementations: in-process threads
-// (transport_local.h) and MPI (transport_mpi.h).
+// (transport/local.h) and MPI (transport/mpi.h).
 #pragma once
 
 #include <algorithm>

@@ -33,9 +33,9 @@ if not chromium:
 os.makedirs(tmp, exist_ok=True)
 failures = 0
 
-# The viewer's layout in CSS px (planner/viewer.js): gutters, axis band, rows.
+# The viewer's layout in CSS px (io/viewer.js): gutters, axis band, rows.
 LEFT, RIGHT, AXIS, GAP = 70, 130, 24, 4
-FRAME = (0xB0, 0xB0, 0xB0)  # the canvas's 1 px border (planner/viewer.css)
+FRAME = (0xB0, 0xB0, 0xB0)  # the canvas's 1 px border (io/viewer.css)
 CARD = (0xFF, 0xFB, 0xE6)   # the card's background
 DARK = 100                  # luminance below which a pixel is text
 

@@ -36,7 +36,7 @@ check "the installed zbrun runs it (exit $code)" '[ $code -eq 0 ] && echo "$out"
 
 # A release tarball has no .git: the commit is "unknown", not an error.
 mkdir -p "$scratch/tarball"
-"$cmake" -DZBPP_SOURCE_DIR="$scratch/tarball" -DZBPP_TEMPLATE="$source/planner/build_info.h.in" \
+"$cmake" -DZBPP_SOURCE_DIR="$scratch/tarball" -DZBPP_TEMPLATE="$source/cli/build_info.h.in" \
   -DZBPP_OUTPUT="$scratch/tarball/info.h" -DZBPP_VERSION=0.1.0 -P "$source/cmake/build_info.cmake"; code=$?
 check "outside a git checkout the build info says git unknown (exit $code)" \
   '[ $code -eq 0 ] && grep -q "^#define ZBPP_GIT_COMMIT \"unknown\"$" "$scratch/tarball/info.h"'

@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "core/schedule_json.h"
+#include "core/simulate.h"
+#include "core/validate.h"
 #include "planner/gen_baseline.h"
 #include "planner/pipeline.h"
-#include "planner/schedule_json.h"
 #include "planner/search_heuristic.h"
-#include "planner/simulate.h"
-#include "planner/validate.h"
 
 using namespace zbpp;
 

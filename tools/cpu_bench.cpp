@@ -16,7 +16,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "runtime/cpu/compute_cpu.h"
+#include "runtime/backend/cpu/compute_cpu.h"
 #include "runtime/model.h"
 
 namespace {
@@ -31,7 +31,7 @@ Stats stats(std::vector<double> v) {
   return {v.front(), v[v.size() / 2], v.back()};
 }
 
-// One linear layer's three GEMMs, as runtime/cpu/layers.cpp calls them.
+// One linear layer's three GEMMs, as runtime/backend/cpu/layers.cpp calls them.
 struct Linear {
   int in, out;
   std::vector<float> x, w, y, dy, dx, dw;

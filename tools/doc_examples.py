@@ -15,7 +15,7 @@ A line `...` in the expected output stands for any number of lines.
 
 Examples of one doc run in order in one scratch directory, where `build` links to the build tree and
 the repository's top-level folders and files are linked in, so commands read as the docs print them
-(`build/planner/zbplan ...`, `tools/table5.sh`, `docs/examples/...`). Exit 0 when every example
+(`build/zbplan ...`, `tools/table5.sh`, `docs/examples/...`). Exit 0 when every example
 prints what its doc shows; 1 otherwise, with a diff per example. Usage:
 
     tools/doc_examples.py BUILD_DIR [DOC.md ...] [--list]

@@ -15,7 +15,7 @@ while [ $# -gt 0 ]; do
 done
 [ ${#harnesses[@]} -gt 0 ] || harnesses=(fuzz_problem fuzz_schedule fuzz_zbplan_cli fuzz_csv_import fuzz_zbrun_cli
                                           fuzz_measured_trace)
-zbplan=$build/planner/zbplan
+zbplan=$build/zbplan
 work=$build/fuzz
 mkdir -p "$work/artifacts"
 

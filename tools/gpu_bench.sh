@@ -11,8 +11,8 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 out="${1:-${OUT:?usage: tools/gpu_bench.sh OUT_DIR [BUILD_DIR]}}"
 build="${2:-$here/build-gpu}"
 mkdir -p "$out"
-zbplan="$build/planner/zbplan"
-zbrun="$build/runtime/zbrun"
+zbplan="$build/zbplan"
+zbrun="$build/zbrun"
 p=4
 steps=${ZBPP_BENCH_STEPS:-8}
 # For a dry run of this script without a GPU: ZBPP_BENCH_RUN=--local ZBPP_BENCH_MODEL=tiny.

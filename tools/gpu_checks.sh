@@ -65,8 +65,8 @@ if ! grep -q 'CUDA backend: ON' "$out/build.log"; then
   exit 1
 fi
 result build PASS "$(grep -o 'CUDA backend: .*' "$out/build.log" | head -1)"
-zbplan="$build/planner/zbplan"
-zbrun="$build/runtime/zbrun"
+zbplan="$build/zbplan"
+zbrun="$build/zbrun"
 python=/usr/bin/python3
 [ -x $python ] || python=python3
 

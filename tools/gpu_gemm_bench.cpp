@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/cuda/gemm_lt.h"
-#include "runtime/cuda/green_context.h"
+#include "runtime/backend/cuda/gemm_lt.h"
+#include "runtime/backend/cuda/green_context.h"
 #include "runtime/model.h"
 
 namespace {

@@ -13,7 +13,7 @@
 #include <cstdlib>
 #include <random>
 
-#include "planner/bounds.h"
+#include "core/bounds.h"
 #include "planner/refine_ilp.h"
 #include "planner/search_heuristic.h"
 

@@ -5,7 +5,7 @@
 # Usage: tools/ilp_table.sh [path/to/zbplan] [seconds per cell, default 60]
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
-zbplan="${1:-$here/build/planner/zbplan}"
+zbplan="${1:-$here/build/zbplan}"
 limit="${2:-60}"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT

@@ -9,7 +9,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 count="${1:-8}" seconds="${2:-30}" p="${3:-4}" m="${4:-8}" seed="${5:-1}"
-zbplan="${6:-$here/build/planner/zbplan}"
+zbplan="${6:-$here/build/zbplan}"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 # One line of flags per problem.

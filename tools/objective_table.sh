@@ -22,7 +22,7 @@ while [ $# -gt 0 ]; do
     *) break ;;
   esac
 done
-zbplan="${1:-$here/build/planner/zbplan}"
+zbplan="${1:-$here/build/zbplan}"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 period=(--optimizer post-validation --objective period)

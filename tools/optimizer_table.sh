@@ -8,7 +8,7 @@
 # Usage: tools/optimizer_table.sh [path/to/zbplan]
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
-zbplan="${1:-$here/build/planner/zbplan}"
+zbplan="${1:-$here/build/zbplan}"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 # Prints "period period_bubble_rate" of one plan, from its "period" line.

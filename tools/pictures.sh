@@ -7,7 +7,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$here/build}"
-zbplan="$build/planner/zbplan"
+zbplan="$build/zbplan"
 out="${2:-$here/docs/img}"
 mkdir -p "$out"
 tmp="$(mktemp -d)"

@@ -23,16 +23,16 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "planner/output_file.h"
+#include "core/output_file.h"
+#include "runtime/backend/cpu/compute_cpu.h"
 #include "runtime/compute.h"
-#include "runtime/cpu/compute_cpu.h"
 #include "runtime/model.h"
 #include "runtime/optimizer.h"
 #include "runtime/state_format.h"
 #ifdef ZBPP_HAVE_CUDA
-#include "runtime/cuda/check.h"
-#include "runtime/cuda/compute_cuda.h"
-#include "runtime/cuda/device_buffers.h"
+#include "runtime/backend/cuda/check.h"
+#include "runtime/backend/cuda/compute_cuda.h"
+#include "runtime/backend/cuda/device_buffers.h"
 #endif
 
 namespace {

@@ -3,7 +3,7 @@
 # settings in tests/golden/table5.tsv. Usage: tools/table5.sh [path/to/zbplan]
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
-zbplan="${1:-$here/build/planner/zbplan}"
+zbplan="${1:-$here/build/zbplan}"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 rate() { "$zbplan" plan -o "$tmp/s.json" "$@" | awk '$1 == "span" && $2 == "bubble" {print $4}'; }

@@ -7,7 +7,7 @@
 # Usage: tools/v_table.sh [path/to/zbplan]
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
-zbplan="${1:-$here/build/planner/zbplan}"
+zbplan="${1:-$here/build/zbplan}"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 # "RATE PEAK" of one plan, or "- -" when nothing fits the limit.

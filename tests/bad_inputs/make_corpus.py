@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the bad-input corpus (problem/ and schedule/ with their .expect files). Schedules are
 real zbplan output with one thing broken, so each file tests one finding.
-Usage: ZBPLAN=build/planner/zbplan tests/bad_inputs/make_corpus.py   (rewrites the corpus)"""
+Usage: ZBPLAN=build/zbplan tests/bad_inputs/make_corpus.py   (rewrites the corpus)"""
 import json
 import os
 import subprocess

@@ -1,4 +1,4 @@
-// Every CUDA layer's F, B and W against the CPU reference (runtime/cpu/layers.h) within bf16
+// Every CUDA layer's F, B and W against the CPU reference (runtime/backend/cpu/layers.h) within bf16
 // tolerance, and the whole CUDA backend against the CPU backend. Inputs are rounded to bf16
 // first, so only the GPU's arithmetic differs. Needs a GPU: main_cuda_test.cpp exits 77 without one.
 #include <catch2/catch.hpp>
@@ -13,12 +13,12 @@
 #include <random>
 #include <vector>
 
-#include "runtime/cpu/compute_cpu.h"
-#include "runtime/cpu/layers.h"
-#include "runtime/cuda/compute_cuda.h"
-#include "runtime/cuda/device_buffers.h"
-#include "runtime/cuda/gemm_lt.h"
-#include "runtime/cuda/kernels.cuh"
+#include "runtime/backend/cpu/compute_cpu.h"
+#include "runtime/backend/cpu/layers.h"
+#include "runtime/backend/cuda/compute_cuda.h"
+#include "runtime/backend/cuda/device_buffers.h"
+#include "runtime/backend/cuda/gemm_lt.h"
+#include "runtime/backend/cuda/kernels.cuh"
 #include "runtime/optimizer.h"
 
 namespace zbpp {

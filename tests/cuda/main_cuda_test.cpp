@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <string>
 
-#include "runtime/cuda/compute_cuda.h"
+#include "runtime/backend/cuda/compute_cuda.h"
 
 namespace {
 

@@ -8,12 +8,12 @@
 #include <cstdint>
 #include <string>
 
-#include "planner/export_csv.h"
+#include "core/problem.h"
+#include "core/simulate.h"
+#include "core/simulate_iterations.h"
+#include "core/validate.h"
+#include "io/export_csv.h"
 #include "planner/pipeline.h"
-#include "planner/problem.h"
-#include "planner/simulate.h"
-#include "planner/simulate_iterations.h"
-#include "planner/validate.h"
 #include "tests/fuzz/fuzz_util.h"
 
 using namespace zbpp;

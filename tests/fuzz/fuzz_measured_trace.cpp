@@ -4,10 +4,10 @@
 #include <cstdint>
 #include <string>
 
+#include "core/simulate.h"
+#include "core/trace.h"
+#include "io/render_svg.h"
 #include "planner/gen_baseline.h"
-#include "planner/render_svg.h"
-#include "planner/simulate.h"
-#include "planner/trace.h"
 #include "tests/fuzz/fuzz_util.h"
 
 using namespace zbpp;

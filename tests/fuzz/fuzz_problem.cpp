@@ -7,11 +7,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/problem.h"
+#include "core/schedule_json.h"
+#include "core/simulate.h"
+#include "core/validate.h"
 #include "planner/pipeline.h"
-#include "planner/problem.h"
-#include "planner/schedule_json.h"
-#include "planner/simulate.h"
-#include "planner/validate.h"
 #include "tests/fuzz/fuzz_util.h"
 
 using namespace zbpp;

@@ -6,10 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "planner/export_csv.h"
-#include "planner/schedule_json.h"
-#include "planner/simulate.h"
-#include "planner/validate.h"
+#include "core/schedule_json.h"
+#include "core/simulate.h"
+#include "core/validate.h"
+#include "io/export_csv.h"
 #include "tests/fuzz/fuzz_util.h"
 
 using namespace zbpp;

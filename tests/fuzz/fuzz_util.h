@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "planner/diag.h"
+#include "core/diag.h"
 
 namespace zbpp::fuzz {
 

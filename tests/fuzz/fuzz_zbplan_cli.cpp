@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "planner/zbplan_cli.h"
+#include "cli/zbplan_cli.h"
 #include "tests/fuzz/cli_fixtures.h"
 
 namespace {

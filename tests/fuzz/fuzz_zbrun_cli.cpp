@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "planner/zbplan_cli.h"
-#include "runtime/zbrun_cli.h"
+#include "cli/zbplan_cli.h"
+#include "cli/zbrun_cli.h"
 #include "tests/fuzz/cli_fixtures.h"
 
 namespace {

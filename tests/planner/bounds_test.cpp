@@ -1,7 +1,7 @@
-// Tests for planner/bounds.cpp: no bound ever exceeds the optimum an exhaustive search finds on
+// Tests for core/bounds.cpp: no bound ever exceeds the optimum an exhaustive search finds on
 // tiny problems (per-stage times, T_comm, tight and loose limits); at the 1p limit the memory bound
 // equals ZB-H1's span in all 12 Table 5 settings, and the critical path meets ZB-2p at 1.5B/m24.
-#include "planner/bounds.h"
+#include "core/bounds.h"
 
 #include <fstream>
 #include <random>
@@ -10,9 +10,9 @@
 #include <catch2/catch.hpp>
 
 #include "brute_force.h"
+#include "core/simulate.h"
 #include "planner/gen_baseline.h"
 #include "planner/search_heuristic.h"
-#include "planner/simulate.h"
 #include "test_util.h"
 
 using namespace zbpp;

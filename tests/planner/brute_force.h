@@ -5,10 +5,10 @@
 #include <functional>
 #include <vector>
 
-#include "planner/ir.h"
-#include "planner/problem.h"
-#include "planner/simulate.h"
-#include "planner/validate.h"
+#include "core/ir.h"
+#include "core/problem.h"
+#include "core/simulate.h"
+#include "core/validate.h"
 
 namespace zbpp::test {
 

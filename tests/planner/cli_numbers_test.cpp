@@ -6,8 +6,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "planner/cli_numbers.h"
-#include "planner/zbplan_cli.h"
+#include "cli/cli_numbers.h"
+#include "cli/zbplan_cli.h"
 
 using namespace zbpp;
 

@@ -1,8 +1,8 @@
-// Tests for planner/export_csv.cpp: golden files written by hand from PyTorch's documented action
+// Tests for io/export_csv.cpp: golden files written by hand from PyTorch's documented action
 // form (<stage><F|I|W|B><microbatch>, one row per rank), the CSVs PyTorch's own schedule code writes
 // (tests/golden/pytorch, README there), the round trip, and located errors.
 // Regenerate nothing: the golden files are the specification.
-#include "planner/export_csv.h"
+#include "io/export_csv.h"
 
 #include <algorithm>
 #include <fstream>

@@ -4,7 +4,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "planner/simulate.h"
+#include "core/simulate.h"
 #include "test_util.h"
 
 using namespace zbpp;

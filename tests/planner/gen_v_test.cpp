@@ -4,8 +4,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "planner/simulate.h"
-#include "planner/validate.h"
+#include "core/simulate.h"
+#include "core/validate.h"
 #include "test_util.h"
 
 using namespace zbpp;

@@ -7,9 +7,9 @@
 
 #include <catch2/catch.hpp>
 
+#include "core/simulate.h"
+#include "core/simulate_iterations.h"
 #include "planner/pipeline.h"
-#include "planner/simulate.h"
-#include "planner/simulate_iterations.h"
 #include "test_util.h"
 
 using namespace zbpp;

@@ -1,5 +1,5 @@
-// Tests for planner/ir.cpp: the short text form of ops and its parser.
-#include "planner/ir.h"
+// Tests for core/ir.cpp: the short text form of ops and its parser.
+#include "core/ir.h"
 
 #include <tuple>
 

@@ -5,9 +5,9 @@
 
 #include <catch2/catch.hpp>
 
+#include "core/simulate.h"
+#include "core/simulate_iterations.h"
 #include "planner/gen_baseline.h"
-#include "planner/simulate.h"
-#include "planner/simulate_iterations.h"
 #include "test_util.h"
 
 using namespace zbpp;

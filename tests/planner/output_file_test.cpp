@@ -14,8 +14,8 @@
 
 #include "../file_size_limit.h"
 
-#include "planner/output_file.h"
-#include "planner/zbplan_cli.h"
+#include "cli/zbplan_cli.h"
+#include "core/output_file.h"
 
 using namespace zbpp;
 

@@ -1,5 +1,5 @@
-// Tests for planner/problem.cpp: conversion to exact units, broadcasting, limits, rejected inputs.
-#include "planner/problem.h"
+// Tests for core/problem.cpp: conversion to exact units, broadcasting, limits, rejected inputs.
+#include "core/problem.h"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -13,10 +13,10 @@
 #include <catch2/catch.hpp>
 
 #include "brute_force.h"
-#include "planner/bounds.h"
+#include "core/bounds.h"
+#include "core/simulate.h"
 #include "planner/gen_baseline.h"
 #include "planner/search_heuristic.h"
-#include "planner/simulate.h"
 #include "test_util.h"
 
 using namespace zbpp;

@@ -6,9 +6,9 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "planner/problem.h"
-#include "planner/schedule_json.h"
-#include "planner/validate.h"
+#include "core/problem.h"
+#include "core/schedule_json.h"
+#include "core/validate.h"
 #include "tests/planner/test_util.h"
 
 using namespace zbpp;

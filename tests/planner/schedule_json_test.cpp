@@ -1,5 +1,5 @@
-// Tests for planner/schedule_json.cpp: round trip, and errors located by line/column or JSON pointer.
-#include "planner/schedule_json.h"
+// Tests for core/schedule_json.cpp: round trip, and errors located by line/column or JSON pointer.
+#include "core/schedule_json.h"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -8,12 +8,12 @@
 
 #include <catch2/catch.hpp>
 
+#include "core/simulate.h"
+#include "core/simulate_iterations.h"
+#include "core/validate.h"
 #include "planner/gen_baseline.h"
 #include "planner/lower.h"
 #include "planner/pipeline.h"
-#include "planner/simulate.h"
-#include "planner/simulate_iterations.h"
-#include "planner/validate.h"
 #include "test_util.h"
 
 using namespace zbpp;

@@ -1,6 +1,7 @@
-// Tests for planner/simulate_iterations.cpp: a case small enough to time by hand, and the worklist
+// Tests for core/simulate_iterations.cpp: a case small enough to time by hand, and the worklist
 // against the round-robin simulator it replaced (kept here as the reference) on random schedules.
-#include "planner/simulate_iterations.h"
+#include "core/bounds.h"
+#include "core/simulate_iterations.h"
 
 #include <algorithm>
 #include <map>
@@ -9,11 +10,11 @@
 
 #include <catch2/catch.hpp>
 
-#include "planner/deps.h"
+#include "core/deps.h"
+#include "core/problem.h"
+#include "core/validate.h"
 #include "planner/gen_baseline.h"
 #include "planner/lower.h"
-#include "planner/problem.h"
-#include "planner/validate.h"
 #include "test_util.h"
 
 using namespace zbpp;

@@ -1,6 +1,6 @@
-// Tests for planner/simulate.cpp: exact start/end times, comm latency, span vs makespan, memory,
+// Tests for core/simulate.cpp: exact start/end times, comm latency, span vs makespan, memory,
 // deadlock chains.
-#include "planner/simulate.h"
+#include "core/simulate.h"
 
 #include <catch2/catch.hpp>
 

@@ -6,9 +6,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "planner/ir.h"
-#include "planner/problem.h"
-#include "planner/validate.h"
+#include "core/ir.h"
+#include "core/problem.h"
+#include "core/validate.h"
 
 namespace zbpp::test {
 

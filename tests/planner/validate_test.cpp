@@ -1,5 +1,5 @@
-// Tests for planner/validate.cpp: each kind of bad schedule is rejected with its located message.
-#include "planner/validate.h"
+// Tests for core/validate.cpp: each kind of bad schedule is rejected with its located message.
+#include "core/validate.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,6 @@
 // Tests for the zbplan command line, run in-process: plan -> simulate -> validate, the done
 // criterion of the planner core, and bad input giving a one-line error and a non-zero exit.
-#include "planner/zbplan_cli.h"
+#include "cli/zbplan_cli.h"
 
 #include <algorithm>
 #include <chrono>
@@ -10,7 +10,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "planner/ticks.h"
+#include "core/ticks.h"
 
 using namespace zbpp;
 

@@ -9,8 +9,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "planner/zbplan_cli.h"
-#include "runtime/zbrun_cli.h"
+#include "cli/zbplan_cli.h"
+#include "cli/zbrun_cli.h"
 
 namespace zbpp::test {
 

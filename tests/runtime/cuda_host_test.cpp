@@ -6,10 +6,10 @@
 #include <sstream>
 #include <vector>
 
-#include "planner/zbplan_cli.h"
-#include "runtime/cuda/compute_cuda.h"
-#include "runtime/cuda/device_buffers.h"
-#include "runtime/zbrun_cli.h"
+#include "cli/zbplan_cli.h"
+#include "cli/zbrun_cli.h"
+#include "runtime/backend/cuda/compute_cuda.h"
+#include "runtime/backend/cuda/device_buffers.h"
 
 using namespace zbpp;
 

@@ -5,8 +5,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "planner/schedule_json.h"
-#include "runtime/cpu/compute_cpu.h"
+#include "core/schedule_json.h"
+#include "runtime/backend/cpu/compute_cpu.h"
 #include "runtime/transport.h"
 #include "tests/runtime/cli_helpers.h"
 

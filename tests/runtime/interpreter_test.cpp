@@ -10,9 +10,9 @@
 #include <catch2/catch.hpp>
 
 #include "planner/pipeline.h"
-#include "tests/runtime/planned_schedule.h"
 #include "runtime/interpreter.h"
-#include "runtime/transport_local.h"
+#include "runtime/transport/local.h"
+#include "tests/runtime/planned_schedule.h"
 
 using namespace zbpp;
 

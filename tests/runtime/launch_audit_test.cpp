@@ -1,9 +1,9 @@
-// Launch audit: every kernel launch of the CUDA backend (runtime/cuda/launch_config.h, the very
+// Launch audit: every kernel launch of the CUDA backend (runtime/backend/cuda/launch_config.h, the very
 // functions kernels.cu's launchers call) fits an sm_80 GPU's limits — threads per block, grid
 // sizes, static and opt-in dynamic shared memory — for the test shapes and for the corners of the
 // model space zbrun accepts (runtime/model.cpp). Needs no GPU and no CUDA toolkit, so it runs in
 // every build, sanitizers included.
-#include "runtime/cuda/launch_config.h"
+#include "runtime/backend/cuda/launch_config.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,6 @@
 // Finite-difference checks of every CPU layer's B (_backward_input) and W (_backward_weight):
 // for L = sum(out * r) with random r, the analytic gradients must match central differences.
-#include "runtime/cpu/layers.h"
+#include "runtime/backend/cpu/layers.h"
 
 #include <cmath>
 #include <functional>

@@ -4,7 +4,7 @@
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
-#include "runtime/cpu/compute_cpu.h"
+#include "runtime/backend/cpu/compute_cpu.h"
 
 int main(int argc, char** argv) {
   zbpp::cpu_restart_with_faster_kernels(argv);

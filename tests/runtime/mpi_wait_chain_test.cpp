@@ -12,7 +12,7 @@
 #include <string>
 #include <thread>
 
-#include "runtime/transport_mpi.h"
+#include "runtime/transport/mpi.h"
 
 using namespace zbpp;
 

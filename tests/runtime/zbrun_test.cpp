@@ -1,7 +1,7 @@
 // zbrun end to end, in-process (--local: one thread per rank): training makes progress, losses
 // and final weights are bit-identical across schedule methods and the no-pipeline run, and bad
 // input or a failing rank ends the run with a located message instead of a hang.
-#include "runtime/zbrun_cli.h"
+#include "cli/zbrun_cli.h"
 
 #include <chrono>
 #include <cmath>
@@ -12,7 +12,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "planner/zbplan_cli.h"
+#include "cli/zbplan_cli.h"
 #include "tests/runtime/cli_helpers.h"
 
 using namespace zbpp;

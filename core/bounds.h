@@ -1,0 +1,76 @@
+// Certified lower bounds on the span (the paper's cost) of any valid schedule of a problem, computed
+// in exact ticks for every plan, so every schedule file says how far from optimal it can be.
+//
+// Over schedules with the problem's shape (its chunks per stage). For one chunk per stage:
+// - busy:          a stage is never idle for less than zero: span >= its compute time;
+// - memory:        per stage, the idle forced before its first B (only F's fit the memory, and the
+//                  first B waits for a round trip) plus the idle forced after its last F (the
+//                  return trip of that microbatch minus the B/W work the memory can hold then);
+// - critical path: the last B of stage u waits for all of u's F's and B's (and the W's its memory
+//                  forces before it) and then climbs back; the stage's last W follows it.
+// Chunked problems get the busy bound only.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/problem.h"
+#include "core/simulate.h"
+
+namespace zbpp {
+
+struct SpanBounds {
+  Ticks busy = 0;           ///< max over stages of the stage's compute time
+  Ticks memory = 0;         ///< busy + forced idle before the first B and after the last F (max over stages)
+  Ticks critical_path = 0;  ///< the last B's climb back to each stage, plus its last W
+  Ticks best = 0;           ///< the largest of the three: a lower bound on any schedule's span
+  std::string which;        ///< name of the bound that gives `best` ("busy", "memory", "critical-path")
+};
+
+/// What a plan knows about its own quality; written to the schedule file as "solver". Its figures
+/// measure `cost`: the plan's objective, the period or the wall clock with the optimizer, or for a
+/// compute-only plan the span or the makespan that stands for it (simulate.h's compute_cost).
+struct SolverReport {
+  Cost cost = Cost::kSpan;   ///< what `objective` and `best_bound` measure
+  std::string status;        ///< "optimal" (the cost meets a certified bound), "time_limit", "local_optimum", "not_run"
+  Ticks objective = 0;       ///< the schedule's exact simulated cost
+  double best_bound = 0;     ///< certified lower bound on any schedule's cost (time units)
+  std::string bound_source;  ///< "busy", "memory", "critical-path", "ramp" (wall only) or "cbc"
+  double gap = 0;            ///< (objective - best_bound) / objective
+  double bubble_rate_bound = 0;  ///< the bubble rate a cost equal to best_bound would have
+  double seconds = 0;        ///< time spent in the ILP (0 when it did not run)
+  long nodes = 0;            ///< CBC branch-and-bound nodes
+};
+
+/// The report of a schedule no solver has seen: its span against the combinatorial bounds.
+SolverReport bound_report(const Problem& problem, Ticks span);
+
+/// The same for a schedule whose `cost` is `cost_value` (see cost_lower_bound).
+SolverReport bound_report(const Problem& problem, Ticks cost_value, Cost cost,
+                          const std::vector<std::vector<int>>& placement, Ticks allreduce = -1);
+
+/// No schedule's wall clock is shorter: a stage starts no earlier than the first forward needs to
+/// reach it (its virtual stage's predecessors' T_F, plus T_comm per hop) and is then busy for all
+/// its ops. The "ramp" bound: (p-1)(T_F+T_comm) + m(T_F+T_B+T_W) with uniform times.
+Ticks wall_lower_bound(const Problem& problem, const std::vector<std::vector<int>>& placement);
+
+/// A certified lower bound on `cost` for every valid schedule of `problem` (with `placement`, which
+/// only the ramp bound uses); `which` gets the name of the bound that gives it. kSpan and kPeriod:
+/// the span bounds; kMakespan and kWall: also the ramp bound (wall_lower_bound, above).
+/// `allreduce` >= 0 says the optimizer is synchronous, with that all-reduce latency: every
+/// iteration then waits for it after its last op, so the period and the wall are bounded by the
+/// ramp and span bounds plus it.
+Ticks cost_lower_bound(const Problem& problem, Cost cost, const std::vector<std::vector<int>>& placement,
+                       std::string* which = nullptr, Ticks allreduce = -1);
+
+/// Lower bounds on the simulated span of every valid schedule of `problem`.
+SpanBounds span_lower_bounds(const Problem& problem);
+
+/// The bubble rate a span would have: (span - max busy) / span; 0 for a zero span. The same
+/// formula gives the wall-clock bubble of a makespan.
+double bubble_rate_of_span(const Problem& problem, Ticks span);
+
+/// Relative gap between a schedule's cost and a bound: (cost - bound) / cost, at least 0.
+double relative_gap(Ticks span, double bound);
+
+}  // namespace zbpp

@@ -1,0 +1,418 @@
+// Checks and conversions for the planning problem (see problem.h).
+#include "core/problem.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <limits>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+namespace zbpp {
+
+Mem Problem::stage_mem_b() const {
+  Mem biggest = 0;
+  for (Mem b : mem_b) biggest = std::max(biggest, b);
+  return biggest * chunks;
+}
+
+Ticks Problem::busy_time(int stage) const {
+  return static_cast<Ticks>(m) * chunks * (t_f[stage] + t_b[stage] + t_w[stage]);
+}
+
+bool Problem::uniform_times() const {
+  auto uniform = [](const std::vector<Ticks>& v) {
+    return std::adjacent_find(v.begin(), v.end(), std::not_equal_to<>()) == v.end();
+  };
+  return uniform(t_f) && uniform(t_b) && uniform(t_w);
+}
+
+std::vector<std::vector<int>> interleaved_placement(int p, int chunks) {
+  std::vector<std::vector<int>> out(p);
+  for (int s = 0; s < p; ++s)
+    for (int c = 0; c < chunks; ++c) out[s].push_back(s + c * p);
+  return out;
+}
+
+std::vector<std::vector<int>> v_shape_placement(int p) {
+  std::vector<std::vector<int>> out(p);
+  for (int s = 0; s < p; ++s) out[s] = {s, 2 * p - 1 - s};
+  return out;
+}
+
+bool is_decimal(const std::string& text) {
+  if (text.empty()) return false;
+  for (char c : text)
+    if (!std::isdigit(static_cast<unsigned char>(c)) && c != '.' && c != 'e' && c != 'E' && c != '+' && c != '-')
+      return false;
+  return true;
+}
+
+std::optional<Mem> parse_mem_limit(const std::string& text, int p, Mem stage_mem_b, std::string* err) {
+  if (text.empty()) {
+    *err = "empty memory limit";
+    return std::nullopt;
+  }
+  bool multiple = text.back() == 'p';
+  std::string number = multiple ? text.substr(0, text.size() - 1) : text;
+  char* end = nullptr;
+  double value = number.empty() ? 0.0 : std::strtod(number.c_str(), &end);
+  if (number.empty() || end != number.c_str() + number.size() || !is_decimal(number)) {
+    *err = "memory limit '" + text + "' is neither a number nor a multiple like '2p'";
+    return std::nullopt;
+  }
+  if (!(value > 0)) {
+    *err = "memory limit '" + text + "' must be positive";
+    return std::nullopt;
+  }
+  if (multiple) {
+    double limit = value * static_cast<double>(p) * static_cast<double>(stage_mem_b);
+    if (!std::isfinite(limit) || limit > 1e18) {
+      *err = "memory limit '" + text + "' is out of range";
+      return std::nullopt;
+    }
+    return static_cast<Mem>(std::llround(limit));
+  }
+  auto q = to_quanta(value);
+  if (!q) {
+    *err = "memory limit '" + text + "' is out of range";
+    return std::nullopt;
+  }
+  return *q;
+}
+
+namespace {
+
+// Appends `v` to *out until it holds `budget` characters; false when cut short. Recurses at most
+// `budget` levels: each one adds a bracket first.
+bool excerpt(const nlohmann::json& v, size_t budget, std::string* out) {
+  if (out->size() >= budget) return false;
+  if (!v.is_structured()) {
+    *out += v.dump();
+    return out->size() <= budget;
+  }
+  *out += v.is_array() ? '[' : '{';
+  bool first = true;
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    if (!first) *out += ", ";
+    first = false;
+    if (v.is_object()) *out += nlohmann::json(it.key()).dump() + ": ";
+    if (!excerpt(*it, budget, out)) return false;
+  }
+  *out += v.is_array() ? ']' : '}';
+  return out->size() <= budget;
+}
+
+}  // namespace
+
+std::string json_excerpt(const nlohmann::json& value) {
+  constexpr size_t kBudget = 80;
+  std::string out;
+  if (!excerpt(value, kBudget, &out)) out = out.substr(0, kBudget) + "...";
+  return out;
+}
+
+std::optional<long long> json_integer(const nlohmann::json& v, long long lo, long long hi) {
+  if (!v.is_number_integer()) return std::nullopt;
+  constexpr auto kMax = static_cast<unsigned long long>(std::numeric_limits<long long>::max());
+  if (v.is_number_unsigned() && v.get<unsigned long long>() > kMax) return std::nullopt;
+  long long x = v.get<long long>();
+  if (x < lo || x > hi) return std::nullopt;
+  return x;
+}
+
+namespace {
+
+// A number as a message shows it: JSON's form when finite ("-1.0"), else "nan" or "inf" (JSON
+// would print null, which reads as a missing value).
+std::string number_text(double v) { return std::isfinite(v) ? nlohmann::json(v).dump() : std::to_string(v); }
+
+// Converts a per-stage list (broadcasting one value) into quanta, reporting the field by name.
+bool per_stage(const std::vector<double>& values, int p, const std::string& name, bool allow_zero,
+               const std::string& file, std::vector<Mem>* out, std::vector<Diag>* diags) {
+  if (values.size() != 1 && static_cast<int>(values.size()) != p) {
+    diags->push_back({file, "", -1, -1, "", name + " has " + std::to_string(values.size()) +
+                                              " values; give one, or one per stage (p = " + std::to_string(p) + ")"});
+    return false;
+  }
+  out->clear();
+  for (int s = 0; s < p; ++s) {
+    double v = values.size() == 1 ? values[0] : values[s];
+    auto q = to_quanta(v);
+    bool bad = !q || *q < 0 || (!allow_zero && *q == 0);
+    if (bad) {
+      std::string where = values.size() == 1 ? name : name + " of stage " + std::to_string(s);
+      std::string got = number_text(v);
+      diags->push_back({file, "", -1, -1, "", where + " must be " + (allow_zero ? "non-negative" : "positive") +
+                                                  " and finite, got " + got +
+                                                  (q && *q == 0 && v > 0 ? " (0 at the 1e-6 resolution)" : "") +
+                                                  (!q && std::isfinite(v) ? " (at most 1e12)" : "")});
+      return false;
+    }
+    out->push_back(*q);
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<Problem> build_problem(const ProblemInput& in, const std::string& file, std::vector<Diag>* diags) {
+  size_t before = diags->size();
+  auto fail = [&](const std::string& msg) { diags->push_back({file, "", -1, -1, "", msg}); };
+  if (in.p < 1) fail("p (stages) must be at least 1, got " + std::to_string(in.p));
+  if (in.m < 1) fail("m (microbatches) must be at least 1, got " + std::to_string(in.m));
+  if (in.chunks < 1) fail("chunks must be at least 1, got " + std::to_string(in.chunks));
+  if (in.p > kMaxStages || in.m > kMaxMicrobatches || in.chunks > kMaxChunks)
+    fail("problem too large (p <= 4096, m <= 1000000, chunks <= 64)");
+  else if (static_cast<long long>(in.p) * in.chunks * in.m > 4'000'000)
+    fail("problem too large: p x chunks x m = " + std::to_string(static_cast<long long>(in.p) * in.chunks * in.m) +
+         " exceeds 4000000 (a schedule of that many microbatch-stage pairs would not fit in memory)");
+  if (diags->size() != before) return std::nullopt;
+
+  Problem pr;
+  pr.p = in.p;
+  pr.m = in.m;
+  pr.chunks = in.chunks;
+  bool ok = per_stage(in.t_f, in.p, "t_f", false, file, &pr.t_f, diags);
+  ok = per_stage(in.t_b, in.p, "t_b", false, file, &pr.t_b, diags) && ok;
+  ok = per_stage(in.t_w, in.p, "t_w", true, file, &pr.t_w, diags) && ok;
+  ok = per_stage(in.mem_b, in.p, "mem_b", true, file, &pr.mem_b, diags) && ok;
+  ok = per_stage(in.mem_w, in.p, "mem_w", true, file, &pr.mem_w, diags) && ok;
+  auto comm = to_quanta(in.t_comm);
+  if (!comm || *comm < 0) {
+    fail("t_comm must be non-negative and finite, got " + number_text(in.t_comm));
+    ok = false;
+  } else {
+    pr.t_comm = *comm;
+  }
+  if (!ok) return std::nullopt;
+  // Every time the simulator forms is a sum of op times and hops: keep the largest possible
+  // iteration (all work done one op after another) far inside 64-bit ticks.
+  long double total = 0;
+  for (int s = 0; s < pr.p; ++s)
+    total += static_cast<long double>(pr.m) * pr.chunks * (pr.t_f[s] + pr.t_b[s] + pr.t_w[s]);
+  total += 2.0L * pr.m * pr.chunks * pr.p * pr.t_comm;
+  if (total > 1e18L) {
+    fail("times too large: one iteration could last " + std::to_string(static_cast<double>(total / kQuantaPerUnit)) +
+         " time units, more than the 1e12 the simulator counts exactly");
+    return std::nullopt;
+  }
+
+  if (!in.placement.empty()) {
+    int v = pr.virtual_stages();
+    std::set<int> seen;
+    bool shape_ok = static_cast<int>(in.placement.size()) == in.p;
+    for (const auto& row : in.placement) shape_ok = shape_ok && static_cast<int>(row.size()) == in.chunks;
+    if (!shape_ok) {
+      fail("placement must list, for each of the " + std::to_string(in.p) + " stages, its " +
+           std::to_string(in.chunks) + " virtual stage(s)");
+      return std::nullopt;
+    }
+    for (const auto& row : in.placement)
+      for (int vs : row) {
+        if (vs < 0 || vs >= v || !seen.insert(vs).second) {
+          fail("placement must use each virtual stage 0.." + std::to_string(v - 1) + " exactly once");
+          return std::nullopt;
+        }
+      }
+    pr.placement = in.placement;
+  }
+
+  if (!in.mem_limit.empty()) {
+    std::string err;
+    auto limit = parse_mem_limit(in.mem_limit, pr.p, pr.stage_mem_b(), &err);
+    if (!limit) {
+      fail(err);
+      return std::nullopt;
+    }
+    // No schedule can hold less than one microbatch's activations on a stage: each F must keep M_B
+    // until its B. Below that the problem is impossible whatever the method.
+    Mem need = *std::max_element(pr.mem_b.begin(), pr.mem_b.end());
+    if (*limit < need) {
+      fail("memory limit " + format_quanta(*limit) + " is below " + format_quanta(need) +
+           ", the activation memory of a single microbatch (M_B); no schedule fits");
+      return std::nullopt;
+    }
+    pr.mem_limit = *limit;
+    pr.mem_limit_spec = in.mem_limit;
+  }
+  return pr;
+}
+
+namespace {
+
+// Typed readers for JSON fields: each reports the exact pointer of a wrong value.
+struct Reader {
+  const std::string& file;
+  std::vector<Diag>* diags;
+
+  void error(const std::string& pointer, const std::string& msg) { diags->push_back({file, pointer, -1, -1, "", msg}); }
+
+  bool integer(const nlohmann::json& v, const std::string& pointer, int* out) {
+    if (!v.is_number_integer()) {
+      error(pointer, "expected an integer, got " + json_excerpt(v));
+      return false;
+    }
+    auto x = json_integer(v, -1'000'000'000LL, 1'000'000'000LL);
+    if (!x) {
+      error(pointer, "integer out of range: " + json_excerpt(v));
+      return false;
+    }
+    *out = static_cast<int>(*x);
+    return true;
+  }
+
+  bool number_or_list(const nlohmann::json& v, const std::string& pointer, std::vector<double>* out) {
+    out->clear();
+    if (v.is_number()) {
+      out->push_back(v.get<double>());
+      return true;
+    }
+    if (v.is_array() && !v.empty()) {
+      for (size_t i = 0; i < v.size(); ++i) {
+        if (!v[i].is_number()) {
+          error(pointer + "/" + std::to_string(i), "expected a number, got " + json_excerpt(v[i]));
+          return false;
+        }
+        out->push_back(v[i].get<double>());
+      }
+      return true;
+    }
+    error(pointer, "expected a number or a non-empty list of numbers (one per stage), got " + json_excerpt(v));
+    return false;
+  }
+};
+
+}  // namespace
+
+bool problem_input_from_json(const nlohmann::json& j, const std::string& file, const std::string& pointer,
+                             ProblemInput* out, std::vector<Diag>* diags) {
+  Reader r{file, diags};
+  if (!j.is_object()) {
+    r.error(pointer.empty() ? "/" : pointer, "expected a problem object, got " + std::string(j.type_name()));
+    return false;
+  }
+  static const std::set<std::string> known = {"p", "m", "chunks", "placement", "t_f", "t_b", "t_w",
+                                              "t_comm", "mem_b", "mem_w", "mem_limit", "$schema", "comment"};
+  bool ok = true;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (!known.count(it.key())) {
+      r.error(pointer + "/" + it.key(), "unknown field '" + it.key() + "'");
+      ok = false;
+    }
+  }
+  for (const char* required : {"p", "m", "t_f", "t_b", "t_w"}) {
+    if (!j.contains(required)) {
+      r.error(pointer.empty() ? "/" : pointer, std::string("missing required field '") + required + "'");
+      ok = false;
+    }
+  }
+  if (!ok) return false;
+  ok = r.integer(j["p"], pointer + "/p", &out->p) && ok;
+  ok = r.integer(j["m"], pointer + "/m", &out->m) && ok;
+  if (j.contains("chunks")) ok = r.integer(j["chunks"], pointer + "/chunks", &out->chunks) && ok;
+  ok = r.number_or_list(j["t_f"], pointer + "/t_f", &out->t_f) && ok;
+  ok = r.number_or_list(j["t_b"], pointer + "/t_b", &out->t_b) && ok;
+  ok = r.number_or_list(j["t_w"], pointer + "/t_w", &out->t_w) && ok;
+  if (j.contains("t_comm")) {
+    if (j["t_comm"].is_number()) {
+      out->t_comm = j["t_comm"].get<double>();
+    } else {
+      r.error(pointer + "/t_comm", "expected a number, got " + json_excerpt(j["t_comm"]));
+      ok = false;
+    }
+  }
+  if (j.contains("mem_b")) ok = r.number_or_list(j["mem_b"], pointer + "/mem_b", &out->mem_b) && ok;
+  if (j.contains("mem_w")) ok = r.number_or_list(j["mem_w"], pointer + "/mem_w", &out->mem_w) && ok;
+  if (j.contains("mem_limit")) {
+    const auto& v = j["mem_limit"];
+    if (v.is_string()) {
+      out->mem_limit = v.get<std::string>();
+    } else if (v.is_number()) {
+      out->mem_limit = v.dump();
+    } else if (!v.is_null()) {
+      r.error(pointer + "/mem_limit", "expected a number, a multiple like \"2p\", or null, got " + json_excerpt(v));
+      ok = false;
+    }
+  }
+  if (j.contains("placement")) {
+    const auto& v = j["placement"];
+    if (!v.is_array()) {
+      r.error(pointer + "/placement", "expected a list of lists of virtual stages, got " + json_excerpt(v));
+      return false;
+    }
+    out->placement.clear();
+    for (size_t s = 0; s < v.size(); ++s) {
+      std::string ps = pointer + "/placement/" + std::to_string(s);
+      if (!v[s].is_array()) {
+        r.error(ps, "expected a list of virtual stages, got " + json_excerpt(v[s]));
+        return false;
+      }
+      std::vector<int> row;
+      for (size_t c = 0; c < v[s].size(); ++c) {
+        int vs = 0;
+        if (!r.integer(v[s][c], ps + "/" + std::to_string(c), &vs)) return false;
+        row.push_back(vs);
+      }
+      out->placement.push_back(row);
+    }
+  }
+  return ok;
+}
+
+namespace {
+
+// A per-stage list written as one number when every stage has the same value.
+nlohmann::json compact(const std::vector<std::int64_t>& values) {
+  bool uniform = std::all_of(values.begin(), values.end(), [&](std::int64_t v) { return v == values[0]; });
+  if (uniform) return from_quanta(values[0]);
+  nlohmann::json list = nlohmann::json::array();
+  for (auto v : values) list.push_back(from_quanta(v));
+  return list;
+}
+
+}  // namespace
+
+nlohmann::json problem_to_json(const Problem& pr) {
+  nlohmann::json j;
+  j["p"] = pr.p;
+  j["m"] = pr.m;
+  j["chunks"] = pr.chunks;
+  if (!pr.placement.empty()) j["placement"] = pr.placement;
+  j["t_f"] = compact(pr.t_f);
+  j["t_b"] = compact(pr.t_b);
+  j["t_w"] = compact(pr.t_w);
+  j["t_comm"] = from_quanta(pr.t_comm);
+  j["mem_b"] = compact(pr.mem_b);
+  j["mem_w"] = compact(pr.mem_w);
+  if (pr.mem_limit) {
+    // Keep the user's form ("2p") so the file reads as it was asked for; plain numbers stay numbers.
+    bool multiple = !pr.mem_limit_spec.empty() && pr.mem_limit_spec.back() == 'p';
+    if (multiple) j["mem_limit"] = pr.mem_limit_spec;
+    else j["mem_limit"] = from_quanta(*pr.mem_limit);
+  } else {
+    j["mem_limit"] = nullptr;
+  }
+  return j;
+}
+
+Problem split_into_chunks(const Problem& pr, int chunks) {
+  Problem out = pr;
+  out.chunks = chunks;
+  out.placement.clear();
+  // Times to the nearest tick; memory rounded down, so the chunks never need more than the stage.
+  auto divide = [chunks](std::vector<std::int64_t>& values, bool nearest) {
+    for (auto& v : values) v = (v + (nearest ? chunks / 2 : 0)) / chunks;
+  };
+  divide(out.t_f, true);
+  divide(out.t_b, true);
+  divide(out.t_w, true);
+  divide(out.mem_b, false);
+  divide(out.mem_w, false);
+  return out;
+}
+
+}  // namespace zbpp

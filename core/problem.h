@@ -1,0 +1,87 @@
+// The planning problem: pipeline shape, profiled op times, activation memory and the memory limit.
+// ProblemInput holds what the user wrote (flags or a problem JSON file); build_problem() checks it
+// and turns it into a Problem in exact integer units (core/ticks.h).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/diag.h"
+#include "core/ticks.h"
+
+namespace zbpp {
+
+/// The largest problem build_problem accepts (a CSV import checks its cells against them too).
+inline constexpr int kMaxStages = 4096, kMaxMicrobatches = 1'000'000, kMaxChunks = 64;
+
+/// What the user gave, before checks. Lists of length 1 are broadcast to every stage.
+struct ProblemInput {
+  int p = 0;                                 ///< pipeline stages (ranks)
+  int m = 0;                                 ///< microbatches per iteration
+  int chunks = 1;                            ///< model chunks per stage (v); 1 for plain pipelines
+  std::vector<std::vector<int>> placement;   ///< optional: placement[stage][chunk] = virtual stage
+  std::vector<double> t_f{1.0}, t_b{1.0}, t_w{1.0};  ///< time of one op of one chunk, per stage
+  double t_comm = 0.0;                       ///< latency of one hop between two stages
+  std::vector<double> mem_b{1.0};            ///< activation memory one F adds (per chunk op)
+  std::vector<double> mem_w{0.5};            ///< memory kept after B until W (per chunk op)
+  std::string mem_limit;                     ///< "" (none), an absolute value ("12.5") or a multiple of p*M_B ("2p")
+};
+
+/// A checked problem in exact units. Per-stage vectors have exactly p entries.
+struct Problem {
+  int p = 0;
+  int m = 0;
+  int chunks = 1;
+  std::vector<std::vector<int>> placement;  ///< empty: the method chooses; else placement[stage][chunk]
+  std::vector<Ticks> t_f, t_b, t_w;         ///< per stage, one op of one chunk
+  Ticks t_comm = 0;
+  std::vector<Mem> mem_b, mem_w;            ///< per stage, one op of one chunk
+  std::optional<Mem> mem_limit;             ///< absolute limit per stage; none = unlimited
+  std::string mem_limit_spec;               ///< the limit as the user wrote it, kept for the file
+
+  int virtual_stages() const { return p * chunks; }
+  /// The reference activation memory of one microbatch on one stage (all chunks): the unit of "Np".
+  Mem stage_mem_b() const;
+  /// Time stage s spends computing in one iteration: m * chunks * (T_F + T_B + T_W).
+  Ticks busy_time(int stage) const;
+  /// Whether every stage takes the same T_F, the same T_B and the same T_W.
+  bool uniform_times() const;
+};
+
+/// Checks the input and converts it. On failure returns nothing and appends located diagnostics
+/// (`file` names where the input came from: a path, or "" for command-line flags).
+std::optional<Problem> build_problem(const ProblemInput& in, const std::string& file, std::vector<Diag>* diags);
+
+/// Reads a problem object (the format of schema/problem.schema.json). Type errors name the JSON pointer.
+bool problem_input_from_json(const nlohmann::json& j, const std::string& file, const std::string& pointer,
+                             ProblemInput* out, std::vector<Diag>* diags);
+/// Writes a problem back in the same format, exactly (times and memory as their exact decimals).
+nlohmann::json problem_to_json(const Problem& problem);
+
+/// The placements the baseline methods use: interleaved [s, s+p, ...] and V-shape [s, 2p-1-s].
+std::vector<std::vector<int>> interleaved_placement(int p, int chunks);
+std::vector<std::vector<int>> v_shape_placement(int p);
+
+/// A JSON value as error messages show it: at most about 80 characters, ending in "..." when cut.
+/// Unlike dump() it does not recurse through the whole value (a file may nest 100000 lists deep).
+std::string json_excerpt(const nlohmann::json& value);
+
+/// An integer JSON value within [lo, hi]; nothing for a non-integer or one outside. An unsigned value
+/// beyond long long (18446744073709551615) is outside, not wrapped to -1 as get<long long>() would.
+std::optional<long long> json_integer(const nlohmann::json& value, long long lo, long long hi);
+
+/// Whether text is a plain decimal number ("12", "-0.5", "1e-3"): no hex, inf, nan or spaces.
+bool is_decimal(const std::string& text);
+
+/// Parses a memory limit: "2p", "1.5p" (times p * stage_mem_b) or an absolute number.
+/// Returns nothing and sets *err on a malformed text.
+std::optional<Mem> parse_mem_limit(const std::string& text, int p, Mem stage_mem_b, std::string* err);
+
+/// The same problem with each stage split into `chunks` equal chunks: per-op times and memory
+/// divided by `chunks` (to the nearest tick/quantum), the memory limit unchanged.
+Problem split_into_chunks(const Problem& problem, int chunks);
+
+}  // namespace zbpp

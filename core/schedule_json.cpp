@@ -1,0 +1,737 @@
+// Schedule file reading and writing (see schedule_json.h).
+#include "core/schedule_json.h"
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/validate.h"
+
+namespace zbpp {
+
+namespace {
+
+constexpr const char* kFormat = "zbpp-schedule";
+// Version 2 (issue 20): one name per quantity. bubble_rate became span_bubble_rate; the solver's
+// cost names what it measures (span, makespan, period or wall), where version 1's "period" meant the span.
+constexpr int kVersion = 2;
+
+// 1-based line and column of a byte offset, and the text of that line.
+void locate(const std::string& text, size_t offset, int* line, int* col, std::string* line_text) {
+  offset = std::min(offset, text.size());
+  size_t line_start = 0;
+  *line = 1;
+  for (size_t i = 0; i < offset; ++i)
+    if (text[i] == '\n') {
+      ++*line;
+      line_start = i + 1;
+    }
+  *col = static_cast<int>(offset - line_start) + 1;
+  size_t line_end = text.find('\n', line_start);
+  *line_text = text.substr(line_start, line_end == std::string::npos ? std::string::npos : line_end - line_start);
+}
+
+// The DOM builder nlohmann::json::parse uses, following the path to each key: nlohmann keeps the
+// last of two equal keys silently, and a file that says "p" twice is refused. (parse()'s callback
+// variant would do, but it rescans a list after each element: quadratic in a file's op count.)
+class KeyCheckingParser : public nlohmann::detail::json_sax_dom_parser<nlohmann::json> {
+ public:
+  using Base = nlohmann::detail::json_sax_dom_parser<nlohmann::json>;
+  using json = nlohmann::json;
+  explicit KeyCheckingParser(json& root) : Base(root, true) {}
+
+  std::string duplicate;  ///< pointer of the first repeated key; empty when none
+
+  bool null() { return element() && Base::null(); }
+  bool boolean(bool v) { return element() && Base::boolean(v); }
+  bool number_integer(json::number_integer_t v) { return element() && Base::number_integer(v); }
+  bool number_unsigned(json::number_unsigned_t v) { return element() && Base::number_unsigned(v); }
+  bool number_float(json::number_float_t v, const json::string_t& s) { return element() && Base::number_float(v, s); }
+  bool string(json::string_t& v) { return element() && Base::string(v); }
+  bool binary(json::binary_t& v) { return element() && Base::binary(v); }
+  bool start_object(std::size_t n) {
+    element();
+    path_.push_back({true, 0, "", {}});
+    return Base::start_object(n);
+  }
+  bool key(json::string_t& k) {
+    Frame& f = path_.back();
+    f.key = k;
+    if (!f.keys.insert(k).second && duplicate.empty())
+      for (const Frame& at : path_) duplicate += "/" + escaped(at.object ? at.key : std::to_string(at.count - 1));
+    return Base::key(k);
+  }
+  bool end_object() {
+    path_.pop_back();
+    return Base::end_object();
+  }
+  bool start_array(std::size_t n) {
+    element();
+    path_.push_back({false, 0, "", {}});
+    return Base::start_array(n);
+  }
+  bool end_array() {
+    path_.pop_back();
+    return Base::end_array();
+  }
+
+ private:
+  struct Frame {
+    bool object;
+    size_t count;                // lists: elements begun so far (the current one is count - 1)
+    std::string key;             // objects: the key being read
+    std::set<std::string> keys;  // objects: the keys read so far
+  };
+  std::vector<Frame> path_;
+
+  bool element() {
+    if (!path_.empty() && !path_.back().object) ++path_.back().count;
+    return true;
+  }
+  static std::string escaped(std::string part) {  // RFC 6901: ~ is ~0, / is ~1
+    for (size_t at = 0; (at = part.find_first_of("~/", at)) != std::string::npos; at += 2)
+      part.replace(at, 1, part[at] == '~' ? "~0" : "~1");
+    return part;
+  }
+};
+
+}  // namespace
+
+bool read_text_file(const std::string& path, std::string* text, std::vector<Diag>* diags) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
+    diags->push_back({path, "", -1, -1, "", "not a regular file"});
+    return false;
+  }
+  errno = 0;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const int why = errno;  // set by the open(2) under the stream
+    diags->push_back({path, "", -1, -1, "", std::string(kCannotOpen) + (why ? std::string(": ") + std::strerror(why) : "")});
+    return false;
+  }
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  *text = buf.str();
+  return true;
+}
+
+std::optional<nlohmann::json> parse_json_text(const std::string& text, const std::string& file, std::vector<Diag>* diags) {
+  // `file:line:col: message`, then the line and a caret under the column.
+  auto located = [&](size_t offset, const std::string& msg) {
+    int line = 0, col = 0;
+    std::string line_text;
+    locate(text, offset, &line, &col, &line_text);
+    size_t caret_at = static_cast<size_t>(std::max(0, col - 1));
+    if (line_text.size() > 120) {  // a minified file is one long line: show 60 characters either side
+      size_t from = caret_at > 60 ? caret_at - 60 : 0;
+      line_text = (from > 0 ? "..." : "") + line_text.substr(from, 120) + (from + 120 < line_text.size() ? "..." : "");
+      caret_at = caret_at - from + (from > 0 ? 3 : 0);
+    }
+    std::string caret(caret_at, ' ');
+    diags->push_back({file + ":" + std::to_string(line) + ":" + std::to_string(col), "", -1, -1, "",
+                      "invalid JSON: " + msg + "\n" + line_text + "\n" + caret + "^ near here"});
+  };
+  try {
+    nlohmann::json j;
+    KeyCheckingParser parser(j);
+    nlohmann::json::sax_parse(text, &parser);
+    if (parser.duplicate.empty()) return j;
+    size_t slash = parser.duplicate.rfind('/');
+    diags->push_back({file, parser.duplicate, -1, -1, "",
+                      "duplicate key \"" + parser.duplicate.substr(slash + 1) +
+                          "\": give each field once (JSON readers disagree on which one counts)"});
+  } catch (const nlohmann::json::parse_error& e) {
+    // nlohmann's byte is 1-based and points at the last character read.
+    std::string what = e.what();
+    size_t cut = what.find("parse error");
+    located(e.byte == 0 ? 0 : e.byte - 1, cut == std::string::npos ? what : what.substr(cut));
+  } catch (const nlohmann::json::out_of_range& e) {
+    // A number beyond a double ("1e400") is not a parse_error and carries no position; it quotes
+    // the literal, so point at its first occurrence.
+    std::string what = e.what();
+    size_t q1 = what.find('\''), q2 = what.rfind('\'');
+    size_t at = q1 != std::string::npos && q2 > q1 ? text.find(what.substr(q1 + 1, q2 - q1 - 1)) : std::string::npos;
+    size_t cut = what.find("number overflow");
+    located(at == std::string::npos ? 0 : at,
+            (cut == std::string::npos ? what : what.substr(cut)) + " (beyond the range of a double)");
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+struct FileReader {
+  const std::string& file;
+  std::vector<Diag>* diags;
+  bool ok = true;
+
+  void error(const std::string& pointer, const std::string& msg) {
+    add_diag(diags, {file, pointer, -1, -1, "", msg});
+    ok = false;
+  }
+
+  bool read_int(const nlohmann::json& obj, const char* key, const std::string& pointer, int* out, bool required) {
+    if (!obj.contains(key)) {
+      if (required) error(pointer, std::string("op is missing '") + key + "'");
+      return !required;
+    }
+    const auto& v = obj[key];
+    auto x = json_integer(v, -1, 1'000'000'000LL);
+    if (!x) {
+      error(pointer + "/" + key, "expected a non-negative integer, got " + json_excerpt(v));
+      return false;
+    }
+    *out = static_cast<int>(*x);
+    return true;
+  }
+
+  // obj[key] when it is a number in [lo, hi]; nothing when absent, and an error when of another type.
+  std::optional<double> number(const nlohmann::json& obj, const char* key, const std::string& pointer,
+                               double lo = -std::numeric_limits<double>::infinity(),
+                               double hi = std::numeric_limits<double>::infinity()) {
+    if (!obj.contains(key)) return std::nullopt;
+    const auto& v = obj[key];
+    if (!v.is_number() || v.get<double>() < lo || v.get<double>() > hi) {
+      auto text = [](double x) {
+        std::ostringstream o;
+        o << x;
+        return o.str();
+      };
+      std::string range = hi < std::numeric_limits<double>::infinity() ? " in " + text(lo) + ".." + text(hi)
+                          : lo == 0                                      ? " >= 0"
+                                                                         : "";
+      error(pointer + "/" + key, "expected a number" + range + ", got " + json_excerpt(v));
+      return std::nullopt;
+    }
+    return v.get<double>();
+  }
+
+  // obj[key] when it is one of `allowed`; nothing when absent, and an error when anything else.
+  std::optional<std::string> one_of(const nlohmann::json& obj, const char* key, const std::string& pointer,
+                                    const std::vector<std::string>& allowed) {
+    if (!obj.contains(key)) return std::nullopt;
+    const auto& v = obj[key];
+    if (v.is_string() && std::find(allowed.begin(), allowed.end(), v.get<std::string>()) != allowed.end())
+      return v.get<std::string>();
+    std::string list;
+    for (size_t i = 0; i < allowed.size(); ++i)
+      list += (i == 0 ? "" : i + 1 == allowed.size() ? " or " : ", ") + nlohmann::json(allowed[i]).dump();
+    error(pointer + "/" + key, "expected " + list + ", got " + json_excerpt(v));
+    return std::nullopt;
+  }
+
+  // An object's fields against the names it may have.
+  bool only_fields(const nlohmann::json& obj, const std::string& pointer, const std::set<std::string>& fields) {
+    bool fine = true;
+    for (auto it = obj.begin(); it != obj.end(); ++it)
+      if (!fields.count(it.key())) {
+        error(pointer + "/" + it.key(), "unknown field '" + it.key() + "'");
+        fine = false;
+      }
+    return fine;
+  }
+
+  // The figures the file records (schema/schedule.schema.json), type-checked; compared later.
+  RecordedFigures figures(const nlohmann::json& j) {
+    RecordedFigures f;
+    f.makespan = number(j, "makespan", "", 0);
+    f.span = number(j, "span", "", 0);
+    f.span_bubble_rate = number(j, "span_bubble_rate", "");
+    f.wall_lower_bound = number(j, "wall_lower_bound", "", 0);
+    if (j.contains("peak_memory")) {
+      const auto& v = j["peak_memory"];
+      if (!v.is_array()) error("/peak_memory", "expected a list of numbers, one per stage, got " + json_excerpt(v));
+      else f.peak_memory.emplace();
+      for (size_t st = 0; v.is_array() && st < v.size(); ++st) {
+        if (!v[st].is_number())
+          error("/peak_memory/" + std::to_string(st), "expected a number, got " + json_excerpt(v[st]));
+        else f.peak_memory->push_back(v[st].get<double>());
+      }
+    }
+    if (j.contains("iterations")) {
+      const auto& v = j["iterations"];
+      if (!v.is_object()) {
+        error("/iterations", "expected an object {k, period, ...}, got " + json_excerpt(v));
+      } else if (only_fields(v, "/iterations", {"k", "period", "period_bubble_rate", "wall", "wall_bubble_rate",
+                                                 "state_latency", "allreduce_latency"})) {
+        RecordedFigures::Iterations it;
+        if (v.contains("k")) {
+          // Bounded as --iterations is: validate simulates k iterations to check the record.
+          if (auto k = json_integer(v["k"], 2, 100)) it.k = static_cast<int>(*k);
+          else error("/iterations/k", "expected an integer 2..100, got " + json_excerpt(v["k"]));
+        }
+        it.period = number(v, "period", "/iterations", 0);
+        it.period_bubble_rate = number(v, "period_bubble_rate", "/iterations");
+        it.wall = number(v, "wall", "/iterations", 0);
+        it.wall_bubble_rate = number(v, "wall_bubble_rate", "/iterations");
+        it.state_latency = number(v, "state_latency", "/iterations", 0, 1e9);
+        it.allreduce_latency = number(v, "allreduce_latency", "/iterations", 0, 1e9);
+        f.iterations = it;
+      }
+    }
+    if (j.contains("solver")) {
+      const auto& v = j["solver"];
+      if (!v.is_object()) {
+        error("/solver", "expected an object {status, objective, best_bound, ...}, got " + json_excerpt(v));
+        return f;
+      }
+      bool fine = only_fields(v, "/solver", {"cost", "status", "objective", "best_bound", "bound_source", "gap",
+                                             "bubble_rate_bound", "seconds", "nodes"});
+      for (const char* required : {"cost", "status", "objective", "best_bound", "gap", "seconds", "nodes"})
+        if (!v.contains(required)) {
+          error("/solver", std::string("missing required field '") + required + "'");
+          fine = false;
+        }
+      if (!fine) return f;
+      RecordedFigures::Solver sv;
+      auto cost = one_of(v, "cost", "/solver", {"span", "makespan", "period", "wall"});
+      auto status = one_of(v, "status", "/solver", {"optimal", "time_limit", "local_optimum", "not_run"});
+      auto source = one_of(v, "bound_source", "/solver", {"busy", "memory", "critical-path", "ramp", "cbc"});
+      auto objective = number(v, "objective", "/solver", 0);
+      auto best_bound = number(v, "best_bound", "/solver", 0);
+      auto gap = number(v, "gap", "/solver", 0, 1);
+      sv.bubble_rate_bound = number(v, "bubble_rate_bound", "/solver");
+      number(v, "seconds", "/solver", 0);
+      if (!json_integer(v["nodes"], 0, std::numeric_limits<long long>::max()))
+        error("/solver/nodes", "expected a non-negative integer, got " + json_excerpt(v["nodes"]));
+      if (!cost || !status || !objective || !best_bound || !gap) return f;
+      for (Cost c : {Cost::kSpan, Cost::kMakespan, Cost::kPeriod, Cost::kWall})
+        if (*cost == cost_name(c)) sv.cost = c;
+      sv.status = *status;
+      sv.bound_source = source.value_or("");
+      sv.objective = *objective;
+      sv.best_bound = *best_bound;
+      sv.gap = *gap;
+      f.solver = sv;
+    }
+    return f;
+  }
+
+  std::optional<Op> op(const nlohmann::json& v, const std::string& pointer) {
+    static const std::set<std::string> fields = {"type", "mb", "chunk", "peer", "slot"};
+    if (!v.is_object()) {
+      error(pointer, "expected an op object like {\"type\": \"F\", \"mb\": 0, \"chunk\": 0}, got " + json_excerpt(v));
+      return std::nullopt;
+    }
+    for (auto it = v.begin(); it != v.end(); ++it)
+      if (!fields.count(it.key())) {
+        error(pointer + "/" + it.key(), "unknown op field '" + it.key() + "'");
+        return std::nullopt;
+      }
+    if (!v.contains("type") || !v["type"].is_string()) {
+      error(pointer + (v.contains("type") ? "/type" : ""), "op needs a string 'type' (F, B, W, BW, ...)");
+      return std::nullopt;
+    }
+    auto type = parse_op_type(v["type"].get<std::string>());
+    if (!type) {
+      error(pointer + "/type", "unknown op type " + json_excerpt(v["type"]) +
+                                   " (expected " + op_type_list() + ")");
+      return std::nullopt;
+    }
+    Op op;
+    op.type = *type;
+    bool fine = read_int(v, "mb", pointer, &op.mb, !is_optimizer_op(*type));
+    fine = read_int(v, "chunk", pointer, &op.chunk, false) && fine;
+    fine = read_int(v, "peer", pointer, &op.peer, false) && fine;
+    fine = read_int(v, "slot", pointer, &op.slot, false) && fine;
+    if (!fine) return std::nullopt;
+    return op;
+  }
+};
+
+}  // namespace
+
+std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const std::string& file, std::vector<Diag>* diags) {
+  FileReader r{file, diags};
+  size_t diags_before = diags->size();
+  if (!j.is_object()) {
+    r.error("/", "expected a schedule object, got " + std::string(j.type_name()));
+    return std::nullopt;
+  }
+  // A version 1 file is refused as a whole, with one message saying why and what to do.
+  if (j.contains("version") && j["version"] == 1) {
+    r.error("/version", "version 1 of the format is no longer read: its bubble_rate was the span's and its solver "
+                        "cost \"period\" meant the span (version 2 names each figure by what it measures); plan "
+                        "the schedule again with zbplan plan, or, for a file written by hand, set \"version\": 2 "
+                        "and drop its recorded figures");
+    return std::nullopt;
+  }
+  static const std::set<std::string> known = {"$schema", "comment", "format", "version", "level", "method",
+                                              "p", "m", "chunks", "placement", "problem", "makespan", "span",
+                                              "span_bubble_rate", "peak_memory", "optimizer", "iterations",
+                                              "objective", "wall_lower_bound", "stages", "solver"};
+  // What became of version 1's name, for a file that does not say its version.
+  const std::string regenerate = ": plan the schedule again with zbplan plan, or drop the figure (every figure is "
+                                 "recomputed on read)";
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.key() == "bubble_rate")
+      r.error("/bubble_rate", "unknown field 'bubble_rate': version 2 of the format calls it span_bubble_rate (the "
+                              "period's and the wall clock's are in /iterations)" + regenerate);
+    else if (!known.count(it.key()))
+      r.error("/" + it.key(), "unknown field '" + it.key() + "'");
+  }
+  for (const char* required : {"p", "m", "placement", "problem", "stages"})
+    if (!j.contains(required)) r.error("/", std::string("missing required field '") + required + "'");
+  if (!r.ok) return std::nullopt;
+  if (j.contains("format") && j["format"] != kFormat)
+    r.error("/format", "expected \"" + std::string(kFormat) + "\", got " + json_excerpt(j["format"]));
+  if (j.contains("version") && j["version"] != kVersion)
+    r.error("/version", "this zbplan reads version " + std::to_string(kVersion) + ", the file has " + json_excerpt(j["version"]));
+
+  ScheduleFile out;
+  Schedule& s = out.schedule;
+  ProblemInput input;
+  problem_input_from_json(j["problem"], file, "/problem", &input, diags);
+  if (diags->size() > diags_before) r.ok = false;
+  r.read_int(j, "p", "", &s.p, true);
+  r.read_int(j, "m", "", &s.m, true);
+  r.read_int(j, "chunks", "", &s.chunks, false);
+  if (j.contains("level")) {
+    if (j["level"].is_string()) s.level = j["level"].get<std::string>();
+    else r.error("/level", "expected \"compute\" or \"lowered\", got " + json_excerpt(j["level"]));
+  }
+  for (const char* key : {"method", "comment", "$schema"})
+    if (j.contains(key) && !j[key].is_string())
+      r.error(std::string("/") + key, "expected a string, got " + json_excerpt(j[key]));
+  if (j.contains("method") && j["method"].is_string()) s.method = j["method"].get<std::string>();
+  out.recorded = r.figures(j);
+  if (j.contains("optimizer")) {
+    const auto& o = j["optimizer"];
+    if (o == kOptimizerSync || o == kOptimizerPostValidation) s.optimizer = o.get<std::string>();
+    else r.error("/optimizer", "expected \"" + std::string(kOptimizerSync) + "\" or \"" + kOptimizerPostValidation + "\", got " + json_excerpt(o));
+  }
+  if (j.contains("objective")) {
+    const auto& o = j["objective"];
+    if (o == "period" || o == "wall") out.objective = o.get<std::string>();
+    else r.error("/objective", "expected \"period\" or \"wall\", got " + json_excerpt(o));
+  }
+
+  const auto& placement = j["placement"];
+  if (!placement.is_array()) {
+    r.error("/placement", "expected a list, for each stage, of its chunks' virtual stages, got " + json_excerpt(placement));
+  } else {
+    for (size_t st = 0; st < placement.size(); ++st) {
+      std::string ptr = "/placement/" + std::to_string(st);
+      std::vector<int> row;
+      if (!placement[st].is_array()) {
+        r.error(ptr, "expected a list of virtual stages, got " + json_excerpt(placement[st]));
+        continue;
+      }
+      for (size_t c = 0; c < placement[st].size(); ++c) {
+        const auto& v = placement[st][c];
+        if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() > 1'000'000)
+          r.error(ptr + "/" + std::to_string(c), "expected a virtual stage (an integer 0..1000000), got " + json_excerpt(v));
+        else row.push_back(v.get<int>());
+      }
+      s.placement.push_back(row);
+    }
+  }
+
+  const auto& stages = j["stages"];
+  if (!stages.is_array()) {
+    r.error("/stages", "expected a list of per-stage op lists, got " + std::string(stages.type_name()));
+    return std::nullopt;
+  }
+  for (size_t st = 0; st < stages.size(); ++st) {
+    std::string ptr = "/stages/" + std::to_string(st);
+    if (!stages[st].is_array()) {
+      r.error(ptr, "expected a list of ops, got " + std::string(stages[st].type_name()));
+      continue;
+    }
+    std::vector<Op> ops;
+    ops.reserve(stages[st].size());
+    for (size_t i = 0; i < stages[st].size(); ++i) {
+      auto op = r.op(stages[st][i], ptr + "/" + std::to_string(i));
+      if (op) ops.push_back(*op);
+    }
+    s.stages.push_back(std::move(ops));
+  }
+  if (!r.ok) return std::nullopt;
+
+  auto problem = build_problem(input, file, diags);
+  if (!problem) return std::nullopt;
+  out.problem = *problem;
+  // A schedule fixes the placement; the problem inherits it so simulate and validate agree.
+  if (out.problem.placement.empty()) {
+    out.problem.placement = s.placement;
+  } else if (out.problem.placement != s.placement) {
+    r.error("/problem/placement", "differs from the schedule's /placement");
+    return std::nullopt;
+  }
+  return out;
+}
+
+std::vector<Diag> check_recorded_figures(const ScheduleFile& f, const Timeline& t, const std::string& path) {
+  std::vector<Diag> out;
+  const RecordedFigures& r = f.recorded;
+  // A recorded number as the file would show it: the shortest decimal that reads back ("1", not "1.0").
+  auto shown = [](double v) {
+    std::string text = nlohmann::json(v).dump();
+    return text.size() > 2 && text.compare(text.size() - 2, 2, ".0") == 0 ? text.substr(0, text.size() - 2) : text;
+  };
+  auto differs = [&](const std::string& pointer, const std::string& recorded, const std::string& recomputed) {
+    out.push_back({path, pointer, -1, -1, "", "recorded " + recorded + ", recomputed " + recomputed +
+                                                  " (the file was edited after it was written: plan it again)"});
+  };
+  // A time or memory figure: the writer prints the exact quantum, so it must read back to it.
+  auto quanta = [&](const std::string& pointer, const std::optional<double>& recorded, std::int64_t actual) {
+    if (recorded && to_quanta(*recorded) != actual)
+      differs(pointer, shown(*recorded), format_quanta(actual));
+  };
+  // A rate, a ratio of exact figures: printed with all its digits, so 1e-9 leaves room for other writers.
+  auto rate = [&](const std::string& pointer, const std::optional<double>& recorded, double actual) {
+    if (recorded && !(std::fabs(*recorded - actual) <= 1e-9))
+      differs(pointer, shown(*recorded), shown(actual));
+  };
+  const Schedule& s = f.schedule;
+  quanta("/makespan", r.makespan, t.makespan);
+  quanta("/span", r.span, t.span);
+  rate("/span_bubble_rate", r.span_bubble_rate, t.span_bubble_rate);
+  quanta("/wall_lower_bound", r.wall_lower_bound, wall_lower_bound(f.problem, s.placement));
+  if (r.peak_memory) {
+    if (r.peak_memory->size() != t.peak_memory.size())
+      differs("/peak_memory", std::to_string(r.peak_memory->size()) + " stages", std::to_string(t.peak_memory.size()));
+    else
+      for (size_t st = 0; st < t.peak_memory.size(); ++st)
+        quanta("/peak_memory/" + std::to_string(st), (*r.peak_memory)[st], t.peak_memory[st]);
+  }
+  // Iterations back to back, timed as the file records them (its latencies; the defaults otherwise),
+  // for the iterations' figures and a solver cost of the period or the wall.
+  const bool timed = r.iterations || (r.solver && !is_compute_cost(r.solver->cost));
+  std::optional<IterationTimeline> it;
+  if (timed && s.level != kLevelLowered) {
+    out.push_back({path, r.iterations ? "/iterations" : "/solver/cost", -1, -1, "",
+                   "a compute-level schedule has no optimizer step to repeat: it records no iterations, and its "
+                   "solver cost is the span or the makespan (the period and the wall need a lowered file)"});
+    return out;
+  }
+  if (timed) {
+    IterationOptions o;
+    o.op_times = false;  // the figures are checked
+    if (r.iterations) {
+      const auto& rec = *r.iterations;
+      o.iterations = rec.k.value_or(o.iterations);
+      if (rec.state_latency) o.state_latency = *to_quanta(*rec.state_latency);
+      if (rec.allreduce_latency) o.allreduce_latency = *to_quanta(*rec.allreduce_latency);
+    }
+    std::vector<Diag> diags;
+    it = simulate_iterations(s, f.problem, o, &diags);
+    for (Diag& d : diags) d.file = path;
+    out.insert(out.end(), diags.begin(), diags.end());
+    if (!it) return out;
+  }
+  if (r.iterations) {
+    const auto& rec = *r.iterations;
+    quanta("/iterations/period", rec.period, it->period);
+    rate("/iterations/period_bubble_rate", rec.period_bubble_rate, it->period_bubble_rate);
+    quanta("/iterations/wall", rec.wall, it->wall);
+    rate("/iterations/wall_bubble_rate", rec.wall_bubble_rate, it->wall_bubble_rate);
+  }
+  if (r.solver) {
+    const auto& sv = *r.solver;
+    const Cost cost = sv.cost;
+    const Ticks actual = is_compute_cost(cost) ? cost_of(t, cost) : cost == Cost::kWall ? it->wall : it->period;
+    // A synchronous step's all-reduce adds to every bound on the period and the wall (bounds.h).
+    const Ticks allreduce = it && s.optimizer == kOptimizerSync ? it->allreduce_latency : -1;
+    quanta("/solver/objective", sv.objective, actual);
+    // Compared in quanta, as the planner forms them (best_bound may be CBC's, not a whole quantum).
+    const double bound = sv.best_bound * kQuantaPerUnit;
+    auto say = [&](const std::string& pointer, const std::string& msg) {
+      out.push_back({path, pointer, -1, -1, "", msg});
+    };
+    if (bound > static_cast<double>(actual) + 0.5) {
+      say("/solver/best_bound", "recorded " + shown(sv.best_bound) + " is above the schedule's " +
+                                    cost_name(cost) + " " + format_quanta(actual) +
+                                    ", which it claims to bound from below");
+      return out;  // the gap and the bound's bubble rate follow from a bound that is wrong
+    }
+    if (sv.status == "optimal" && static_cast<double>(actual) > bound + 0.5)
+      say("/solver/status", "\"optimal\", but the schedule's " + std::string(cost_name(cost)) + " " +
+                                format_quanta(actual) + " is above the bound " + shown(sv.best_bound));
+    std::string which;
+    const Ticks combinatorial = cost_lower_bound(f.problem, cost, s.placement, &which, allreduce);
+    if (sv.bound_source != "cbc" && !sv.bound_source.empty()) {  // CBC's bound cannot be recomputed here
+      quanta("/solver/best_bound", sv.best_bound, combinatorial);
+      if (sv.bound_source != which) differs("/solver/bound_source", "\"" + sv.bound_source + "\"", "\"" + which + "\"");
+    }
+    rate("/solver/gap", sv.gap, relative_gap(actual, bound));
+    rate("/solver/bubble_rate_bound", sv.bubble_rate_bound,
+         bubble_rate_of_span(f.problem, static_cast<Ticks>(std::llround(bound))));
+  }
+  return out;
+}
+
+std::optional<Timeline> check_schedule_file(const ScheduleFile& file, const std::string& path, std::vector<Diag>* diags) {
+  *diags = validate(file.schedule, file.problem, path);
+  if (!diags->empty()) return std::nullopt;
+  std::optional<Timeline> timeline = simulate_timeline(file.schedule, file.problem, diags);
+  if (!timeline) return std::nullopt;
+  *diags = check_recorded_figures(file, *timeline, path);
+  if (!diags->empty()) return std::nullopt;
+  return timeline;
+}
+
+std::optional<ScheduleFile> load_schedule_file(const std::string& path, std::vector<Diag>* diags, std::string* text) {
+  std::string own;
+  std::string& t = text ? *text : own;
+  if (!read_text_file(path, &t, diags)) return std::nullopt;
+  auto j = parse_json_text(t, path, diags);
+  if (!j) return std::nullopt;
+  return schedule_from_json(*j, path, diags);
+}
+
+bool load_problem_file(const std::string& path, ProblemInput* out, std::vector<Diag>* diags) {
+  std::string text;
+  if (!read_text_file(path, &text, diags)) return false;
+  auto j = parse_json_text(text, path, diags);
+  if (!j) return false;
+  return problem_input_from_json(*j, path, "", out, diags);
+}
+
+namespace {
+
+// The op lines make up nearly all of a big file (56,508 ops, 3.3 MB at p=32, m=256): they are
+// written with to_chars and fixed-size copies into a 64 KB buffer handed to the sink whenever it is
+// full (an ostringstream took ten times as long, and holding the whole text costs fresh pages).
+constexpr size_t kMaxOpLine = 96;  // 6 + 10 + 10 ("VALIDATE") + 4 * (13 + 11) + 3 < 96
+
+template <size_t N>
+char* put(char* at, const char (&text)[N]) {
+  std::memcpy(at, text, N - 1);
+  return at + N - 1;
+}
+
+template <size_t N>
+char* put_field(char* at, const char (&name)[N], int v) {
+  return std::to_chars(put(at, name), at + kMaxOpLine, v).ptr;
+}
+
+// `"NAME"` of every op type, padded so that one fixed-size copy writes it (and the length says
+// how much of it counts).
+struct QuotedName {
+  char text[16];
+  size_t size;
+};
+const QuotedName& quoted_name(OpType t) {
+  static const auto names = [] {
+    std::array<QuotedName, static_cast<size_t>(OpType::VALIDATE) + 1> out{};
+    for (size_t i = 0; i < out.size(); ++i) {
+      std::string quoted = "\"" + std::string(op_type_text(static_cast<OpType>(i))) + "\"";
+      std::memcpy(out[i].text, quoted.data(), quoted.size());
+      out[i].size = quoted.size();
+    }
+    return out;
+  }();
+  return names[static_cast<size_t>(t)];
+}
+
+char* put_op_line(char* at, const Op& op, bool last) {
+  at = put(at, "      {\"type\": ");
+  const QuotedName& name = quoted_name(op.type);
+  std::memcpy(at, name.text, sizeof name.text);
+  at += name.size;
+  if (!is_optimizer_op(op.type)) {
+    at = put_field(at, ", \"mb\": ", op.mb);
+    at = put_field(at, ", \"chunk\": ", op.chunk);
+  }
+  if (op.peer >= 0) at = put_field(at, ", \"peer\": ", op.peer);
+  if (op.slot >= 0) at = put_field(at, ", \"slot\": ", op.slot);
+  return last ? put(at, "}\n") : put(at, "},\n");
+}
+
+}  // namespace
+
+bool write_schedule_json(const Schedule& s, const Problem& pr, const Timeline& t,
+                         const std::function<bool(std::string_view)>& sink, const IterationTimeline* iterations,
+                         const std::string& objective, Ticks wall_bound, const SolverReport* solver) {
+  nlohmann::json peak = nlohmann::json::array();
+  for (Mem m : t.peak_memory) peak.push_back(from_quanta(m));
+  nlohmann::json placement = s.placement;
+  std::ostringstream out;
+  out << "{\n";
+  out << "  \"format\": \"" << kFormat << "\",\n";
+  out << "  \"version\": " << kVersion << ",\n";
+  out << "  \"level\": " << nlohmann::json(s.level).dump() << ",\n";
+  out << "  \"method\": " << nlohmann::json(s.method).dump() << ",\n";
+  if (s.level == kLevelLowered) out << "  \"optimizer\": " << nlohmann::json(s.optimizer).dump() << ",\n";
+  out << "  \"p\": " << s.p << ",\n";
+  out << "  \"m\": " << s.m << ",\n";
+  out << "  \"chunks\": " << s.chunks << ",\n";
+  out << "  \"placement\": " << placement.dump() << ",\n";
+  out << "  \"problem\": " << problem_to_json(pr).dump() << ",\n";
+  out << "  \"makespan\": " << nlohmann::json(from_quanta(t.makespan)).dump() << ",\n";
+  out << "  \"span\": " << nlohmann::json(from_quanta(t.span)).dump() << ",\n";
+  out << "  \"span_bubble_rate\": " << nlohmann::json(t.span_bubble_rate).dump() << ",\n";
+  out << "  \"peak_memory\": " << peak.dump() << ",\n";
+  if (!objective.empty()) out << "  \"objective\": " << nlohmann::json(objective).dump() << ",\n";
+  if (wall_bound >= 0) out << "  \"wall_lower_bound\": " << nlohmann::json(from_quanta(wall_bound)).dump() << ",\n";
+  if (iterations) {
+    nlohmann::json it = {{"k", iterations->iterations},
+                         {"period", from_quanta(iterations->period)},
+                         {"period_bubble_rate", iterations->period_bubble_rate},
+                         {"wall", from_quanta(iterations->wall)},
+                         {"wall_bubble_rate", iterations->wall_bubble_rate},
+                         {"state_latency", from_quanta(iterations->state_latency)},
+                         {"allreduce_latency", from_quanta(iterations->allreduce_latency)}};
+    out << "  \"iterations\": " << it.dump() << ",\n";
+  }
+  if (solver) {
+    nlohmann::json j = {{"cost", cost_name(solver->cost)},
+                        {"status", solver->status},         {"objective", from_quanta(solver->objective)},
+                        {"best_bound", solver->best_bound}, {"bound_source", solver->bound_source},
+                        {"gap", solver->gap},               {"bubble_rate_bound", solver->bubble_rate_bound},
+                        {"seconds", solver->seconds},       {"nodes", solver->nodes}};
+    out << "  \"solver\": " << j.dump() << ",\n";
+  }
+  out << "  \"stages\": [\n";
+  if (!sink(out.view())) return false;
+  std::vector<char> buffer(64 * 1024);
+  char* at = buffer.data();
+  auto room = [&](size_t n) {  // false when the sink refuses what the buffer holds
+    if (at + n <= buffer.data() + buffer.size()) return true;
+    bool ok = sink(std::string_view(buffer.data(), static_cast<size_t>(at - buffer.data())));
+    at = buffer.data();
+    return ok;
+  };
+  for (size_t st = 0; st < s.stages.size(); ++st) {
+    if (!room(16)) return false;
+    at = put(at, "    [\n");
+    const auto& stage = s.stages[st];
+    for (size_t i = 0; i < stage.size(); ++i) {
+      if (!room(kMaxOpLine)) return false;
+      at = put_op_line(at, stage[i], i + 1 == stage.size());
+    }
+    if (!room(16)) return false;
+    at = st + 1 < s.stages.size() ? put(at, "    ],\n") : put(at, "    ]\n");
+  }
+  if (!room(16)) return false;
+  at = put(at, "  ]\n}\n");
+  return sink(std::string_view(buffer.data(), static_cast<size_t>(at - buffer.data())));
+}
+
+std::string schedule_to_json_text(const Schedule& s, const Problem& pr, const Timeline& t,
+                                  const IterationTimeline* iterations, const std::string& objective, Ticks wall_bound,
+                                  const SolverReport* solver) {
+  std::string text;
+  write_schedule_json(
+      s, pr, t,
+      [&text](std::string_view piece) {
+        text += piece;
+        return true;
+      },
+      iterations, objective, wall_bound, solver);
+  return text;
+}
+
+}  // namespace zbpp

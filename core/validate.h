@@ -1,0 +1,41 @@
+// Checks that a schedule is one the runtime can replay: complete, ordered, within the memory
+// limit and free of deadlock. Every finding names the stage and the op's position.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/diag.h"
+#include "core/ir.h"
+#include "core/problem.h"
+#include "core/simulate.h"
+
+namespace zbpp {
+
+/// Shape against the problem, op fields in range, exactly one F and one B+W (or one BW) per
+/// (stage, chunk, microbatch), and on each stage F before B before W.
+std::vector<Diag> validate_structure(const Schedule& schedule, const Problem& problem);
+/// Peak activation memory of every stage within the problem's limit (no-op without a limit).
+std::vector<Diag> validate_memory(const Schedule& schedule, const Problem& problem);
+/// A lowered schedule (lower.h): its compute projection passes validate_structure; every input
+/// from another stage is received before use and every output for another stage is sent after it
+/// is made, to the right peer; the sends from one stage to another match the receives there one
+/// to one, in the same order, per kind (F, B); OPT_STEP ends each stage; and replaying the file
+/// (SEND never blocks, RECV waits for its message) finishes. A deadlock names both ranks' positions.
+std::vector<Diag> validate_lowered(const Schedule& schedule, const Problem& problem);
+
+/// All checks in order; the deadlock check (a simulation) runs only on a sound structure.
+/// Lowered schedules get validate_lowered as well. `file` is put into every diagnostic.
+/// `timeline`, when given, receives a compute-level schedule's simulated timeline when it passes
+/// (the deadlock check's), so a pass that needs it does not simulate again.
+std::vector<Diag> validate(const Schedule& schedule, const Problem& problem, const std::string& file = "",
+                           std::optional<Timeline>* timeline = nullptr);
+
+/// What does not stop a replay but breaks the promise that every schedule trains bit-identical
+/// weights: a stage's W (or BW) ops of one chunk out of microbatch order add that chunk's weight
+/// gradients in another order. One warning per stage and chunk, naming both ops; run on a schedule
+/// that passed validate().
+std::vector<Diag> validate_warnings(const Schedule& schedule, const std::string& file = "");
+
+}  // namespace zbpp

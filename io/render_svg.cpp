@@ -1,0 +1,336 @@
+// SVG and HTML pictures of a schedule (see render_svg.h).
+#include "io/render_svg.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/deps.h"
+#include "core/lowered.h"
+#include "io/viewer_assets.h"
+
+namespace zbpp {
+
+namespace {
+
+constexpr OpType kKinds[] = {OpType::F, OpType::B, OpType::W, OpType::BW};
+// A block narrower than this gets no white outline: at 1-2 px the outline would cover most of it
+// and wash its colour out (the viewer, io/viewer.js, keeps the same rule).
+constexpr double kOutlineMinPx = 3;
+
+const char* kind_label(OpType t) {
+  switch (t) {
+    case OpType::F: return "F forward";
+    case OpType::B: return "B input grad";
+    case OpType::W: return "W weight grad";
+    default: return "BW fused";
+  }
+}
+
+// Per kind, the colour of chunk 0 (the paper's Figure 3 palette) and of the last chunk, a darker
+// shade of the same hue; chunks between are mixed, so a V schedule's two chunks differ at a glance.
+struct Rgb {
+  int r, g, b;
+};
+constexpr Rgb kLight[] = {{0x6f, 0xa8, 0xdc}, {0x93, 0xc4, 0x7d}, {0xff, 0xd9, 0x66}, {0xb4, 0xa7, 0xd6}};
+constexpr Rgb kDark[] = {{0x2f, 0x6d, 0xb0}, {0x55, 0x93, 0x3c}, {0xd6, 0xa2, 0x1e}, {0x7e, 0x6b, 0xb8}};
+
+std::string fill_of(OpType t, int chunk, int chunks) {
+  int k = compute_kind(t);
+  double f = chunks > 1 ? static_cast<double>(std::clamp(chunk, 0, chunks - 1)) / (chunks - 1) : 0.0;
+  auto mix = [f](int a, int b) { return static_cast<int>(std::lround(a + (b - a) * f)); };
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "#%02x%02x%02x", mix(kLight[k].r, kDark[k].r), mix(kLight[k].g, kDark[k].g),
+                mix(kLight[k].b, kDark[k].b));
+  return buf;
+}
+
+std::string fmt(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
+
+std::string escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else if (c == '&') out += "&amp;";
+    else if (c == '"') out += "&quot;";
+    else out += c;
+  }
+  return out;
+}
+
+// A lowered schedule's instruction placed in time: they take none, so a send sits at the end of
+// the op before it, a receive at the start of the op after it, the optimizer at the stage's end.
+struct Instruction {
+  OpType type;
+  Ticks at;
+  int peer;
+  bool bar() const { return type == OpType::OPT_STEP || type == OpType::VALIDATE; }
+  const char* colour() const {
+    return type == OpType::OPT_STEP ? "#000000" : type == OpType::VALIDATE ? "#7b3294" : is_send(type) ? "#cc0000" : "#777777";
+  }
+  std::string title() const {
+    Op op;
+    op.type = type;
+    return op_short(op) + (peer >= 0 ? (is_send(type) ? " to " : " from ") + std::to_string(peer) : "");
+  }
+};
+
+// What both pictures draw, worked out once: the compute ops and their times, the instructions,
+// the time range, the kinds present and the legend's words.
+struct Drawing {
+  Schedule compute;
+  std::vector<std::vector<Instruction>> instructions;  ///< [stage]; empty unless lowered
+  Ticks first = 0, last = 1;
+  std::vector<OpType> kinds;  ///< compute kinds that occur, in legend order
+  std::string title, figures, instruction_key;
+  std::vector<std::string> peaks;  ///< [stage] "peak / limit"
+};
+
+Drawing drawing_of(const Schedule& s, const Problem& pr, const Timeline& t, const RenderOptions& options) {
+  Drawing d;
+  d.compute = compute_projection(s);
+  bool any = false;
+  for (const auto& ops : t.ops)
+    for (const OpTiming& o : ops) {
+      d.first = any ? std::min(d.first, o.start) : o.start;
+      d.last = any ? std::max(d.last, o.end) : o.end;
+      any = true;
+    }
+  if (options.measured) {
+    double end = 0;
+    for (const auto& ops : options.measured->ops)
+      for (const auto& o : ops) end = std::max(end, o.second);
+    if (end * kQuantaPerUnit > static_cast<double>(d.last)) d.last = static_cast<Ticks>(end * kQuantaPerUnit);
+  }
+  for (OpType k : kKinds) {
+    bool present = false;
+    for (const auto& ops : d.compute.stages)
+      present = present || std::any_of(ops.begin(), ops.end(), [k](const Op& op) { return op.type == k; });
+    if (present) d.kinds.push_back(k);
+  }
+  d.title = options.title.empty() ? s.method + " (p=" + std::to_string(s.p) + ", m=" + std::to_string(s.m) +
+                                        ", chunks=" + std::to_string(s.chunks) + ", " + s.level + ")"
+                                  : options.title;
+  char figures[200];
+  std::snprintf(figures, sizeof figures, "makespan %s   span %s   span bubble rate %.4f",
+                format_quanta(t.makespan).c_str(), format_quanta(t.span).c_str(), t.span_bubble_rate);
+  d.figures = (options.figures.empty() ? std::string(figures) : options.figures) +
+              (options.measured ? "   (thin rows: the measured run)" : "");
+  d.instructions.resize(s.p);
+  if (s.level == kLevelLowered) {
+    d.instruction_key = std::string("red tick send, grey tick recv, black bar optimizer step") +
+                        (s.optimizer == kOptimizerPostValidation ? ", purple bar validation" : "");
+    for (int st = 0; st < s.p; ++st) {
+      const auto& timed = t.ops[st];
+      size_t compute_index = 0;
+      for (const Op& op : s.stages[st]) {
+        if (is_compute(op.type)) {
+          ++compute_index;
+          continue;
+        }
+        Ticks at = is_recv(op.type) ? (compute_index < timed.size() ? timed[compute_index].start : timed.back().end)
+                                    : (compute_index > 0 ? timed[compute_index - 1].end : d.first);
+        d.instructions[st].push_back({op.type, at, op.peer});
+      }
+    }
+  }
+  for (int st = 0; st < s.p; ++st) {
+    std::string peak = format_quanta(t.peak_memory[st]);
+    if (pr.mem_limit) peak += " / " + format_quanta(*pr.mem_limit);
+    d.peaks.push_back(peak);
+  }
+  return d;
+}
+
+}  // namespace
+
+std::string render_svg(const Schedule& s, const Problem& pr, const Timeline& t, const RenderOptions& options) {
+  const Drawing d = drawing_of(s, pr, t, options);
+  const Schedule& compute = d.compute;
+  size_t most_ops = 1;
+  for (const auto& ops : compute.stages) most_ops = std::max(most_ops, ops.size());
+  // Wide enough that the average block is at least 6 px, so every block stays visible.
+  const int plot_w = options.width > 0 ? options.width : static_cast<int>(std::clamp<size_t>(most_ops * 6, 900, 30000));
+  const MeasuredRun* measured = options.measured;
+  const Ticks first = d.first;
+  const double total = static_cast<double>(std::max<Ticks>(1, d.last - first));
+  const int row_h = s.p <= 16 ? 22 : 14, gap = 4, left = 70, right = 150, top = 76;
+  const int measured_h = measured ? row_h / 2 : 0;
+  const int pitch = row_h + measured_h + gap;
+  const int height = top + s.p * pitch + 30;
+  // The legend's last line can be longer than the plot is wide (about 6.5 px a character at 11 px).
+  const int swatch_w = s.chunks > 1 ? 10 : 14, key_w = 120 + (s.chunks - 1) * swatch_w, shades_w = s.chunks > 1 ? 200 : 0;
+  const int legend_end = left + static_cast<int>(d.kinds.size()) * key_w + shades_w +
+                         static_cast<int>(std::ceil(6.5 * static_cast<double>(d.instruction_key.size())));
+  const int width = std::max(left + plot_w + right, legend_end + 10);
+  auto x_of = [&](Ticks v) { return left + (static_cast<double>(v - first) / total) * plot_w; };
+  auto outline = [](double w, const char* stroke_width) {
+    return w >= kOutlineMinPx ? std::string(" stroke=\"#ffffff\" stroke-width=\"") + stroke_width + "\"" : std::string();
+  };
+
+  std::ostringstream svg;
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
+      << "\" viewBox=\"0 0 " << width << " " << height << "\" font-family=\"sans-serif\" shape-rendering=\"crispEdges\">\n";
+  svg << "<rect x=\"0\" y=\"0\" width=\"" << width << "\" height=\"" << height << "\" fill=\"#ffffff\"/>\n";
+  // Legend: what, the figures, and the colour key of the kinds present (one swatch per chunk).
+  svg << "<text x=\"" << left << "\" y=\"20\" font-size=\"14\" font-weight=\"bold\">" << escape(d.title) << "</text>\n";
+  svg << "<text x=\"" << left << "\" y=\"40\" font-size=\"12\">" << escape(d.figures) << "</text>\n";
+  int key_x = left;
+  for (OpType k : d.kinds) {
+    for (int c = 0; c < s.chunks; ++c)
+      svg << "<rect x=\"" << key_x + c * swatch_w << "\" y=\"50\" width=\"" << swatch_w << "\" height=\"12\" fill=\""
+          << fill_of(k, c, s.chunks) << "\"/>";
+    svg << "<text x=\"" << key_x + s.chunks * swatch_w + 4 << "\" y=\"60\" font-size=\"11\">" << kind_label(k) << "</text>\n";
+    key_x += key_w;
+  }
+  if (s.chunks > 1) {
+    svg << "<text x=\"" << key_x << "\" y=\"60\" font-size=\"11\">shades: chunk 0 to " << s.chunks - 1
+        << ", light to dark</text>\n";
+    key_x += shades_w;
+  }
+  if (!d.instruction_key.empty()) svg << "<text x=\"" << key_x << "\" y=\"60\" font-size=\"11\">" << d.instruction_key << "</text>\n";
+
+  svg << "<text x=\"" << left + plot_w + 8 << "\" y=\"" << top - 6 << "\" font-size=\"11\">peak memory</text>\n";
+
+  for (int st = 0; st < s.p; ++st) {
+    int y = top + st * pitch;
+    svg << "<text x=\"" << left - 8 << "\" y=\"" << y + row_h - 6 << "\" font-size=\"11\" text-anchor=\"end\">stage " << st
+        << "</text>\n";
+    // The row band: what shows through between blocks is idle time.
+    svg << "<rect class=\"idle\" x=\"" << left << "\" y=\"" << y << "\" width=\"" << plot_w << "\" height=\"" << row_h
+        << "\" fill=\"#eeeeee\"/>\n";
+    const auto& ops = compute.stages[st];
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const Op& op = ops[i];
+      const OpTiming& o = t.ops[st][i];
+      double x0 = x_of(o.start), x1 = x_of(o.end);
+      svg << "<rect class=\"op op-" << op_type_name(op.type) << "\" x=\"" << fmt(x0) << "\" y=\"" << y << "\" width=\""
+          << fmt(std::max(0.5, x1 - x0)) << "\" height=\"" << row_h << "\" fill=\"" << fill_of(op.type, op.chunk, s.chunks)
+          << "\"" << outline(x1 - x0, "1") << "><title>" << op_short(op) << " on stage " << st << ": "
+          << format_quanta(o.start) << " to " << format_quanta(o.end) << "</title></rect>\n";
+      std::string label = std::to_string(op.mb);
+      // Only where it fits (about 7 px a digit at this size), so labels never overlap.
+      if (x1 - x0 >= 7.0 * label.size() + 4 && row_h >= 14)
+        svg << "<text x=\"" << fmt((x0 + x1) / 2) << "\" y=\"" << y + row_h - 6
+            << "\" font-size=\"11\" text-anchor=\"middle\" pointer-events=\"none\">" << label << "</text>\n";
+    }
+    for (const Instruction& in : d.instructions[st])
+      svg << "<rect class=\"instr\" x=\"" << fmt(x_of(in.at)) << "\" y=\"" << y - 2 << "\" width=\"" << (in.bar() ? 3 : 1)
+          << "\" height=\"" << (in.bar() ? row_h + 4 : 5) << "\" fill=\"" << in.colour() << "\"><title>" << in.title()
+          << "</title></rect>\n";
+    if (measured && st < static_cast<int>(measured->ops.size())) {
+      // The measured run: same colours, a thinner band right under the plan.
+      int my = y + row_h + 1;
+      svg << "<rect class=\"idle\" x=\"" << left << "\" y=\"" << my << "\" width=\"" << plot_w << "\" height=\""
+          << measured_h - 1 << "\" fill=\"#f6f6f6\"/>\n";
+      const auto& mops = measured->ops[st];
+      for (size_t i = 0; i < mops.size() && i < ops.size(); ++i) {
+        double x0 = left + (mops[i].first * kQuantaPerUnit - static_cast<double>(first)) / total * plot_w;
+        double x1 = left + (mops[i].second * kQuantaPerUnit - static_cast<double>(first)) / total * plot_w;
+        svg << "<rect class=\"measured op-" << op_type_name(ops[i].type) << "\" x=\"" << fmt(x0) << "\" y=\"" << my
+            << "\" width=\"" << fmt(std::max(0.5, x1 - x0)) << "\" height=\"" << measured_h - 1 << "\" fill=\""
+            << fill_of(ops[i].type, ops[i].chunk, s.chunks) << "\"" << outline(x1 - x0, "0.5") << "><title>"
+            << op_short(ops[i]) << " on stage " << st << ", measured: " << fmt(mops[i].first) << " to "
+            << fmt(mops[i].second) << "</title></rect>\n";
+      }
+    }
+    svg << "<text x=\"" << left + plot_w + 8 << "\" y=\"" << y + row_h - 6 << "\" font-size=\"11\">" << d.peaks[st]
+        << "</text>\n";
+  }
+  svg << "<text x=\"" << left << "\" y=\"" << height - 10 << "\" font-size=\"11\">time " << format_quanta(first) << " to "
+      << format_quanta(d.last) << " (grey: idle)</text>\n";
+  svg << "</svg>\n";
+  return svg.str();
+}
+
+std::string render_html(const Schedule& s, const Problem& pr, const Timeline& t, const RenderOptions& options) {
+  const Drawing d = drawing_of(s, pr, t, options);
+  // The data the viewer (io/viewer.js) draws: per stage, 5 integers an op (kind, microbatch,
+  // chunk, start, end; times in ticks), the instructions (3 an instruction: type, tick, peer) and
+  // the measured run (start, end in ticks), with the colours, so both pictures share one palette.
+  nlohmann::json data;
+  data["p"] = s.p;
+  data["m"] = s.m;
+  data["chunks"] = s.chunks;
+  data["ticksPerUnit"] = kQuantaPerUnit;
+  data["first"] = d.first;
+  data["last"] = d.last;
+  data["rowHeight"] = s.p <= 16 ? 22 : 14;
+  data["measured"] = options.measured != nullptr;
+  data["kinds"] = {"F", "B", "W", "BW"};
+  nlohmann::json fills = nlohmann::json::array();
+  for (OpType k : kKinds) {
+    nlohmann::json shades = nlohmann::json::array();
+    for (int c = 0; c < s.chunks; ++c) shades.push_back(fill_of(k, c, s.chunks));
+    fills.push_back(shades);
+  }
+  data["fills"] = fills;
+  std::vector<OpType> instruction_types;
+  nlohmann::json stages = nlohmann::json::array();
+  for (int st = 0; st < s.p; ++st) {
+    nlohmann::json ops = nlohmann::json::array(), instructions = nlohmann::json::array(),
+                   measured = nlohmann::json::array();
+    const auto& compute = d.compute.stages[st];
+    for (size_t i = 0; i < compute.size(); ++i) {
+      for (long long v : {static_cast<long long>(compute_kind(compute[i].type)), static_cast<long long>(compute[i].mb),
+                          static_cast<long long>(compute[i].chunk), static_cast<long long>(t.ops[st][i].start),
+                          static_cast<long long>(t.ops[st][i].end)})
+        ops.push_back(v);
+    }
+    for (const Instruction& in : d.instructions[st]) {
+      auto at = std::find(instruction_types.begin(), instruction_types.end(), in.type);
+      if (at == instruction_types.end()) at = instruction_types.insert(at, in.type);
+      instructions.push_back(at - instruction_types.begin());
+      instructions.push_back(in.at);
+      instructions.push_back(in.peer);
+    }
+    if (options.measured && st < static_cast<int>(options.measured->ops.size()))
+      for (const auto& [start, end] : options.measured->ops[st]) {
+        if (measured.size() / 2 >= compute.size()) break;
+        measured.push_back(std::llround(start * kQuantaPerUnit));
+        measured.push_back(std::llround(end * kQuantaPerUnit));
+      }
+    stages.push_back({{"ops", ops}, {"instructions", instructions}, {"measured", measured}, {"peak", d.peaks[st]}});
+  }
+  data["stages"] = stages;
+  nlohmann::json types = nlohmann::json::array();
+  for (OpType type : instruction_types) {
+    Instruction in{type, 0, -1};
+    types.push_back({{"name", op_type_name(type)}, {"colour", in.colour()}, {"bar", in.bar()},
+                     {"send", is_send(type)}});
+  }
+  data["instructionTypes"] = types;
+  std::string json = data.dump();
+  // Inside <script>, "</" could end the element early; "<\/" is the same JSON string.
+  for (size_t at = json.find("</"); at != std::string::npos; at = json.find("</", at + 3)) json.insert(at + 1, "\\");
+
+  std::ostringstream html;
+  html << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" << escape(d.title) << "</title>\n<style>\n"
+       << viewer_assets::kStyle << "</style></head><body>\n<div id=\"zbpp-head\">\n<div class=\"title\">"
+       << escape(d.title) << "</div>\n<div class=\"figures\">" << escape(d.figures) << "</div>\n<div class=\"legend\">";
+  for (OpType k : d.kinds) {
+    html << "<span class=\"key\">";
+    for (int c = 0; c < s.chunks; ++c)
+      html << "<i style=\"background:" << fill_of(k, c, s.chunks) << "\" title=\"chunk " << c << "\"></i>";
+    html << kind_label(k) << "</span>";
+  }
+  if (s.chunks > 1) html << "<span class=\"key\">shades: chunk 0 to " << s.chunks - 1 << ", light to dark</span>";
+  if (!d.instruction_key.empty()) html << "<span class=\"key\">" << d.instruction_key << "</span>";
+  html << "</div>\n<div class=\"controls\"><button id=\"zbpp-in\">zoom in</button><button id=\"zbpp-out\">zoom out</button>"
+       << "<button id=\"zbpp-fit\">fit width</button><span class=\"hint\">wheel: zoom at the cursor, drag: pan, "
+       << "click: select (the address bar keeps the view)</span></div>\n</div>\n"
+       << "<canvas id=\"zbpp-view\"></canvas>\n<div id=\"zbpp-card\" hidden></div>\n"
+       << "<script id=\"zbpp-data\" type=\"application/json\">" << json << "</script>\n<script>\n"
+       << viewer_assets::kScript << "</script>\n</body></html>\n";
+  return html.str();
+}
+
+}  // namespace zbpp

@@ -1,0 +1,93 @@
+// The device buffer registry and handles (see device_buffers.h).
+#include "runtime/backend/cuda/device_buffers.h"
+
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "runtime/backend/cuda/check.h"
+
+namespace zbpp::cuda {
+
+namespace {
+// A tag no activation value is likely to carry, so a host float array passed by mistake is caught.
+constexpr std::uint32_t kTag = 0x7fc0beefu;  // a NaN bit pattern
+}
+
+std::uint32_t DeviceRegistry::put(DeviceTensor t) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::uint32_t id = next_++;
+  held_[id] = t;
+  return id;
+}
+
+DeviceTensor DeviceRegistry::take(std::uint32_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = held_.find(id);
+  if (it == held_.end()) throw std::runtime_error("device buffer handle " + std::to_string(id) + " is unknown");
+  DeviceTensor t = it->second;
+  held_.erase(it);
+  return t;
+}
+
+DeviceRegistry::~DeviceRegistry() {
+  // At exit the CUDA runtime may already be gone; errors are ignored on purpose.
+  for (auto& [id, t] : held_) {
+    if (t.ready) cudaEventDestroy(t.ready);
+    if (t.ptr) cudaFree(t.ptr);
+  }
+}
+
+DeviceRegistry& registry() {
+  static DeviceRegistry r;
+  return r;
+}
+
+void write_handle(float* out, std::uint32_t id) {
+  std::memcpy(&out[0], &kTag, sizeof kTag);
+  std::memcpy(&out[1], &id, sizeof id);
+}
+
+std::uint32_t read_handle(const float* in) {
+  std::uint32_t tag, id;
+  if (in == nullptr) throw std::runtime_error("expected a device buffer handle, got nothing");
+  std::memcpy(&tag, &in[0], sizeof tag);
+  std::memcpy(&id, &in[1], sizeof id);
+  if (tag != kTag)
+    throw std::runtime_error("expected a device buffer handle (is a CPU transport carrying CUDA activations?)");
+  return id;
+}
+
+std::vector<float> handle_vector(std::uint32_t id) {
+  std::vector<float> v(kHandleFloats);
+  write_handle(v.data(), id);
+  return v;
+}
+
+void* device_alloc(size_t bytes, cudaStream_t s, const char* what) {
+  void* p = nullptr;
+  ZBPP_CK(cudaMallocAsync(&p, bytes, s), std::string(what) + ", " + std::to_string(bytes) + " bytes");
+  return p;
+}
+
+void device_free(void* p, cudaStream_t s) {
+  if (p) ZBPP_CK(cudaFreeAsync(p, s), "releasing a device buffer");
+}
+
+void configure_default_pool(int device) {
+  cudaMemPool_t pool;
+  const std::string what = "the memory pool of GPU " + std::to_string(device);
+  ZBPP_CK(cudaDeviceGetDefaultMemPool(&pool, device), what);
+  std::uint64_t keep = UINT64_MAX;
+  ZBPP_CK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), what);
+  int off = 0;
+  ZBPP_CK(cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &off), what);
+}
+
+cudaEvent_t make_event(const char* what) {
+  cudaEvent_t e = nullptr;
+  ZBPP_CK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), what);
+  return e;
+}
+
+}  // namespace zbpp::cuda

@@ -1,0 +1,71 @@
+// CUDA kernels for the GPT layers that are not matrix multiplies (those go through cuBLASLt,
+// gemm_lt.h). Host launchers: each enqueues on `s` and throws naming the kernel if the launch fails.
+// Activations are bf16, statistics and gradients of parameters fp32. Same contract as the CPU
+// reference (cpu/layers.h) except where noted: activation gradients are written (=), parameter
+// gradients accumulate (+=). Every reduction has a fixed order (no float atomics), so a kernel
+// gives the same bits on every run: that is what keeps losses equal across schedules.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include "runtime/adamw_element.h"
+#include "runtime/backend/cuda/launch_config.h"  // kColumnSplits, kSumPartials, column_scratch_floats
+
+namespace zbpp::cuda {
+
+using bf16 = __nv_bfloat16;
+
+/// out (BT,C) = wte[token] + wpe[position] (fp32 tables, bf16 out).
+void encoder_forward(bf16* out, const int* tokens, const float* wte, const float* wpe, int B, int T, int C, cudaStream_t s);
+/// dwpe (T,C) += sum over the batch; dwte rows += the gradients of the positions holding that
+/// token. The positions come grouped by token on the host (uniq[u] at positions[offsets[u]..offsets[u+1]),
+/// ascending), so each row is summed in position order without atomics.
+void encoder_backward_weight(float* dwte, float* dwpe, const bf16* dout, const int* uniq, const int* offsets,
+                             const int* positions, int n_uniq, int B, int T, int C, cudaStream_t s);
+
+void layernorm_forward(bf16* out, float* mean, float* rstd, const bf16* inp, const float* w, const float* b, int BT,
+                       int C, cudaStream_t s);
+/// dinp = dresidual (may be null) + the gradient through the normalisation (the B half).
+void layernorm_backward_input(bf16* dinp, const bf16* dresidual, const bf16* dout, const bf16* inp, const float* mean,
+                              const float* rstd, const float* w, int BT, int C, cudaStream_t s);
+/// dw, db (C) += (the W half); scratch holds column_scratch_floats(C).
+void layernorm_backward_weight(float* dw, float* db, float* scratch, const bf16* dout, const bf16* inp,
+                               const float* mean, const float* rstd, int BT, int C, cudaStream_t s);
+/// db (OC) += column sums of dout (BT,OC); scratch holds column_scratch_floats(OC).
+void bias_backward(float* db, float* scratch, const bf16* dout, int BT, int OC, cudaStream_t s);
+
+void gelu_forward(bf16* out, const bf16* inp, long n, cudaStream_t s);
+/// dinp = dout * gelu'(inp).
+void gelu_backward(bf16* dinp, const bf16* inp, const bf16* dout, long n, cudaStream_t s);
+/// out = a + b (the residual additions).
+void add(bf16* out, const bf16* a, const bf16* b, long n, cudaStream_t s);
+
+/// Causal attention over qkv (BT,3C) -> out (BT,C). Keeps only the log-sum-exp of each score row
+/// (lse, B*NH*T), not the probabilities: the backward recomputes them.
+void attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH, cudaStream_t s);
+/// dqkv (BT,3C) = gradient of the attention; delta (B*NH*T floats) is scratch.
+void attention_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const bf16* qkv, const float* lse,
+                        int B, int T, int C, int NH, cudaStream_t s);
+
+/// losses (BT) = lse - logits[target]; lse (BT) kept for the backward.
+void crossentropy_forward(float* losses, float* lse, const bf16* logits, const int* targets, int BT, int V,
+                          cudaStream_t s);
+/// logits (BT,V) are overwritten in place by scale * (softmax - onehot(target)).
+void crossentropy_backward(bf16* logits, const float* lse, const int* targets, float scale, int BT, int V,
+                           cudaStream_t s);
+
+/// AdamW's scalars (runtime/adamw_element.h: the one formula both backends run).
+using AdamWArgs = AdamWScalars;
+/// In place on the fp32 master p and the moments; p16 receives the bf16 copy the GEMMs read.
+void adamw_step(float* p, float* m, float* v, bf16* p16, const float* g, long n, const AdamWArgs& a, cudaStream_t s);
+/// The in-place inverse of adamw_step given the same gradients and arguments.
+void adamw_rollback(float* p, float* m, float* v, bf16* p16, const float* g, long n, const AdamWArgs& a,
+                    cudaStream_t s);
+
+/// *out (device) = sum of g[i]^2 in double, in a fixed order; scratch holds kSumPartials doubles.
+void sum_squares(double* out, double* scratch, const float* g, long n, cudaStream_t s);
+void to_bf16(bf16* out, const float* in, long n, cudaStream_t s);
+void to_float(float* out, const bf16* in, long n, cudaStream_t s);
+
+}  // namespace zbpp::cuda
