@@ -73,7 +73,7 @@ void print_figures(std::ostream& out, const Schedule& s, const Problem& pr, cons
 // How iterations follow each other in a lowered schedule: the optimizer mode (plan, import) and
 // the latencies of its messages (plan, import, simulate).
 struct IterationFlags {
-  std::string optimizer = kOptimizerPostValidation;
+  std::string optimizer = optimizer_name(kOptimizerPostValidation);
   std::string validate_at = "first-backward";
   std::string objective;  ///< empty: period with post-validation, wall with sync
   bool optimizer_given = false;  ///< --optimizer or --validate-at given (else auto may choose them)
@@ -87,7 +87,7 @@ struct IterationFlags {
                       "post-validation (each stage steps under the partial gradient state passed forward and is "
                       "validated, rolled back if need be, in the next iteration; paper section 4) or sync (one all-reduce "
                       "before every stage steps)")
-          ->transform(one_of({kOptimizerPostValidation, kOptimizerSync}, "optimizer"));
+          ->transform(one_of({optimizer_name(kOptimizerPostValidation), optimizer_name(kOptimizerSync)}, "optimizer"));
     if (with_optimizer)
       app->add_option("--objective", objective,
                       "what heuristic, ilp and auto minimise: period (the longest stage span: the time per iteration "
@@ -121,11 +121,11 @@ struct IterationFlags {
 
   Objective objective_or_default() const {
     if (!objective.empty()) return objective == "wall" ? Objective::kWall : Objective::kPeriod;
-    return optimizer == kOptimizerSync ? Objective::kWall : Objective::kPeriod;
+    return optimizer == optimizer_name(kOptimizerSync) ? Objective::kWall : Objective::kPeriod;
   }
 
   LowerOptions lower_options() const {
-    return {optimizer, validate_at == "start" ? ValidateAt::kStart : ValidateAt::kFirstBackward};
+    return {parse_optimizer(optimizer).value_or(kOptimizerPostValidation), validate_at == "start" ? ValidateAt::kStart : ValidateAt::kFirstBackward};
   }
 
   /// `op_times`: keep every op's times (show draws them), or the figures only.
@@ -143,7 +143,7 @@ struct IterationFlags {
 // the single-iteration figures.
 void print_iterations(std::ostream& out, const Schedule& s, const IterationTimeline& it) {
   out << label("period") << format_quanta(it.period) << "  (" << it.iterations << " iterations back to back, optimizer "
-      << s.optimizer << "; period bubble rate " << fixed(it.period_bubble_rate, 4) << ")\n";
+      << optimizer_name(s.optimizer) << "; period bubble rate " << fixed(it.period_bubble_rate, 4) << ")\n";
   out << label("wall") << format_quanta(it.wall) << "  (one iteration alone, first op to last optimizer step; wall "
       << "bubble rate " << fixed(it.wall_bubble_rate, 4) << ")\n";
 }
@@ -439,7 +439,7 @@ int cmd_validate(const std::string& path, std::ostream& out, std::ostream& err) 
   const auto& s = loaded->first.schedule;
   size_t ops = 0;
   for (const auto& stage : s.stages) ops += stage.size();
-  out << path << ": ok (" << s.method << ", " << s.level << ", p=" << s.p << ", m=" << s.m << ", chunks=" << s.chunks
+  out << path << ": ok (" << s.method << ", " << level_name(s.level) << ", p=" << s.p << ", m=" << s.m << ", chunks=" << s.chunks
       << ", " << ops << " ops)\n";
   return 0;
 }
@@ -493,7 +493,7 @@ int cmd_show(const std::string& path, const std::string& output, int width, cons
     std::tie(drawn, timeline) = repeated(file.schedule, one, *it);
     options.title = file.schedule.method + " (p=" + std::to_string(file.schedule.p) + ", m=" +
                     std::to_string(file.schedule.m) + "): " + std::to_string(it->iterations) + " iterations, optimizer " +
-                    file.schedule.optimizer;
+                    optimizer_name(file.schedule.optimizer);
     options.figures = "period " + format_quanta(it->period) + "   period bubble rate " +
                       fixed(it->period_bubble_rate, 4) + "   one iteration alone (wall) " + format_quanta(it->wall);
   }

@@ -259,7 +259,7 @@ class Printer : public RunObserver {
              << format_quanta(it->period);
       out_ << "\n";
     }
-    out_ << "  optimizer " << s.optimizer;
+    out_ << "  optimizer " << optimizer_name(s.optimizer);
     if (s.optimizer == kOptimizerPostValidation)
       out_ << ": " << sum.rolled_back << " speculative step" << (sum.rolled_back == 1 ? "" : "s")
            << " rolled back and redone on rank " << sum.state_chain_start << "; " << sum.replays << " iteration"
@@ -568,7 +568,7 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
   if (o.check) {
     // Everything above is what a run checks before it trains; say what it would run.
     if (world_rank == 0)
-      out << o.schedule_file << ": ok: " << s.method << " (" << s.optimizer << ") on " << s.p << " ranks (p=" << s.p
+      out << o.schedule_file << ": ok: " << s.method << " (" << optimizer_name(s.optimizer) << ") on " << s.p << " ranks (p=" << s.p
           << ", m=" << s.m << ", chunks=" << s.chunks << "), model " << model->name << " (" << model->layers
           << " layers), " << o.run.steps << " steps on " << o.backend << (mpi ? " under MPI" : " in one process") << "\n";
     return finish(0);

@@ -167,9 +167,9 @@ Ticks cost_lower_bound(const Problem& pr, Cost cost, const std::vector<std::vect
 SolverReport bound_report(const Problem& pr, Ticks cost_value, Cost cost,
                           const std::vector<std::vector<int>>& placement, Ticks allreduce) {
   SolverReport r;
-  r.cost = cost;
+  r.measure = cost;
   const Ticks best = cost_lower_bound(pr, cost, placement, &r.bound_source, allreduce);
-  r.objective = cost_value;
+  r.value = cost_value;
   r.best_bound = from_quanta(best);
   r.gap = relative_gap(cost_value, static_cast<double>(best));
   r.status = cost_value <= best ? "optimal" : "not_run";

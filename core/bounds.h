@@ -28,15 +28,15 @@ struct SpanBounds {
 };
 
 /// What a plan knows about its own quality; written to the schedule file as "solver". Its figures
-/// measure `cost`: the plan's objective, the period or the wall clock with the optimizer, or for a
+/// measure `measure`: the plan's objective, the period or the wall clock with the optimizer, or for a
 /// compute-only plan the span or the makespan that stands for it (simulate.h's compute_cost).
 struct SolverReport {
-  Cost cost = Cost::kSpan;   ///< what `objective` and `best_bound` measure
+  Cost measure = Cost::kSpan;  ///< what `value` and `best_bound` measure (the file's "cost")
   std::string status;        ///< "optimal" (the cost meets a certified bound), "time_limit", "local_optimum", "not_run"
-  Ticks objective = 0;       ///< the schedule's exact simulated cost
+  Ticks value = 0;           ///< the schedule's exact simulated cost (the file's "objective")
   double best_bound = 0;     ///< certified lower bound on any schedule's cost (time units)
   std::string bound_source;  ///< "busy", "memory", "critical-path", "ramp" (wall only) or "cbc"
-  double gap = 0;            ///< (objective - best_bound) / objective
+  double gap = 0;            ///< (value - best_bound) / value
   double bubble_rate_bound = 0;  ///< the bubble rate a cost equal to best_bound would have
   double seconds = 0;        ///< time spent in the ILP (0 when it did not run)
   long nodes = 0;            ///< CBC branch-and-bound nodes

@@ -1,6 +1,8 @@
 // Names, short forms and placement maps of the schedule IR (see ir.h).
 #include "core/ir.h"
 
+#include <ostream>
+
 #include <array>
 #include <cctype>
 #include <sstream>
@@ -145,5 +147,26 @@ std::optional<Schedule> schedule_from_strings(const std::vector<std::string>& st
   }
   return s;
 }
+
+const char* level_name(Level level) { return level == Level::kLowered ? "lowered" : "compute"; }
+
+std::optional<Level> parse_level(std::string_view name) {
+  if (name == "compute") return Level::kCompute;
+  if (name == "lowered") return Level::kLowered;
+  return std::nullopt;
+}
+
+const char* optimizer_name(Optimizer optimizer) {
+  return optimizer == Optimizer::kPostValidation ? "post-validation" : "sync";
+}
+
+std::optional<Optimizer> parse_optimizer(std::string_view name) {
+  if (name == "sync") return Optimizer::kSync;
+  if (name == "post-validation") return Optimizer::kPostValidation;
+  return std::nullopt;
+}
+
+std::ostream& operator<<(std::ostream& out, Level level) { return out << level_name(level); }
+std::ostream& operator<<(std::ostream& out, Optimizer optimizer) { return out << optimizer_name(optimizer); }
 
 }  // namespace zbpp

@@ -4,6 +4,7 @@
 // with ":c" appended for chunk c > 0 ("F5:1").
 #pragma once
 
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -73,22 +74,34 @@ struct VirtualStageMap {
   int vs(int stage, int chunk) const { return placement[stage][chunk]; }
 };
 
-/// Whether a schedule holds compute ops only, or also the runtime's instructions.
-inline const char* const kLevelCompute = "compute";
-inline const char* const kLevelLowered = "lowered";
+/// Whether a schedule holds compute ops only, or also the runtime's instructions ("level" in the file).
+enum class Level { kCompute, kLowered };
+inline constexpr Level kLevelCompute = Level::kCompute;
+inline constexpr Level kLevelLowered = Level::kLowered;
+/// "compute" or "lowered", as the file spells it.
+const char* level_name(Level level);
+std::optional<Level> parse_level(std::string_view name);
+
 /// How a lowered schedule's optimizer steps: one all-reduce before every stage steps, or
 /// speculative steps under the partial state with post-validation (paper §4).
-inline const char* const kOptimizerSync = "sync";
-inline const char* const kOptimizerPostValidation = "post-validation";
+enum class Optimizer { kSync, kPostValidation };
+inline constexpr Optimizer kOptimizerSync = Optimizer::kSync;
+inline constexpr Optimizer kOptimizerPostValidation = Optimizer::kPostValidation;
+/// "sync" or "post-validation", as the file and --optimizer spell it.
+const char* optimizer_name(Optimizer optimizer);
+std::optional<Optimizer> parse_optimizer(std::string_view name);
+/// Both print by name (test messages, logs).
+std::ostream& operator<<(std::ostream& out, Level level);
+std::ostream& operator<<(std::ostream& out, Optimizer optimizer);
 
 struct Schedule {
   int p = 0;
   int m = 0;
   int chunks = 1;
   std::vector<std::vector<int>> placement;  ///< [stage][chunk] -> virtual stage
-  std::string level = kLevelCompute;
+  Level level = Level::kCompute;
   std::string method;                       ///< which generator or pass produced it
-  std::string optimizer = kOptimizerSync;   ///< lowered schedules: kOptimizerSync or kOptimizerPostValidation
+  Optimizer optimizer = Optimizer::kSync;   ///< lowered schedules only
   std::vector<std::vector<Op>> stages;      ///< [stage] -> ops in execution order
 
   /// Every field but the ops (p empty stages): passes that rebuild the ops copy no op twice.

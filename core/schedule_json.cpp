@@ -307,10 +307,10 @@ struct FileReader {
         error("/solver/nodes", "expected a non-negative integer, got " + json_excerpt(v["nodes"]));
       if (!cost || !status || !objective || !best_bound || !gap) return f;
       for (Cost c : {Cost::kSpan, Cost::kMakespan, Cost::kPeriod, Cost::kWall})
-        if (*cost == cost_name(c)) sv.cost = c;
+        if (*cost == cost_name(c)) sv.measure = c;
       sv.status = *status;
       sv.bound_source = source.value_or("");
-      sv.objective = *objective;
+      sv.value = *objective;
       sv.best_bound = *best_bound;
       sv.gap = *gap;
       f.solver = sv;
@@ -398,7 +398,8 @@ std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const st
   r.read_int(j, "m", "", &s.m, true);
   r.read_int(j, "chunks", "", &s.chunks, false);
   if (j.contains("level")) {
-    if (j["level"].is_string()) s.level = j["level"].get<std::string>();
+    auto level = j["level"].is_string() ? parse_level(j["level"].get<std::string>()) : std::nullopt;
+    if (level) s.level = *level;
     else r.error("/level", "expected \"compute\" or \"lowered\", got " + json_excerpt(j["level"]));
   }
   for (const char* key : {"method", "comment", "$schema"})
@@ -408,8 +409,10 @@ std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const st
   out.recorded = r.figures(j);
   if (j.contains("optimizer")) {
     const auto& o = j["optimizer"];
-    if (o == kOptimizerSync || o == kOptimizerPostValidation) s.optimizer = o.get<std::string>();
-    else r.error("/optimizer", "expected \"" + std::string(kOptimizerSync) + "\" or \"" + kOptimizerPostValidation + "\", got " + json_excerpt(o));
+    auto optimizer = o.is_string() ? parse_optimizer(o.get<std::string>()) : std::nullopt;
+    if (optimizer) s.optimizer = *optimizer;
+    else r.error("/optimizer", std::string("expected \"") + optimizer_name(kOptimizerSync) + "\" or \"" +
+                                   optimizer_name(kOptimizerPostValidation) + "\", got " + json_excerpt(o));
   }
   if (j.contains("objective")) {
     const auto& o = j["objective"];
@@ -508,7 +511,7 @@ std::vector<Diag> check_recorded_figures(const ScheduleFile& f, const Timeline& 
   }
   // Iterations back to back, timed as the file records them (its latencies; the defaults otherwise),
   // for the iterations' figures and a solver cost of the period or the wall.
-  const bool timed = r.iterations || (r.solver && !is_compute_cost(r.solver->cost));
+  const bool timed = r.iterations || (r.solver && !is_compute_cost(r.solver->measure));
   std::optional<IterationTimeline> it;
   if (timed && s.level != kLevelLowered) {
     out.push_back({path, r.iterations ? "/iterations" : "/solver/cost", -1, -1, "",
@@ -540,11 +543,11 @@ std::vector<Diag> check_recorded_figures(const ScheduleFile& f, const Timeline& 
   }
   if (r.solver) {
     const auto& sv = *r.solver;
-    const Cost cost = sv.cost;
+    const Cost cost = sv.measure;
     const Ticks actual = is_compute_cost(cost) ? cost_of(t, cost) : cost == Cost::kWall ? it->wall : it->period;
     // A synchronous step's all-reduce adds to every bound on the period and the wall (bounds.h).
     const Ticks allreduce = it && s.optimizer == kOptimizerSync ? it->allreduce_latency : -1;
-    quanta("/solver/objective", sv.objective, actual);
+    quanta("/solver/objective", sv.value, actual);
     // Compared in quanta, as the planner forms them (best_bound may be CBC's, not a whole quantum).
     const double bound = sv.best_bound * kQuantaPerUnit;
     auto say = [&](const std::string& pointer, const std::string& msg) {
@@ -662,9 +665,9 @@ bool write_schedule_json(const Schedule& s, const Problem& pr, const Timeline& t
   out << "{\n";
   out << "  \"format\": \"" << kFormat << "\",\n";
   out << "  \"version\": " << kVersion << ",\n";
-  out << "  \"level\": " << nlohmann::json(s.level).dump() << ",\n";
+  out << "  \"level\": " << nlohmann::json(level_name(s.level)).dump() << ",\n";
   out << "  \"method\": " << nlohmann::json(s.method).dump() << ",\n";
-  if (s.level == kLevelLowered) out << "  \"optimizer\": " << nlohmann::json(s.optimizer).dump() << ",\n";
+  if (s.level == kLevelLowered) out << "  \"optimizer\": " << nlohmann::json(optimizer_name(s.optimizer)).dump() << ",\n";
   out << "  \"p\": " << s.p << ",\n";
   out << "  \"m\": " << s.m << ",\n";
   out << "  \"chunks\": " << s.chunks << ",\n";
@@ -687,8 +690,8 @@ bool write_schedule_json(const Schedule& s, const Problem& pr, const Timeline& t
     out << "  \"iterations\": " << it.dump() << ",\n";
   }
   if (solver) {
-    nlohmann::json j = {{"cost", cost_name(solver->cost)},
-                        {"status", solver->status},         {"objective", from_quanta(solver->objective)},
+    nlohmann::json j = {{"cost", cost_name(solver->measure)},
+                        {"status", solver->status},         {"objective", from_quanta(solver->value)},
                         {"best_bound", solver->best_bound}, {"bound_source", solver->bound_source},
                         {"gap", solver->gap},               {"bubble_rate_bound", solver->bubble_rate_bound},
                         {"seconds", solver->seconds},       {"nodes", solver->nodes}};

@@ -30,9 +30,9 @@ struct RecordedFigures {
   };
   std::optional<Iterations> iterations;
   struct Solver {
-    Cost cost = Cost::kSpan;  ///< what objective and best_bound measure (simulate.h)
+    Cost measure = Cost::kSpan;  ///< "cost": what value and best_bound measure (simulate.h)
     std::string status, bound_source;
-    double objective = 0, best_bound = 0, gap = 0;
+    double value = 0, best_bound = 0, gap = 0;  ///< value: "objective", the schedule's cost
     std::optional<double> bubble_rate_bound;
   };
   std::optional<Solver> solver;

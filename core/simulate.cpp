@@ -223,7 +223,7 @@ const char* cost_name(Cost cost) {
 
 Cost cost_of(Objective objective) { return objective == Objective::kWall ? Cost::kWall : Cost::kPeriod; }
 
-Cost compute_cost(Objective objective, const std::string& optimizer) {
+Cost compute_cost(Objective objective, Optimizer optimizer) {
   return optimizer == kOptimizerSync || objective == Objective::kWall ? Cost::kMakespan : Cost::kSpan;
 }
 

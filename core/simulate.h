@@ -38,7 +38,7 @@ inline bool is_compute_cost(Cost cost) { return cost == Cost::kSpan || cost == C
 /// (they overlap to the tick: golden_table5_test, search_heuristic_test) and the wall clock the
 /// makespan plus the state's last messages, which the makespan only approximates (pipeline.cpp then
 /// ranks by the true cost).
-Cost compute_cost(Objective objective, const std::string& optimizer);
+Cost compute_cost(Objective objective, Optimizer optimizer);
 
 struct OpTiming {
   Ticks start = 0;

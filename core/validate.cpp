@@ -44,8 +44,6 @@ bool check_shape(const Schedule& s, const Problem& pr, std::vector<Diag>* out) {
   if (!placement_ok)
     say("placement must give each of the " + std::to_string(s.p) + " stages " + std::to_string(s.chunks) +
         " distinct virtual stage(s) in 0.." + std::to_string(s.p * s.chunks - 1));
-  if (s.level != kLevelCompute && s.level != kLevelLowered)
-    say("schedule level '" + s.level + "' is unknown (expected 'compute' or 'lowered')");
   return out->size() == before;
 }
 

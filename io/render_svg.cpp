@@ -117,7 +117,7 @@ Drawing drawing_of(const Schedule& s, const Problem& pr, const Timeline& t, cons
     if (present) d.kinds.push_back(k);
   }
   d.title = options.title.empty() ? s.method + " (p=" + std::to_string(s.p) + ", m=" + std::to_string(s.m) +
-                                        ", chunks=" + std::to_string(s.chunks) + ", " + s.level + ")"
+                                        ", chunks=" + std::to_string(s.chunks) + ", " + level_name(s.level) + ")"
                                   : options.title;
   char figures[200];
   std::snprintf(figures, sizeof figures, "makespan %s   span %s   span bubble rate %.4f",

@@ -24,7 +24,7 @@ namespace zbpp {
 enum class ValidateAt { kFirstBackward, kStart };
 
 struct LowerOptions {
-  std::string optimizer = kOptimizerSync;  ///< kOptimizerSync or kOptimizerPostValidation
+  Optimizer optimizer = Optimizer::kSync;
   ValidateAt validate_at = ValidateAt::kFirstBackward;
 };
 

@@ -173,9 +173,9 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
 std::string bound_line(const SolverReport& report) {
   char line[240];
   std::snprintf(line, sizeof line, "bound: %s >= %s (%s), %s bubble rate >= %.4f, gap %.4f %% (%s)",
-                cost_name(report.cost),
+                cost_name(report.measure),
                 format_quanta(static_cast<Ticks>(std::llround(report.best_bound * kQuantaPerUnit))).c_str(),
-                report.bound_source.c_str(), cost_name(report.cost), report.bubble_rate_bound, 100 * report.gap,
+                report.bound_source.c_str(), cost_name(report.measure), report.bubble_rate_bound, 100 * report.gap,
                 report.status.c_str());
   return line;
 }

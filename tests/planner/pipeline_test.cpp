@@ -47,7 +47,7 @@ Ticks check_auto_is_best(const Problem& pr, Objective objective) {
       REQUIRE(planned->schedule.optimizer == placement.optimizer);
       INFO(method << " under " << placement.optimizer << (placement.validate_at == ValidateAt::kStart ? " (start)" : ""));
       CHECK(cost <= true_cost(planned->schedule, planned->problem, objective));
-      CHECK(planned->solver.objective == true_cost(planned->schedule, planned->problem, objective));
+      CHECK(planned->solver.value == true_cost(planned->schedule, planned->problem, objective));
       ++compared;
     }
   CHECK(compared >= 6);
@@ -152,8 +152,8 @@ TEST_CASE("heuristic and ilp: the grid ranks by the objective planned for, optim
       PlanResult ilp = planned_for("ilp", placement, objective);
       PlanResult heuristic = planned_for("heuristic", placement, objective);
       CHECK(true_cost(ilp.schedule, pr, objective) <= true_cost(heuristic.schedule, pr, objective));
-      CHECK(ilp.solver.objective == true_cost(ilp.schedule, pr, objective));
-      CHECK(from_quanta(ilp.solver.objective) >= ilp.solver.best_bound - 1e-6);
+      CHECK(ilp.solver.value == true_cost(ilp.schedule, pr, objective));
+      CHECK(from_quanta(ilp.solver.value) >= ilp.solver.best_bound - 1e-6);
     }
 #endif
 }

@@ -21,7 +21,7 @@ using namespace zbpp;
 using zbpp::test::make_problem;
 
 namespace {
-Schedule two_stages_one_microbatch(const std::string& optimizer) {
+Schedule two_stages_one_microbatch(Optimizer optimizer) {
   std::string err;
   auto compute = schedule_from_strings({"F0 BW0", "F0 BW0"}, 1, 1, {{0}, {1}}, &err);
   REQUIRE(compute);

@@ -185,7 +185,7 @@ TEST_CASE("interpreter: each rank runs its compute ops in file order, each given
   };
   for (const Case& c : {Case{"1f1b", 3, 6, 1, ""}, Case{"zb-h1", 4, 8, 1, ""}, Case{"zb-h2", 3, 6, 1, ""},
                         Case{"heuristic", 3, 6, 1, "2p"}, Case{"zb-v", 2, 4, 1, ""}, Case{"1f1b-i", 2, 4, 2, ""}}) {
-    for (const std::string optimizer : {kOptimizerSync, kOptimizerPostValidation}) {
+    for (const Optimizer optimizer : {kOptimizerSync, kOptimizerPostValidation}) {
       CAPTURE(c.method, optimizer);
       Schedule s = planned(c.method, c.p, c.m, optimizer, c.chunks, c.mem);
       const int steps = 3;

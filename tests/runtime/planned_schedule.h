@@ -12,7 +12,7 @@ namespace zbpp {
 
 /// `method` for p stages, m microbatches and `chunks` per stage (T_F = T_B = 1, T_W = 0.5),
 /// lowered for `optimizer`.
-inline Schedule planned(const std::string& method, int p, int m, const std::string& optimizer, int chunks = 1,
+inline Schedule planned(const std::string& method, int p, int m, Optimizer optimizer, int chunks = 1,
                         const std::string& mem_limit = "") {
   ProblemInput in;
   in.p = p;

@@ -74,7 +74,7 @@ TEST_CASE("trainer: every schedule trains the same model: equal losses and weigh
   CHECK(digest.size() == 16);
   struct Case {
     const char* method;
-    const char* optimizer;
+    Optimizer optimizer;
     int chunks;
   };
   // Post-validation is bit-identical only where no speculative step was rolled back: an in-place
