@@ -270,11 +270,12 @@ Solve solve_window(const Problem& pr, const Incumbent& inc, const std::vector<in
     if (col[s][last[s]] >= 0) r.terms.push_back({col[s][last[s]], -1.0});
     else r.lo += end_of(s, last[s]);
     rows.push_back(std::move(r));
-    // A window that reaches the stage's end may put another op last (with chunks, each chunk's
-    // last W can be): C covers every op of it.
+    // A window that reaches the stage's end may put another op last: with chunks, each chunk's
+    // last W can be (every other op comes before some W). C covers them all.
     if (hi[s] == n)
       for (int i = lo[s]; i < n - 1; ++i)
-        if (col[s][i] >= 0) rows.push_back({{{col_c, 1.0}, {col[s][i], -1.0}}, -origin[s], inf});
+        if (col[s][i] >= 0 && ops[i].type == OpType::W && ops[i].mb == pr.m - 1)
+          rows.push_back({{{col_c, 1.0}, {col[s][i], -1.0}}, -origin[s], inf});
   }
   // Disjunctions: with o = 1, x then y; with o = 0, y then x. Two ops of one stage end at most
   // the incumbent's cost apart (every end lies in [stage start, origin + cost], origin <= start).
