@@ -19,11 +19,14 @@ namespace zbpp {
 
 const std::vector<std::string>& plan_methods() {
   static const std::vector<std::string> methods = {"1f1b", "1f1b-i", "zb-h1", "zb-h2", "heuristic",
-                                                     "ilp",  "zb-v",   "dualpipe-v", "v-min", "v-half", "v-zb", "heuristic-v", "auto"};
+                                                     "ilp",  "zb-v",   "dualpipe-v", "v-min", "v-half", "v-zb", "heuristic-v", "ilp-v", "auto"};
   return methods;
 }
 
 namespace {
+
+// The methods that refine their warm start with the ILP: ilp, and ilp-v from the V search.
+bool is_ilp(const std::string& method) { return method == "ilp" || method == "ilp-v"; }
 
 // A method that runs a fixed placement refuses a problem that asks for another.
 bool check_shape(const Problem& pr, const std::string& method, int chunks_needed, std::vector<Diag>* diags) {
@@ -110,7 +113,8 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
   if (lowerings.empty()) lowerings.push_back(std::nullopt);
   for (const auto& method : plan_methods()) {
     if (method == "auto") continue;
-    if (method == "ilp" && options.time_limit <= 0) continue;  // the ILP runs only with a time budget
+    if (is_ilp(method) && options.time_limit <= 0) continue;  // the ILP runs only with a time budget
+    if (method == "ilp-v" && pr.chunks > 1) continue;           // ilp plans the same
     if (method == "1f1b-i" && pr.chunks < 2) {
       notes.push_back("auto: 1f1b-i left out: it interleaves model chunks (give --chunks V, V >= 2, to include it)");
       continue;
@@ -120,8 +124,9 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
       PlanOptions one = options;
       one.lowerings.clear();
       if (lowering) one.lowerings.push_back(*lowering);
-      // The ILP's time limit is auto's in all, shared among the placements it plans for.
-      one.time_limit = options.time_limit / static_cast<double>(lowerings.size());
+      // The ILP's time limit is auto's in all, shared among the placements it plans for and the
+      // ILP methods it runs (ilp and, on a one-chunk problem, ilp-v).
+      one.time_limit = options.time_limit / static_cast<double>(lowerings.size() * (pr.chunks == 1 ? 2 : 1));
       std::vector<Diag> why;
       auto result = plan_schedule(pr, method, &why, one);
       const std::string name = lowering ? lowering_name(*lowering) : "";
@@ -206,7 +211,7 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
   std::optional<SolverReport> ilp_report;
   Problem pr = original;
   const bool v_shape = method == "zb-v" || method == "dualpipe-v" || method == "v-min" || method == "v-half" ||
-                       method == "v-zb" || method == "heuristic-v";
+                       method == "v-zb" || method == "heuristic-v" || method == "ilp-v";
   if (v_shape && pr.chunks == 1) {
     pr = split_into_chunks(original, 2);
     notes.push_back(method + ": each stage split into 2 chunks (per-chunk times and memory are half the stage's)");
@@ -224,7 +229,7 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
   // The placements the V search plans: two chunks in a V, given or left to the method.
   const bool v_placement = pr.chunks == 2 && (pr.placement.empty() || pr.placement == v_shape_placement(pr.p));
   std::string warm_start;  // what the ILP refines
-  if (v_shape && method != "heuristic-v") {
+  if (v_shape && method != "heuristic-v" && method != "ilp-v") {
     if (!check_shape(pr, method, 2, diags)) return std::nullopt;
     std::string err;
     if (method == "zb-v") s = generate_zb_v(pr);
@@ -235,7 +240,8 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
       diags->push_back({"", "", -1, -1, "", err});
       return std::nullopt;
     }
-  } else if (((method == "heuristic" || method == "ilp") && v_placement) || method == "heuristic-v") {
+  } else if (((method == "heuristic" || method == "ilp") && v_placement) || method == "heuristic-v" ||
+             method == "ilp-v") {
     if (!check_shape(pr, method, 2, diags)) return std::nullopt;
     auto found = search_v(pr, diags, compute, true_cost);
     if (!found) return std::nullopt;
@@ -294,7 +300,7 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
     diags->push_back({"", "", -1, -1, "", "unknown method '" + method + "' (known: " + known + ")"});
     return std::nullopt;
   }
-  if (method == "ilp") {
+  if (is_ilp(method)) {
 #ifdef ZBPP_HAVE_CBC
     IlpOptions ilp;
     ilp.measure = compute;
@@ -325,8 +331,9 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
     ilp_report->seconds = refined->seconds;
     ilp_report->nodes = refined->nodes;
     s = std::move(refined->schedule);
+    s->method = method;
 #else
-    diags->push_back({"", "", -1, -1, "", "the ilp method needs CBC: install coinor-libcbc-dev and rebuild"});
+    diags->push_back({"", "", -1, -1, "", "the " + method + " method needs CBC: install coinor-libcbc-dev and rebuild"});
     return std::nullopt;
 #endif
   }

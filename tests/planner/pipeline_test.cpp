@@ -201,7 +201,7 @@ TEST_CASE("heuristic: with uneven stages its pick is the best candidate by the t
 }
 
 #ifdef ZBPP_HAVE_CBC
-TEST_CASE("ilp with chunks: refines the V search (or 1f1b-i, interleaved), never worse by the true cost") {
+TEST_CASE("ilp with chunks, and ilp-v: refine the V search (or 1f1b-i, interleaved), never worse by the true cost") {
   const Problem v = test::make_problem(3, 6, 1.0, 1.1, 0.6, 0.05, 1, 0.4, "0.75p", 2);
   PlanOptions options;
   options.lowerings = {kPlacements[0]};
@@ -225,6 +225,17 @@ TEST_CASE("ilp with chunks: refines the V search (or 1f1b-i, interleaved), never
                        [&](const std::string& n) { return n.find("warm-started from " + what + ": ") != std::string::npos; });
   };
   CHECK(from(*ilp, "the V search"));
+  // ilp-v splits a one-chunk problem's stages in halves, as heuristic-v, and refines its pick.
+  const Problem whole = test::make_problem(3, 6, 2.0, 2.2, 1.2, 0.05, 2, 0.8, "0.75p");
+  auto split = plan(whole, "ilp-v", &diags);
+  auto searched = plan(whole, "heuristic-v", &diags);
+  REQUIRE(split);
+  REQUIRE(searched);
+  CHECK(split->problem.chunks == 2);
+  CHECK(split->schedule.method == "ilp-v");
+  CHECK(from(*split, "the V search"));
+  CHECK(true_cost(split->schedule, split->problem, Objective::kPeriod) <=
+        true_cost(searched->schedule, searched->problem, Objective::kPeriod));
   // The interleaved placement starts from Megatron's order, where m is a multiple of p.
   Problem interleaved = v;
   interleaved.placement = interleaved_placement(3, 2);
