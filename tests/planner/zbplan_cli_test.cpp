@@ -567,6 +567,8 @@ TEST_CASE("zbplan: every plan records its certified bound, and ilp takes --time-
   CHECK(a.out.find("auto: ilp") == std::string::npos);
   Run at = with({"plan", "--method", "auto", "--time-limit", "0.5", "--quiet", "-o", tmp("cli_auto_limit.json")});
   CHECK(at.out.find("auto: ilp under post-validation: span ") != std::string::npos);
+  CHECK(at.out.find("auto: ilp-v under post-validation: span ") != std::string::npos);  // the V search refined
+  CHECK(a.out.find("auto: ilp-v") == std::string::npos);
 #endif
 }
 
