@@ -109,10 +109,11 @@ int check_against_exhaustive_search(Cost objective, unsigned seed, int trials) {
 }
 
 // p = 2, m = 2, two chunks per stage, with and without a tight limit: from the V search and from
-// V-Min (V placement), or from 1F1B-I (interleaved placement), the whole model must reach what
-// exhaustive search over every stage order finds, and prove it. Returns how many solves ran and
-// how many improved on their warm start.
-std::pair<int, int> check_chunks_against_exhaustive_search(unsigned seed, bool interleaved, int trials) {
+// V-Min (V placement), or from 1F1B-I (interleaved placement), the whole model minimising
+// `objective` must reach what exhaustive search over every stage order finds, and prove it.
+// Returns how many solves ran and how many improved on their warm start.
+std::pair<int, int> check_chunks_against_exhaustive_search(Cost objective, unsigned seed, bool interleaved,
+                                                           int trials) {
   std::mt19937 rng(seed);
   int solves = 0, improved = 0;
   for (bool tight : {false, true})
@@ -120,21 +121,22 @@ std::pair<int, int> check_chunks_against_exhaustive_search(unsigned seed, bool i
       Problem pr = random_problem(rng, 2, 2, tight, 2);
       if (interleaved) pr.placement = interleaved_placement(2, 2);
       INFO((interleaved ? "interleaved" : "V") << (tight ? " tight" : "") << " trial " << trial);
-      const Ticks optimum = test::brute_force_cost(pr, Cost::kSpan);
+      const Ticks optimum = test::brute_force_cost(pr, objective);
       if (optimum < 0) continue;
-      CHECK(cost_lower_bound(pr, Cost::kSpan, v_shape_placement(2)) <= optimum);
+      CHECK(cost_lower_bound(pr, objective, pr.placement.empty() ? v_shape_placement(2) : pr.placement) <= optimum);
       std::vector<Diag> diags;
       std::vector<Schedule> starts;
       if (interleaved) {
         std::string err;
         if (auto megatron = generate_1f1b_interleaved(pr, &err)) starts.push_back(*megatron);
       } else {
-        if (auto found = search_v(pr, &diags)) starts.push_back(found->schedule);
+        if (auto found = search_v(pr, &diags, objective)) starts.push_back(found->schedule);
         starts.push_back(generate_v_block(pr, VBlock::kMin));
       }
       for (const Schedule& warm : starts) {
         if (!validate(warm, pr).empty()) continue;  // over the limit
         IlpOptions options;
+        options.measure = objective;
         options.seconds = 20;
         auto r = refine_ilp(pr, warm, options, &diags);
         INFO(format_diags(diags));
@@ -142,7 +144,7 @@ std::pair<int, int> check_chunks_against_exhaustive_search(unsigned seed, bool i
         CHECK(r->mode == "full");
         CHECK(r->status == "optimal");
         CHECK(r->cost == optimum);
-        const Ticks warm_cost = simulate_span(warm, pr);
+        const Ticks warm_cost = simulate_cost(warm, pr, objective);
         check_result(*r, pr, warm_cost);
         ++solves;
         improved += r->cost < warm_cost;
@@ -298,15 +300,21 @@ TEST_CASE("ilp (wall): at 1p it proves a wall clock below ZB-H1's, the heuristic
 
 TEST_CASE("ilp (chunks): proves the exhaustive optimum on tiny V problems") {
   // From the V search and from V-Min: at least 5 solves, at least 2 improving on their start.
-  auto [solves, improved] = check_chunks_against_exhaustive_search(21, false, 2);
+  auto [solves, improved] = check_chunks_against_exhaustive_search(Cost::kSpan, 21, false, 2);
   CHECK(solves >= 5);
   CHECK(improved >= 2);
 }
 
 TEST_CASE("ilp (chunks): proves the exhaustive optimum on tiny interleaved problems") {
   // From 1F1B-I, which holds every microbatch's activations: it fits only some limits.
-  auto [solves, improved] = check_chunks_against_exhaustive_search(22, true, 2);
+  auto [solves, improved] = check_chunks_against_exhaustive_search(Cost::kSpan, 22, true, 2);
   CHECK(solves >= 2);
+  CHECK(improved >= 1);
+}
+
+TEST_CASE("ilp (chunks, wall): proves the least makespan on tiny V problems") {
+  auto [solves, improved] = check_chunks_against_exhaustive_search(Cost::kMakespan, 23, false, 1);
+  CHECK(solves >= 3);
   CHECK(improved >= 1);
 }
 
