@@ -19,11 +19,14 @@ namespace zbpp {
 
 const std::vector<std::string>& plan_methods() {
   static const std::vector<std::string> methods = {"1f1b", "1f1b-i", "zb-h1", "zb-h2", "heuristic",
-                                                     "ilp",  "zb-v",   "dualpipe-v", "v-min", "v-half", "v-zb", "heuristic-v", "auto"};
+                                                     "ilp",  "zb-v",   "dualpipe-v", "v-min", "v-half", "v-zb", "heuristic-v", "ilp-v", "auto"};
   return methods;
 }
 
 namespace {
+
+// The methods that refine their warm start with the ILP: ilp, and ilp-v from the V search.
+bool is_ilp(const std::string& method) { return method == "ilp" || method == "ilp-v"; }
 
 // A method that runs a fixed placement refuses a problem that asks for another.
 bool check_shape(const Problem& pr, const std::string& method, int chunks_needed, std::vector<Diag>* diags) {
@@ -110,7 +113,8 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
   if (lowerings.empty()) lowerings.push_back(std::nullopt);
   for (const auto& method : plan_methods()) {
     if (method == "auto") continue;
-    if (method == "ilp" && options.time_limit <= 0) continue;  // the ILP runs only with a time budget
+    if (is_ilp(method) && options.time_limit <= 0) continue;  // the ILP runs only with a time budget
+    if (method == "ilp-v" && pr.chunks > 1) continue;           // ilp plans the same
     if (method == "1f1b-i" && pr.chunks < 2) {
       notes.push_back("auto: 1f1b-i left out: it interleaves model chunks (give --chunks V, V >= 2, to include it)");
       continue;
@@ -120,8 +124,9 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
       PlanOptions one = options;
       one.lowerings.clear();
       if (lowering) one.lowerings.push_back(*lowering);
-      // The ILP's time limit is auto's in all, shared among the placements it plans for.
-      one.time_limit = options.time_limit / static_cast<double>(lowerings.size());
+      // The ILP's time limit is auto's in all, shared among the placements it plans for and the
+      // ILP methods it runs (ilp and, on a one-chunk problem, ilp-v).
+      one.time_limit = options.time_limit / static_cast<double>(lowerings.size() * (pr.chunks == 1 ? 2 : 1));
       std::vector<Diag> why;
       auto result = plan_schedule(pr, method, &why, one);
       const std::string name = lowering ? lowering_name(*lowering) : "";
@@ -190,7 +195,7 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
   std::optional<SolverReport> ilp_report;
   Problem pr = original;
   const bool v_shape = method == "zb-v" || method == "dualpipe-v" || method == "v-min" || method == "v-half" ||
-                       method == "v-zb" || method == "heuristic-v";
+                       method == "v-zb" || method == "heuristic-v" || method == "ilp-v";
   if (v_shape && pr.chunks == 1) {
     pr = split_into_chunks(original, 2);
     notes.push_back(method + ": each stage split into 2 chunks (per-chunk times and memory are half the stage's)");
@@ -205,7 +210,10 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
   const std::string ranked_by = true_cost ? std::string(objective_name(options.objective)) + " (lowered: " +
                                                 lowering_name(*lowering) + ")"
                                           : cost_name(compute);
-  if (v_shape && method != "heuristic-v") {
+  // The placements the V search plans: two chunks in a V, given or left to the method.
+  const bool v_placement = pr.chunks == 2 && (pr.placement.empty() || pr.placement == v_shape_placement(pr.p));
+  std::string warm_start;  // what the ILP refines
+  if (v_shape && method != "heuristic-v" && method != "ilp-v") {
     if (!check_shape(pr, method, 2, diags)) return std::nullopt;
     std::string err;
     if (method == "zb-v") s = generate_zb_v(pr);
@@ -216,15 +224,31 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
       diags->push_back({"", "", -1, -1, "", err});
       return std::nullopt;
     }
-  } else if ((method == "heuristic" && pr.chunks == 2 && (pr.placement.empty() || pr.placement == v_shape_placement(pr.p))) ||
-             method == "heuristic-v") {
+  } else if (((method == "heuristic" || method == "ilp") && v_placement) || method == "heuristic-v" ||
+             method == "ilp-v") {
     if (!check_shape(pr, method, 2, diags)) return std::nullopt;
     auto found = search_v(pr, diags, compute, true_cost);
     if (!found) return std::nullopt;
     s = std::move(found->schedule);
+    warm_start = "the V search";
     notes.push_back("V search: " + std::to_string(found->feasible) + " of " + std::to_string(found->candidates) +
                     " candidates fit the memory limit (greedy budgets and knobs; v-min, v-half, v-zb, zb-v, "
                     "dualpipe-v seeds); best by " + ranked_by + ": " + found->winner);
+  } else if (method == "ilp" && pr.chunks > 1) {
+    // Other placements start from Megatron's interleaved order, where the problem allows it.
+    if (!pr.placement.empty() && pr.placement != interleaved_placement(pr.p, pr.chunks)) {
+      diags->push_back({"", "", -1, -1, "", "method ilp starts from the V search (2 chunks, placement [r, 2p-1-r]) or "
+                                            "from 1f1b-i (placement [s, s+p, ...]); the problem's placement is "
+                                            "neither: give one of them, or drop 'placement'"});
+      return std::nullopt;
+    }
+    std::string err;
+    s = generate_1f1b_interleaved(pr, &err);
+    if (!s) {
+      diags->push_back({"", "", -1, -1, "", "method ilp with the interleaved placement starts from 1f1b-i: " + err});
+      return std::nullopt;
+    }
+    warm_start = "1f1b-i";
   } else if (method == "heuristic" || method == "ilp") {
     if (method == "heuristic" && pr.chunks > 1) {
       diags->push_back({"", "", -1, -1, "", "method heuristic searches 1 chunk per stage, or 2 in a V (placement [r, 2p-1-r]); "
@@ -236,45 +260,10 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
     auto found = search_heuristic(pr, diags, 0, compute, true_cost);
     if (!found) return std::nullopt;
     s = std::move(found->schedule);
+    warm_start = "the heuristic";
     notes.push_back("search: " + std::to_string(found->feasible) + " of " + std::to_string(found->candidates) +
                     " candidates fit the memory limit (8 switch combinations, 3 handcrafted seeds); best by " +
                     ranked_by + ": " + found->winner);
-    if (method == "ilp") {
-#ifdef ZBPP_HAVE_CBC
-      IlpOptions ilp;
-      ilp.measure = compute;
-      ilp.true_cost = true_cost;
-      ilp.seconds = options.time_limit > 0 ? options.time_limit : 10;
-      ilp.threads = options.threads;
-      if (options.progress)
-        ilp.progress = [&](const IlpProgress& at) {
-          char line[200];
-          double cost = from_quanta(at.incumbent);
-          std::snprintf(line, sizeof line,
-                        "ilp: %6.1f s  models %4d  incumbent %s %.6f (%s bubble rate %.4f)  bound %.6f  gap %.4f %%",
-                        at.seconds, at.windows, cost_name(compute), cost, cost_name(compute),
-                        bubble_rate_of_span(pr, at.incumbent), at.bound,
-                        100 * relative_gap(at.incumbent, at.bound * kQuantaPerUnit));
-          options.progress(line);
-        };
-      auto refined = refine_ilp(pr, *s, ilp, diags);
-      if (!refined) return std::nullopt;
-      notes.push_back("ilp (CBC, " + format_quanta(*to_quanta(ilp.seconds)) + " s limit, minimising the " +
-                      cost_name(compute) + (true_cost ? ", keeping a schedule by its " + ranked_by : std::string()) +
-                      "), warm-started from the heuristic: " + refined->summary());
-      // The MILP never returns a schedule worse than its warm start (by the true cost where given),
-      // so its schedule replaces the heuristic's; its report carries CBC's bound on the model's cost.
-      ilp_report = SolverReport{};  // its best_bound: the model's cost's
-      ilp_report->best_bound = refined->lower_bound;
-      ilp_report->status = refined->status;
-      ilp_report->seconds = refined->seconds;
-      ilp_report->nodes = refined->nodes;
-      s = std::move(refined->schedule);
-#else
-      diags->push_back({"", "", -1, -1, "", "the ilp method needs CBC: install coinor-libcbc-dev and rebuild"});
-      return std::nullopt;
-#endif
-    }
   } else if (method == "1f1b" || method == "zb-h1" || method == "zb-h2") {
     if (!check_shape(pr, method, 1, diags)) return std::nullopt;
     s = method == "1f1b" ? generate_1f1b(pr) : method == "zb-h1" ? generate_zb_h1(pr) : generate_zb_h2(pr);
@@ -294,6 +283,43 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
     for (const auto& m : plan_methods()) known += (known.empty() ? "" : ", ") + m;
     diags->push_back({"", "", -1, -1, "", "unknown method '" + method + "' (known: " + known + ")"});
     return std::nullopt;
+  }
+  if (is_ilp(method)) {
+#ifdef ZBPP_HAVE_CBC
+    IlpOptions ilp;
+    ilp.measure = compute;
+    ilp.true_cost = true_cost;
+    ilp.seconds = options.time_limit > 0 ? options.time_limit : 10;
+    ilp.threads = options.threads;
+    if (options.progress)
+      ilp.progress = [&](const IlpProgress& at) {
+        char line[200];
+        double cost = from_quanta(at.incumbent);
+        std::snprintf(line, sizeof line,
+                      "ilp: %6.1f s  models %4d  incumbent %s %.6f (%s bubble rate %.4f)  bound %.6f  gap %.4f %%",
+                      at.seconds, at.windows, cost_name(compute), cost, cost_name(compute),
+                      bubble_rate_of_span(pr, at.incumbent), at.bound,
+                      100 * relative_gap(at.incumbent, at.bound * kQuantaPerUnit));
+        options.progress(line);
+      };
+    auto refined = refine_ilp(pr, *s, ilp, diags);
+    if (!refined) return std::nullopt;
+    notes.push_back("ilp (CBC, " + format_quanta(*to_quanta(ilp.seconds)) + " s limit, minimising the " +
+                    cost_name(compute) + (true_cost ? ", keeping a schedule by its " + ranked_by : std::string()) +
+                    "), warm-started from " + warm_start + ": " + refined->summary());
+    // The MILP never returns a schedule worse than its warm start (by the true cost where given),
+    // so its schedule replaces the warm start; its report carries CBC's bound on the model's cost.
+    ilp_report = SolverReport{};  // its best_bound: the model's cost's
+    ilp_report->best_bound = refined->lower_bound;
+    ilp_report->status = refined->status;
+    ilp_report->seconds = refined->seconds;
+    ilp_report->nodes = refined->nodes;
+    s = std::move(refined->schedule);
+    s->method = method;
+#else
+    diags->push_back({"", "", -1, -1, "", "the " + method + " method needs CBC: install coinor-libcbc-dev and rebuild"});
+    return std::nullopt;
+#endif
   }
   if (!pr.placement.empty() && pr.placement != s->placement) {
     diags->push_back({"", "", -1, -1, "", "method " + method + " places chunks its own way; drop 'placement' from the problem"});

@@ -3,9 +3,11 @@
 // (ilp_module.cpp), which loads the module when the ILP first runs.
 //
 // Variables: E, the end time of each op; one binary per pair of ops on a stage whose order is free;
-// C, the cost to minimise. Orders the problem implies are constraints, not binaries: each kind in
-// microbatch order and F_j before B_j' and W_j', B_j before W_j' for j <= j'. So every stage's
-// first op is F_0 and its last W_{m-1}, and the span of stage s is E[W_{m-1}] - start of F_0.
+// C, the cost to minimise. Orders the problem implies are constraints, not binaries (StageOrder):
+// each kind of each chunk in microbatch order, and within a microbatch the order the dependency
+// rule forces through the stage's chunks (one chunk: F_j before B_j' and W_j', B_j before W_j' for
+// j <= j'). So every stage's first op is F_0 of its lowest virtual stage, and the span of stage s
+// runs from its start to the end of its last W (one per chunk may come last).
 // F_0 is pinned to the time the simulator starts it (its input's arrival): the simulator starts
 // every op as early as it can, and with the first op pinned nothing in the model can gain by
 // waiting, so the model's optimum is the simulator's (no schedule file can express idling).
@@ -61,20 +63,40 @@ Schedule split_bw(const Schedule& s) {
   return out;
 }
 
+// Whether every stage runs the F's, B's and W's of each chunk in microbatch order.
 bool kinds_in_microbatch_order(const Schedule& s) {
   for (const auto& ops : s.stages) {
-    int next[3] = {0, 0, 0};
+    std::vector<int> next(static_cast<size_t>(3) * s.chunks, 0);
     for (const Op& op : ops)
-      if (op.mb != next[compute_kind(op.type)]++) return false;
+      if (op.mb != next[op.chunk * 3 + compute_kind(op.type)]++) return false;
   }
   return true;
 }
 
-// Whether x must run before y on one stage in every schedule of the model's space.
-bool implied_before(const Op& x, const Op& y) {
-  int kx = compute_kind(x.type), ky = compute_kind(y.type);
-  return kx == ky ? x.mb < y.mb : kx < ky && x.mb <= y.mb;
-}
+// Which ops of one stage run in a fixed order in every schedule of the model's space. Within one
+// microbatch the dependency rule (deps.h) orders a stage's F's by rising virtual stage, then its
+// B's by falling virtual stage (the forward pass goes up through every virtual stage, the backward
+// pass back down), and each W after its own B: a rank per op, F(vs) = vs, B(vs) = 2V - 1 - vs.
+// Across microbatches each kind of each chunk runs in microbatch order. So x comes before y when
+// x.mb <= y.mb and x comes before y's kind and chunk within one microbatch, or x is y's kind and
+// chunk with a smaller microbatch. With one chunk: F_j before B_j' and W_j', B_j before W_j'.
+class StageOrder {
+ public:
+  explicit StageOrder(const VirtualStageMap& map) : map_(map) {}
+  bool implied_before(int stage, const Op& x, const Op& y) const {
+    if (x.type == y.type && x.chunk == y.chunk) return x.mb < y.mb;
+    if (x.type == OpType::W || x.mb > y.mb) return false;
+    // A W comes after whatever comes before or is its own B.
+    return y.type == OpType::W ? rank(stage, x) <= rank(stage, {OpType::B, y.mb, y.chunk}) : rank(stage, x) < rank(stage, y);
+  }
+
+ private:
+  int rank(int stage, const Op& op) const {
+    const int vs = map_.vs(stage, op.chunk);
+    return op.type == OpType::F ? vs : 2 * map_.virtual_stages() - 1 - vs;
+  }
+  const VirtualStageMap& map_;
+};
 
 // Sum over stages of (last end - first start): the tie-breaker that lets the search accept a
 // schedule that leaves the costliest stage as it is but shortens others (room for the next window).
@@ -126,7 +148,7 @@ struct Solve {
 Solve solve_window(const Problem& pr, const Incumbent& inc, const std::vector<int>& lo, const std::vector<int>& hi,
                    Ticks t_drop, double seconds, int threads, double tie_weight, Ticks known_bound) {
   const auto built_from = Clock::now();
-  const int p = pr.p, n = 3 * pr.m;
+  const int p = pr.p, n = 3 * pr.m * pr.chunks;
   const double comm = from_quanta(pr.t_comm);
   const double c_inc = from_quanta(inc.cost);
   auto dur = [&](int s, const Op& op) { return from_quanta(op_duration(op, s, pr)); };
@@ -204,7 +226,8 @@ Solve solve_window(const Problem& pr, const Incumbent& inc, const std::vector<in
 
   // Position of each op on each stage, to find dependencies.
   const VirtualStageMap map(inc.schedule.placement);
-  auto key = [&](const Op& op) { return compute_kind(op.type) * pr.m + op.mb; };
+  const StageOrder order(map);
+  auto key = [&](const Op& op) { return (op.chunk * 3 + compute_kind(op.type)) * pr.m + op.mb; };
   std::vector<std::vector<int>> pos(p, std::vector<int>(n));
   for (int s = 0; s < p; ++s)
     for (int i = 0; i < n; ++i) pos[s][key(inc.schedule.stages[s][i])] = i;
@@ -222,7 +245,7 @@ Solve solve_window(const Problem& pr, const Incumbent& inc, const std::vector<in
       if (lo[s] > 0) precede(s, lo[s] - 1, s, i, dur(s, ops[i]));
       if (hi[s] < n) precede(s, i, s, hi[s], dur(s, ops[hi[s]]));
       for (int k = lo[s]; k < i; ++k) {
-        if (implied_before(ops[k], ops[i])) {
+        if (order.implied_before(s, ops[k], ops[i])) {
           precede(s, k, s, i, dur(s, ops[i]));
         } else {
           pairs.push_back({s, k, i, static_cast<int>(lb.size())});
@@ -238,7 +261,7 @@ Solve solve_window(const Problem& pr, const Incumbent& inc, const std::vector<in
       auto dep = dependency_of(ops[i], s, map);
       if (!dep || !dep->remote) continue;
       const int from = map.stage_of[dep->vs];
-      const Op producer{dep->what == Product::Forward ? OpType::F : OpType::B, dep->mb};
+      const Op producer{dep->what == Product::Forward ? OpType::F : OpType::B, dep->mb, map.chunk_of[dep->vs]};
       precede(from, pos[from][key(producer)], s, i, comm + dur(s, ops[i]));
     }
     // C >= E[last] + the rest of the stage - origin of stage s (its start, or the global start).
@@ -247,6 +270,12 @@ Solve solve_window(const Problem& pr, const Incumbent& inc, const std::vector<in
     if (col[s][last[s]] >= 0) r.terms.push_back({col[s][last[s]], -1.0});
     else r.lo += end_of(s, last[s]);
     rows.push_back(std::move(r));
+    // A window that reaches the stage's end may put another op last: with chunks, each chunk's
+    // last W can be (every other op comes before some W). C covers them all.
+    if (hi[s] == n)
+      for (int i = lo[s]; i < n - 1; ++i)
+        if (col[s][i] >= 0 && ops[i].type == OpType::W && ops[i].mb == pr.m - 1)
+          rows.push_back({{{col_c, 1.0}, {col[s][i], -1.0}}, -origin[s], inf});
   }
   // Disjunctions: with o = 1, x then y; with o = 0, y then x. Two ops of one stage end at most
   // the incumbent's cost apart (every end lies in [stage start, origin + cost], origin <= start).
@@ -277,7 +306,7 @@ Solve solve_window(const Problem& pr, const Incumbent& inc, const std::vector<in
       for (int i = lo[s]; i < hi[s]; ++i) {
         double constant = before + from_quanta(memory_delta(ops[i], s, pr)) + free_const[s * n + i];
         for (int k = lo[s]; k < hi[s]; ++k)
-          if (k != i && implied_before(ops[k], ops[i])) constant += from_quanta(memory_delta(ops[k], s, pr));
+          if (k != i && order.implied_before(s, ops[k], ops[i])) constant += from_quanta(memory_delta(ops[k], s, pr));
         Row r{free_terms[s * n + i], -inf, limit - constant + 1e-9};
         if (r.terms.empty()) continue;
         rows.push_back(std::move(r));
@@ -404,12 +433,18 @@ std::optional<IlpResult> refine_with_cbc(const Problem& pr, const Schedule& warm
     diags->push_back({"", "", -1, -1, "", "ilp: " + msg});
     return std::nullopt;
   };
-  if (pr.chunks != 1 || warm_in.chunks != 1) return fail("the ILP plans one chunk per stage");
+  if (warm_in.chunks != pr.chunks)
+    return fail("the warm start has " + std::to_string(warm_in.chunks) + " chunk(s) per stage, but the problem has " +
+                std::to_string(pr.chunks));
+  if (!pr.placement.empty() && warm_in.placement != pr.placement)
+    return fail("the warm start places chunks otherwise than the problem's placement");
   Incumbent inc;
   inc.schedule = split_bw(warm_in);
   inc.schedule.level = kLevelCompute;
-  if (!validate(inc.schedule, pr).empty()) return fail("the warm start is not a valid schedule");
-  if (!kinds_in_microbatch_order(inc.schedule)) return fail("the warm start must run F's, B's and W's in microbatch order");
+  if (auto found = validate(inc.schedule, pr); !found.empty())
+    return fail("the warm start is not a valid schedule: " + format_diag(found[0]));
+  if (!kinds_in_microbatch_order(inc.schedule))
+    return fail("the warm start must run the F's, B's and W's of each chunk in microbatch order on every stage");
   std::vector<Diag> unused;
   const Cost measure = options.measure;
   if (!is_compute_cost(measure)) return fail("the model minimises a compute cost: the span or the makespan");
@@ -419,7 +454,7 @@ std::optional<IlpResult> refine_with_cbc(const Problem& pr, const Schedule& warm
   inc.total = total_span(inc.timeline);
   inc.origin = cost_origins(inc.timeline, measure);
 
-  const int p = pr.p, n = 3 * pr.m;
+  const int p = pr.p, n = 3 * pr.m * pr.chunks;
   // Span bounds hold for the wall clock too (wall >= span); the ramp bound only for the wall.
   const Ticks known = std::max(options.known_bound, cost_lower_bound(pr, measure, inc.schedule.placement));
   IlpResult result;
@@ -454,11 +489,13 @@ std::optional<IlpResult> refine_with_cbc(const Problem& pr, const Schedule& warm
   auto met_bound = [&] { return inc.cost <= known; };
 
   // Whole model: one binary per free pair on every stage.
+  const VirtualStageMap map(inc.schedule.placement);
+  const StageOrder order(map);
   long full_binaries = 0;
   for (int s = 0; s < p; ++s)
     for (int i = 0; i < n; ++i)
       for (int k = 0; k < i; ++k)
-        full_binaries += !implied_before(inc.schedule.stages[s][k], inc.schedule.stages[s][i]);
+        full_binaries += !order.implied_before(s, inc.schedule.stages[s][k], inc.schedule.stages[s][i]);
   result.mode = full_binaries <= options.full_model_binaries ? "full" : "lns";
   result.status = "time_limit";
   if (met_bound()) {

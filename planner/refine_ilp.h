@@ -66,11 +66,12 @@ struct IlpResult {
   std::string summary() const;
 };
 
-/// Refines `warm` (one chunk per stage; F's, B's and W's each in microbatch order on every stage,
-/// as the heuristic and the handcrafted schedules place them; BW is split into B then W). F's,
-/// B's and W's keep microbatch order, so W still accumulates in microbatch order (bit-identical
-/// training); this loses nothing, since microbatches are alike (see docs/ilp.md). Nothing, with a
-/// diagnostic, when the problem is not of that shape or CBC fails.
+/// Refines `warm` (the problem's chunks per stage, in its placement, e.g. the V search's or
+/// 1F1B-I's; the F's, B's and W's of each chunk in microbatch order on every stage, as the
+/// heuristics and the handcrafted schedules place them; BW is split into B then W) and keeps its
+/// placement. F's, B's and W's keep microbatch order, so W still accumulates in microbatch order
+/// (bit-identical training); this loses nothing, since microbatches are alike (see docs/ilp.md).
+/// Nothing, with a diagnostic, when the warm start is not of that shape or CBC fails.
 /// Loads the ILP module if need be (see ilp_module_paths); when it cannot be loaded, nothing, with
 /// a diagnostic naming the files tried, the loader's reason and what to do.
 std::optional<IlpResult> refine_ilp(const Problem& problem, const Schedule& warm, const IlpOptions& options,

@@ -3,6 +3,8 @@
 // optimizer placement it may choose.
 #include "planner/pipeline.h"
 
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 
 #include "planner/search_heuristic.h"
@@ -197,6 +199,70 @@ TEST_CASE("heuristic: with uneven stages its pick is the best candidate by the t
       }
   CHECK(candidates > 0);
 }
+
+#ifdef ZBPP_HAVE_CBC
+TEST_CASE("ilp with chunks, and ilp-v: refine the V search (or 1f1b-i, interleaved), never worse by the true cost") {
+  const Problem v = test::make_problem(3, 6, 1.0, 1.1, 0.6, 0.05, 1, 0.4, "0.75p", 2);
+  PlanOptions options;
+  options.lowerings = {kPlacements[0]};
+  options.time_limit = 1;
+  auto plan = [&](const Problem& pr, const std::string& method, std::vector<Diag>* diags) {
+    return plan_schedule(pr, method, diags, options);
+  };
+  std::vector<Diag> diags;
+  auto ilp = plan(v, "ilp", &diags);
+  auto heuristic = plan(v, "heuristic", &diags);
+  INFO(format_diags(diags));
+  REQUIRE(ilp);
+  REQUIRE(heuristic);
+  CHECK(ilp->schedule.placement == v_shape_placement(3));
+  CHECK(true_cost(ilp->schedule, v, Objective::kPeriod) <= true_cost(heuristic->schedule, v, Objective::kPeriod));
+  CHECK(ilp->solver.value == true_cost(ilp->schedule, v, Objective::kPeriod));
+  CHECK(from_quanta(ilp->solver.value) >= ilp->solver.best_bound - 1e-6);
+  CHECK(ilp->solver.status != "not_run");
+  auto from = [](const PlanResult& r, const std::string& what) {
+    return std::any_of(r.notes.begin(), r.notes.end(),
+                       [&](const std::string& n) { return n.find("warm-started from " + what + ": ") != std::string::npos; });
+  };
+  CHECK(from(*ilp, "the V search"));
+  // ilp-v splits a one-chunk problem's stages in halves, as heuristic-v, and refines its pick.
+  const Problem whole = test::make_problem(3, 6, 2.0, 2.2, 1.2, 0.05, 2, 0.8, "0.75p");
+  auto split = plan(whole, "ilp-v", &diags);
+  auto searched = plan(whole, "heuristic-v", &diags);
+  REQUIRE(split);
+  REQUIRE(searched);
+  CHECK(split->problem.chunks == 2);
+  CHECK(split->schedule.method == "ilp-v");
+  CHECK(from(*split, "the V search"));
+  CHECK(true_cost(split->schedule, split->problem, Objective::kPeriod) <=
+        true_cost(searched->schedule, searched->problem, Objective::kPeriod));
+  // The interleaved placement starts from Megatron's order, where m is a multiple of p.
+  Problem interleaved = v;
+  interleaved.placement = interleaved_placement(3, 2);
+  interleaved.mem_limit.reset();
+  auto megatron = plan(interleaved, "ilp", &diags);
+  REQUIRE(megatron);
+  CHECK(megatron->schedule.placement == interleaved_placement(3, 2));
+  CHECK(from(*megatron, "1f1b-i"));
+  // What it cannot start from is refused, saying why and what to do.
+  auto refusal = [&](const Problem& pr) {
+    std::vector<Diag> why;
+    CHECK_FALSE(plan(pr, "ilp", &why));
+    REQUIRE(!why.empty());
+    return format_diag(why[0]);
+  };
+  Problem odd_m = test::make_problem(3, 4, 1.0, 1.1, 0.6, 0.05, 1, 0.4, "", 2);
+  odd_m.placement = interleaved_placement(3, 2);
+  CHECK(refusal(odd_m) ==
+        "method ilp with the interleaved placement starts from 1f1b-i: 1f1b-i (Megatron's interleaved order) needs m "
+        "to be a multiple of p; got m = 4, p = 3");
+  Problem odd_placement = interleaved;
+  odd_placement.placement = {{0, 1}, {2, 3}, {4, 5}};
+  CHECK(refusal(odd_placement) ==
+        "method ilp starts from the V search (2 chunks, placement [r, 2p-1-r]) or from 1f1b-i (placement [s, s+p, "
+        "...]); the problem's placement is neither: give one of them, or drop 'placement'");
+}
+#endif
 
 }  // namespace
 }  // namespace zbpp

@@ -16,6 +16,8 @@
 #include "core/bounds.h"
 #include "core/simulate.h"
 #include "planner/gen_baseline.h"
+#include "planner/gen_v.h"
+#include "planner/lower.h"
 #include "planner/search_heuristic.h"
 #include "test_util.h"
 
@@ -23,11 +25,14 @@ using namespace zbpp;
 
 namespace {
 
-Problem random_problem(std::mt19937& rng, int p, int m, bool tight) {
+// Times per stage (per chunk op, with `chunks` > 1), T_comm, and a limit that shapes the schedule
+// or none.
+Problem random_problem(std::mt19937& rng, int p, int m, bool tight, int chunks = 1) {
   std::uniform_int_distribution<int> t(2, 20), c(0, 3);
   ProblemInput in;
   in.p = p;
   in.m = m;
+  in.chunks = chunks;
   in.t_f.clear(), in.t_b.clear(), in.t_w.clear();
   for (int s = 0; s < p; ++s) {
     in.t_f.push_back(t(rng));
@@ -37,8 +42,9 @@ Problem random_problem(std::mt19937& rng, int p, int m, bool tight) {
   in.t_comm = c(rng);
   in.mem_b = {1};
   in.mem_w = {0.4};
-  // Tight: the activations of p microbatches at most (1p), so the limit shapes the schedule.
-  if (tight) in.mem_limit = std::uniform_int_distribution<int>(0, 1)(rng) ? "1p" : "1";
+  // Tight: the activations of p microbatches at most (1p), so the limit shapes the schedule; with
+  // chunks, down to p chunk activations (in a V, half of 1F1B's).
+  if (tight) in.mem_limit = std::uniform_int_distribution<int>(0, 1)(rng) ? "1p" : chunks == 1 ? "1" : "0.5p";
   std::vector<Diag> diags;
   auto pr = build_problem(in, "", &diags);
   REQUIRE(pr);
@@ -54,9 +60,31 @@ void check_result(const IlpResult& r, const Problem& pr, Ticks warm_cost) {
   CHECK(from_quanta(r.cost) >= r.lower_bound - 1e-6);
   if (r.model_objective >= 0) CHECK(from_quanta(r.cost) <= r.model_objective + 1e-6);
   for (const auto& ops : r.schedule.stages) {
-    int next[3] = {0, 0, 0};
-    for (const Op& op : ops) CHECK(op.mb == next[op.type == OpType::F ? 0 : op.type == OpType::B ? 1 : 2]++);
+    std::vector<int> next(3 * static_cast<size_t>(pr.chunks), 0);  // per chunk and kind
+    for (const Op& op : ops) CHECK(op.mb == next[op.chunk * 3 + (op.type == OpType::F ? 0 : op.type == OpType::B ? 1 : 2)]++);
   }
+}
+
+// The whole model minimising `objective` from `warm` proves `optimum` (exhaustive search's), and its
+// result passes check_result; returns whether it improved on the warm start.
+bool check_proves_optimum(const Problem& pr, const Schedule& warm, Cost objective, Ticks optimum) {
+  std::vector<Diag> diags;
+  IlpOptions options;
+  options.measure = objective;
+  options.seconds = 20;
+  auto r = refine_ilp(pr, warm, options, &diags);
+  INFO(format_diags(diags));
+  REQUIRE(r);
+  CHECK(r->measure == objective);
+  CHECK(r->mode == "full");
+  CHECK(r->proven_optimal);
+  CHECK(r->status == "optimal");
+  CHECK(r->cost == optimum);
+  CHECK(r->lower_bound == Approx(from_quanta(optimum)).margin(1e-6));
+  CHECK(r->summary().rfind(objective == Cost::kMakespan ? "makespan " : "span ", 0) == 0);
+  const Ticks warm_cost = simulate_cost(warm, pr, objective);
+  check_result(*r, pr, warm_cost);
+  return r->cost < warm_cost;
 }
 
 // On random tiny problems, the whole model minimising `objective` (the span or the makespan),
@@ -80,26 +108,43 @@ int check_against_exhaustive_search(Cost objective, unsigned seed, int trials) {
         REQUIRE(heuristic);
         std::vector<Schedule> starts = {heuristic->schedule};
         if (validate(generate_1f1b(pr), pr).empty()) starts.push_back(generate_1f1b(pr));
-        for (const Schedule& warm : starts) {
-          IlpOptions options;
-          options.measure = objective;
-          options.seconds = 20;
-          auto r = refine_ilp(pr, warm, options, &diags);
-          INFO(format_diags(diags));
-          REQUIRE(r);
-          CHECK(r->measure == objective);
-          CHECK(r->mode == "full");
-          CHECK(r->proven_optimal);
-          CHECK(r->status == "optimal");
-          CHECK(r->cost == optimum);
-          CHECK(r->lower_bound == Approx(from_quanta(optimum)).margin(1e-6));
-          CHECK(r->summary().rfind(objective == Cost::kMakespan ? "makespan " : "span ", 0) == 0);
-          const Ticks warm_cost = simulate_cost(warm, pr, objective);
-          check_result(*r, pr, warm_cost);
-          improved += r->cost < warm_cost;
-        }
+        for (const Schedule& warm : starts) improved += check_proves_optimum(pr, warm, objective, optimum);
       }
   return improved;
+}
+
+// p = 2, m = 2, two chunks per stage, with and without a tight limit: from the V search and from
+// V-Min (V placement), or from 1F1B-I (interleaved placement), the whole model minimising
+// `objective` must reach what exhaustive search over every stage order finds, and prove it.
+// Returns how many solves ran and how many improved on their warm start.
+std::pair<int, int> check_chunks_against_exhaustive_search(Cost objective, unsigned seed, bool interleaved,
+                                                           int trials) {
+  std::mt19937 rng(seed);
+  int solves = 0, improved = 0;
+  for (bool tight : {false, true})
+    for (int trial = 0; trial < trials; ++trial) {
+      Problem pr = random_problem(rng, 2, 2, tight, 2);
+      if (interleaved) pr.placement = interleaved_placement(2, 2);
+      INFO((interleaved ? "interleaved" : "V") << (tight ? " tight" : "") << " trial " << trial);
+      const Ticks optimum = test::brute_force_cost(pr, objective);
+      if (optimum < 0) continue;
+      CHECK(cost_lower_bound(pr, objective, pr.placement.empty() ? v_shape_placement(2) : pr.placement) <= optimum);
+      std::vector<Diag> diags;
+      std::vector<Schedule> starts;
+      if (interleaved) {
+        std::string err;
+        if (auto megatron = generate_1f1b_interleaved(pr, &err)) starts.push_back(*megatron);
+      } else {
+        if (auto found = search_v(pr, &diags, objective)) starts.push_back(found->schedule);
+        starts.push_back(generate_v_block(pr, VBlock::kMin));
+      }
+      for (const Schedule& warm : starts) {
+        if (!validate(warm, pr).empty()) continue;  // over the limit
+        ++solves;
+        improved += check_proves_optimum(pr, warm, objective, optimum);
+      }
+    }
+  return {solves, improved};
 }
 
 }  // namespace
@@ -247,15 +292,96 @@ TEST_CASE("ilp (wall): at 1p it proves a wall clock below ZB-H1's, the heuristic
   CHECK(simulate_cost(by_span->schedule, *pr, Cost::kMakespan) > r->cost);
 }
 
-TEST_CASE("ilp: refuses what it cannot model") {
-  Problem two = test::make_problem(2, 2, 1, 1, 1, 0, 0.5, 0.25, "", 2);
-  std::vector<Diag> diags;
-  Schedule any;
-  IlpOptions options;
-  options.seconds = 1;
-  CHECK_FALSE(refine_ilp(two, any, options, &diags));
-  REQUIRE(diags.size() == 1);
-  CHECK(format_diag(diags[0]) == "ilp: the ILP plans one chunk per stage");
+TEST_CASE("ilp (chunks): proves the exhaustive optimum on tiny V problems") {
+  // From the V search and from V-Min: at least 5 solves, at least 2 improving on their start.
+  auto [solves, improved] = check_chunks_against_exhaustive_search(Cost::kSpan, 21, false, 2);
+  CHECK(solves >= 5);
+  CHECK(improved >= 2);
+}
+
+TEST_CASE("ilp (chunks): proves the exhaustive optimum on tiny interleaved problems") {
+  // From 1F1B-I, which holds every microbatch's activations: it fits only some limits.
+  auto [solves, improved] = check_chunks_against_exhaustive_search(Cost::kSpan, 22, true, 1);
+  CHECK(solves >= 2);
+  CHECK(improved >= 1);
+}
+
+TEST_CASE("ilp (chunks, wall): proves the least makespan on tiny V problems") {
+  auto [solves, improved] = check_chunks_against_exhaustive_search(Cost::kMakespan, 23, false, 1);
+  CHECK(solves >= 3);
+  CHECK(improved >= 1);
+}
+
+TEST_CASE("ilp (chunks): on V problems (p = 2..4, m = 4..8) the result validates, lowers and never loses to the V search") {
+  // Stages of similar times (as a model's layers split evenly), so no stage's busy time alone
+  // settles the span, at half and at all of 1F1B's activation memory.
+  std::mt19937 rng(4);
+  std::uniform_int_distribution<int> tf(9, 11), tb(10, 13), tw(5, 8), tc(0, 1);
+  int improved = 0;
+  for (auto [p, m, limit] : {std::tuple{2, 4, "0.75p"}, std::tuple{3, 6, "0.75p"}, std::tuple{4, 8, "0.5p"}}) {
+    ProblemInput in;
+    in.p = p, in.m = m, in.chunks = 2;
+    in.t_f.clear(), in.t_b.clear(), in.t_w.clear();
+    for (int s = 0; s < p; ++s) in.t_f.push_back(tf(rng)), in.t_b.push_back(tb(rng)), in.t_w.push_back(tw(rng));
+    in.t_comm = tc(rng);
+    in.mem_b = {1};
+    in.mem_w = {0.4};
+    in.mem_limit = limit;
+    const Problem pr = test::checked_problem(in);
+    INFO("p=" << p << " m=" << m << " limit " << limit);
+    std::vector<Diag> diags;
+    auto warm = search_v(pr, &diags);
+    INFO(format_diags(diags));
+    REQUIRE(warm);
+    IlpOptions options;
+    options.seconds = 1;
+    auto r = refine_ilp(pr, warm->schedule, options, &diags);
+    REQUIRE(r);
+    CHECK(r->warm_cost == warm->span);
+    check_result(*r, pr, warm->span);
+    CHECK(r->seconds < options.seconds + 1);  // loose: the machine may be shared
+    CHECK(from_quanta(cost_lower_bound(pr, Cost::kSpan, warm->schedule.placement)) <= r->lower_bound + 1e-9);
+    for (const Optimizer optimizer : {kOptimizerSync, kOptimizerPostValidation}) {
+      LowerOptions lowering;
+      lowering.optimizer = optimizer;
+      lowering.validate_at = ValidateAt::kStart;
+      test::check_invariants(lower_comms(r->schedule, lowering), pr);
+    }
+    improved += r->cost < warm->span;
+  }
+  CHECK(improved >= 1);
+}
+
+TEST_CASE("ilp: refuses a warm start it cannot refine, saying why") {
+  Problem v = test::make_problem(2, 2, 1, 1, 1, 0, 0.5, 0.25, "", 2);
+  const Schedule zb_v = generate_zb_v(v);
+  REQUIRE(validate(zb_v, v).empty());
+  auto refused = [&](const Problem& pr, const Schedule& warm) {
+    std::vector<Diag> diags;
+    IlpOptions options;
+    options.seconds = 1;
+    CHECK_FALSE(refine_ilp(pr, warm, options, &diags));
+    REQUIRE(diags.size() == 1);
+    return format_diag(diags[0]);
+  };
+  CHECK(refused(test::make_problem(2, 2, 1, 1, 1), zb_v) ==
+        "ilp: the warm start has 2 chunk(s) per stage, but the problem has 1");
+  Problem interleaved = v;
+  interleaved.placement = interleaved_placement(2, 2);
+  CHECK(refused(interleaved, zb_v) == "ilp: the warm start places chunks otherwise than the problem's placement");
+  Schedule broken = zb_v;
+  broken.stages[0].pop_back();
+  CHECK(refused(v, broken).rfind("ilp: the warm start is not a valid schedule: ", 0) == 0);
+  // Chunk 1's F's out of microbatch order on stage 1 (valid, but outside the model's space).
+  std::string err;
+  auto swapped = schedule_from_strings({"F0 F1 F0:1 F1:1 B0:1 B1:1 W0:1 W1:1 B0 B1 W0 W1",
+                                        "F0 F1 F1:1 F0:1 B0:1 B0 B1:1 B1 W0:1 W0 W1:1 W1"},
+                                       2, 2, v_shape_placement(2), &err);
+  INFO(err);
+  REQUIRE(swapped);
+  REQUIRE(validate(*swapped, v).empty());
+  CHECK(refused(v, *swapped) ==
+        "ilp: the warm start must run the F's, B's and W's of each chunk in microbatch order on every stage");
 }
 
 TEST_CASE("ilp: the module is found beside the program, and a missing one is named with what to do") {

@@ -107,7 +107,7 @@ TEST_CASE("zbplan: bad flags and impossible inputs give one-line errors and non-
   r = plan_with({"--method", "zb-h9", "-p", "4", "-m", "8", "--tf", "1", "--tb", "1", "--tw", "1"});
   CHECK(r.code == 2);
   CHECK(r.err == "zbplan: --method: unknown method 'zb-h9'; did you mean 'zb-h1'? (known: 1f1b, 1f1b-i, zb-h1, zb-h2, "
-                 "heuristic, ilp, zb-v, dualpipe-v, v-min, v-half, v-zb, heuristic-v, auto, zb-1p, zb-2p)\nrun 'zbplan plan --help' for usage\n");
+                 "heuristic, ilp, zb-v, dualpipe-v, v-min, v-half, v-zb, heuristic-v, ilp-v, auto, zb-1p, zb-2p)\nrun 'zbplan plan --help' for usage\n");
   r = plan_with({"--method", "heurstic", "-p", "4", "-m", "8", "--tf", "1", "--tb", "1", "--tw", "1"});
   CHECK(r.code == 2);
   CHECK(r.err.find("unknown method 'heurstic'; did you mean 'heuristic'?") != std::string::npos);
@@ -121,7 +121,7 @@ TEST_CASE("zbplan: bad flags and impossible inputs give one-line errors and non-
                  "heuristic --mem-limit 1p\nrun 'zbplan plan --help' for usage\n");
   r = plan_with({"-p", "4", "-m", "8"});
   CHECK(r.code == 2);
-  CHECK(r.err == "zbplan: --method is required (schedule method: 1f1b, 1f1b-i, zb-h1, zb-h2, heuristic, ilp, zb-v, dualpipe-v, v-min, v-half, v-zb, heuristic-v, auto; "
+  CHECK(r.err == "zbplan: --method is required (schedule method: 1f1b, 1f1b-i, zb-h1, zb-h2, heuristic, ilp, zb-v, dualpipe-v, v-min, v-half, v-zb, heuristic-v, ilp-v, auto; "
                  "or the paper's names, in any case (ZB-H1, ZB-H2, 1F1B, ZB-V; ZB-1p and ZB-2p: the heuristic at "
                  "--mem-limit 1p and 2p))\nrun 'zbplan plan --help' for usage\n");
   r = zbplan({"plan", "--method", "zb-h1", "-p", "4", "-m", "8", "--bogus", "-o", out});
@@ -567,6 +567,8 @@ TEST_CASE("zbplan: every plan records its certified bound, and ilp takes --time-
   CHECK(a.out.find("auto: ilp") == std::string::npos);
   Run at = with({"plan", "--method", "auto", "--time-limit", "0.5", "--quiet", "-o", tmp("cli_auto_limit.json")});
   CHECK(at.out.find("auto: ilp under post-validation: span ") != std::string::npos);
+  CHECK(at.out.find("auto: ilp-v under post-validation: span ") != std::string::npos);  // the V search refined
+  CHECK(a.out.find("auto: ilp-v") == std::string::npos);
 #endif
 }
 
