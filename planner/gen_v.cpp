@@ -43,6 +43,7 @@ std::array<int, 4> block_slots(VBlock block, int p, int i) {
 constexpr int kSlotsPerMicrobatch = 6;  // F, F, B, B, W, W of the two chunks
 constexpr Ticks kNever = std::numeric_limits<Ticks>::max() / 4;
 constexpr int kSwapPasses = 4;  // sweeps of the swap polish; later sweeps rarely find more
+constexpr long long kPolishWork = 200'000'000;  // ops simulated by one polish at most (a few seconds)
 
 }  // namespace
 
@@ -93,6 +94,8 @@ std::string VGreedyOptions::name() const {
   if (w_in_gaps_only) out += ",w-in-gaps";
   if (w_after_b) out += ",w-after-b";
   if (reserve_all) out += ",reserve-all";
+  if (order == VOrder::kFFirst) out += ",f-first";
+  if (order == VOrder::kAlternate) out += ",alternate";
   return out;
 }
 
@@ -153,6 +156,7 @@ class VGreedy {
     Mem mem = 0, budget = 0;
     int next_f[2] = {0, 0}, next_b[2] = {0, 0};
     std::deque<Op> pending_w;
+    bool last_was_b = false;  // the last F or B this stage ran was a B (for VOrder::kAlternate)
   };
 
   bool finished(int s) const {
@@ -200,14 +204,16 @@ class VGreedy {
     const Ticks t = st.free_at;
     if (opt_.w_after_b && !st.pending_w.empty()) return st.pending_w.front();
     // The earliest ready B.
-    std::optional<Op> best;
-    Ticks best_at = kNever;
+    std::optional<Op> b_op;
+    Ticks b_at = kNever;
     for (int c : {1, 0})
       if (auto b = next_b(s, c)) {
         Ticks at = ready(s, *b);
-        if (at <= t && at < best_at) best = b, best_at = at;
+        if (at <= t && at < b_at) b_op = b, b_at = at;
       }
-    if (best) return best;
+    // A ready F that fits: chunk 1's first (deep_first) or the earliest ready.
+    std::optional<Op> f_op;
+    Ticks f_at = kNever;
     bool memory_full = false;
     for (int c : opt_.deep_first ? std::array<int, 2>{1, 0} : std::array<int, 2>{0, 1})
       if (auto f = next_f(s, c)) {
@@ -218,10 +224,13 @@ class VGreedy {
           memory_full = true;
           continue;
         }
-        if (!best || (!opt_.deep_first && at < best_at)) best = f, best_at = at;
+        if (!f_op || (!opt_.deep_first && at < f_at)) f_op = f, f_at = at;
         if (opt_.deep_first) break;
       }
-    if (best) return best;
+    const bool f_first = opt_.order == VOrder::kFFirst || (opt_.order == VOrder::kAlternate && st.last_was_b);
+    if (f_first && f_op) return f_op;
+    if (b_op) return b_op;
+    if (f_op) return f_op;
     if (st.pending_w.empty()) return std::nullopt;
     if (!opt_.w_in_gaps_only || memory_full) return st.pending_w.front();
     const Ticks next = next_arrival(s);
@@ -252,12 +261,18 @@ class VGreedy {
     return next;
   }
 
-  // The earliest known ready time of stage s's next F's and B's.
-  Ticks next_ready(int s) {
+  // The earliest known time after `t` when an input of stage s's next F's and B's arrives. An op
+  // ready by t but held by memory is no event: the stage waits for another stage's op instead.
+  Ticks next_ready_after(int s, Ticks t) {
     Ticks next = kNever;
+    auto consider = [&](const std::optional<Op>& op) {
+      if (!op) return;
+      const Ticks at = ready(s, *op);
+      if (at > t) next = std::min(next, at);
+    };
     for (int c : {0, 1}) {
-      if (auto b = next_b(s, c)) next = std::min(next, ready(s, *b));
-      if (auto f = next_f(s, c)) next = std::min(next, ready(s, *f));
+      consider(next_b(s, c));
+      consider(next_f(s, c));
     }
     return next;
   }
@@ -265,8 +280,7 @@ class VGreedy {
   // Where an idle stage looks again: when its input arrives or another stage finishes an op.
   Ticks next_event(int s) {
     const Ticks t = st_[s].free_at;
-    Ticks next = next_ready(s);
-    if (next <= t) next = kNever;  // ready but blocked by memory: wait for another stage
+    Ticks next = next_ready_after(s, t);
     for (int k = 0; k < p_; ++k)
       if (k != s && st_[k].free_at > t) next = std::min(next, st_[k].free_at);
     return next;
@@ -282,10 +296,12 @@ class VGreedy {
     switch (op.type) {
       case OpType::F:
         ++st.next_f[op.chunk];
+        st.last_was_b = false;
         done(Product::Forward, vs, op.mb) = end;
         break;
       case OpType::B:
         ++st.next_b[op.chunk];
+        st.last_was_b = true;
         done(Product::InputGrad, vs, op.mb) = end;
         st.pending_w.push_back({OpType::W, op.mb, op.chunk});
         break;
@@ -311,8 +327,10 @@ std::vector<VGreedyOptions> knobs_at(int in_flight) {
   std::vector<VGreedyOptions> out;
   for (bool reserve_all : {false, true})
     for (bool deep : {true, false})
-      for (int w = 0; w < 3; ++w) {
+      for (int w = 0; w < 3; ++w)
+        for (VOrder order : {VOrder::kBFirst, VOrder::kFFirst, VOrder::kAlternate}) {
         VGreedyOptions o;
+        o.order = order;
         o.in_flight = in_flight;
         o.deep_first = deep;
         o.w_in_gaps_only = w == 1;
@@ -342,22 +360,59 @@ Mem peak_memory_of(const Schedule& s, const Problem& pr) {
   return timeline ? *std::max_element(timeline->peak_memory.begin(), timeline->peak_memory.end()) : 0;
 }
 
+// When each op of a simulated schedule could start by its input alone (its stage aside).
+std::vector<std::vector<Ticks>> input_ready_times(const Schedule& s, const Problem& pr, const Timeline& t) {
+  const VirtualStageMap map(s.placement);
+  const int vstages = map.virtual_stages();
+  std::vector<Ticks> made(static_cast<size_t>(kProducts) * vstages * s.m, 0);
+  for (int st = 0; st < s.p; ++st)
+    for (size_t i = 0; i < s.stages[st].size(); ++i) {
+      const Op& op = s.stages[st][i];
+      if (op.type == OpType::W) continue;
+      const Product what = op.type == OpType::F ? Product::Forward : Product::InputGrad;
+      made[product_key(what, map.vs(st, op.chunk), op.mb, vstages, s.m)] = t.ops[st][i].end;
+    }
+  std::vector<std::vector<Ticks>> ready(s.p);
+  for (int st = 0; st < s.p; ++st)
+    for (const Op& op : s.stages[st]) {
+      auto dep = dependency_of(op, st, map);
+      ready[st].push_back(dep ? made[product_key(dep->what, dep->vs, dep->mb, vstages, s.m)] +
+                                    (dep->remote ? pr.t_comm : 0)
+                              : 0);
+    }
+  return ready;
+}
+
 // Hill climbing by swaps of neighbouring ops (the paper's reordering, done on exact times): keeps a
-// swap that lowers `cost` and keeps the memory limit; at most `passes` sweeps over all stages.
+// swap that lowers `cost` and keeps the memory limit; at most `passes` sweeps over all stages. A
+// swap is tried only where the later op's input was there before the earlier op ended (else
+// nothing can start sooner), and the simulations stop after about kPolishWork ops in all, so big
+// problems stay fast.
 void improve_by_swaps(Schedule* s, const Problem& pr, Cost cost_kind, int passes) {
   const VirtualStageMap map(s->placement);
   Ticks best = simulate_cost(*s, pr, cost_kind);
-  for (int pass = 0; pass < passes; ++pass) {
+  size_t ops_total = 0;
+  for (const auto& stage : s->stages) ops_total += stage.size();
+  long long work_left = kPolishWork;
+  for (int pass = 0; pass < passes && work_left > 0; ++pass) {
     bool improved = false;
-    for (int st = 0; st < pr.p; ++st) {
+    std::vector<Diag> unused;
+    auto timeline = simulate_timeline(*s, pr, &unused);
+    if (!timeline) return;
+    auto ready = input_ready_times(*s, pr, *timeline);
+    for (int st = 0; st < pr.p && work_left > 0; ++st) {
       auto& ops = s->stages[st];
-      for (size_t i = 0; i + 1 < ops.size(); ++i) {
-        if (!may_swap(ops[i], ops[i + 1], st, map)) continue;
+      for (size_t i = 0; i + 1 < ops.size() && work_left > 0; ++i) {
+        if (ready[st][i + 1] >= timeline->ops[st][i].end || !may_swap(ops[i], ops[i + 1], st, map)) continue;
         std::swap(ops[i], ops[i + 1]);
+        work_left -= static_cast<long long>(ops_total);
         const Ticks cost = simulate_cost(*s, pr, cost_kind);
         if (cost >= 0 && cost < best && validate_memory(*s, pr).empty()) {
           best = cost;
           improved = true;
+          // The times moved: the filter reads them again.
+          timeline = simulate_timeline(*s, pr, &unused);
+          ready = input_ready_times(*s, pr, *timeline);
         } else {
           std::swap(ops[i], ops[i + 1]);
         }
@@ -382,15 +437,39 @@ std::optional<Schedule> generate_v_zb(const Problem& pr, std::string* why) {
   unlimited.mem_limit.reset();
   std::optional<Schedule> best;
   Ticks best_span = kNever;
+  std::vector<std::string> failures;
+  // A candidate counts when every stage keeps within 2p chunk activations (1F1B's p microbatches).
+  auto consider = [&](std::optional<Schedule> s, const std::string& name, const std::string& failed) {
+    if (!s) {
+      failures.push_back(name + ": " + failed);
+      return;
+    }
+    std::vector<Diag> unused;
+    auto t = simulate_timeline(*s, unlimited, &unused);
+    if (!t) {
+      failures.push_back(name + ": " + format_diags(unused));
+      return;
+    }
+    for (int st = 0; st < pr.p; ++st)
+      if (t->peak_memory[st] > 2 * pr.p * pr.mem_b[st]) {
+        failures.push_back(name + ": stage " + std::to_string(st) + " holds more than 2p chunk activations");
+        return;
+      }
+    if (t->span < best_span) best = std::move(s), best_span = t->span;
+  };
   for (const auto& o : knobs_at(2 * pr.p)) {
-    auto s = generate_v_greedy(unlimited, o, why);
-    if (!s) continue;
-    const Ticks span = simulate_span(*s, unlimited);
-    if (span >= 0 && span < best_span) best = std::move(s), best_span = span;
+    std::string failed;
+    auto s = generate_v_greedy(unlimited, o, &failed);
+    consider(std::move(s), "greedy " + o.name(), failed);
   }
+  // The handcrafted orders at the same memory join: the greedy alone trails them where the ops'
+  // times differ (its choices are local), and the polish below starts from the best of all.
+  consider(generate_zb_v(unlimited), "zb-v", "");
+  std::string err;
+  auto dual = generate_dualpipe_v(unlimited, &err);
+  consider(std::move(dual), "dualpipe-v", err);
   if (!best) {
-    *why = "v-zb: the greedy list scheduler stalled with every knob (" + *why +
-           "); it can where T_comm is long against the ops: plan zb-v or heuristic-v instead";
+    *why = "v-zb: no candidate keeps within 1F1B's activation memory (" + failures.front() + ")";
     return std::nullopt;
   }
   // Polished within the memory it kept (the paper's V-ZB is the greedy's order, reordered).
