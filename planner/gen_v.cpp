@@ -15,12 +15,12 @@ namespace zbpp {
 
 namespace {
 
-Schedule empty_v_schedule(const Problem& pr, std::string method) {
+Schedule empty_schedule_on(const Problem& pr, const std::vector<std::vector<int>>& placement, std::string method) {
   Schedule s;
   s.p = pr.p;
   s.m = pr.m;
-  s.chunks = 2;
-  s.placement = v_shape_placement(pr.p);
+  s.chunks = placement.empty() ? 1 : static_cast<int>(placement[0].size());
+  s.placement = placement;
   s.method = std::move(method);
   s.stages.resize(pr.p);
   return s;
@@ -48,7 +48,7 @@ constexpr long long kPolishWork = 200'000'000;  // ops simulated by one polish a
 }  // namespace
 
 Schedule generate_v_block(const Problem& pr, VBlock block) {
-  Schedule s = empty_v_schedule(pr, block == VBlock::kMin ? "v-min" : "v-half");
+  Schedule s = empty_schedule_on(pr, v_shape_placement(pr.p), block == VBlock::kMin ? "v-min" : "v-half");
   const int p = pr.p, m = pr.m;
   for (int i = 0; i < p; ++i) {
     struct Slotted {
@@ -101,13 +101,17 @@ std::string VGreedyOptions::name() const {
 
 namespace {
 
-// The greedy's state; one object per run.
-class VGreedy {
+// The greedy's state; one object per run. Any placement whose chunks a stage runs in rising virtual
+// stage order (V and interleaved): a microbatch's F of chunk c follows its F of chunk c-1 there.
+class ChunkGreedy {
  public:
-  VGreedy(const Problem& pr, const VGreedyOptions& opt)
-      : pr_(pr), opt_(opt), p_(pr.p), m_(pr.m), vstages_(2 * pr.p), map_(v_shape_placement(pr.p)),
+  ChunkGreedy(const Problem& pr, const std::vector<std::vector<int>>& placement, const VGreedyOptions& opt)
+      : pr_(pr), opt_(opt), p_(pr.p), m_(pr.m), chunks_(static_cast<int>(placement[0].size())),
+        vstages_(chunks_ * pr.p), placement_(placement), map_(placement),
         done_(static_cast<size_t>(kProducts) * vstages_ * m_, kNever), st_(p_) {
     for (int s = 0; s < p_; ++s) {
+      st_[s].next_f.assign(chunks_, 0);
+      st_[s].next_b.assign(chunks_, 0);
       Mem budget = static_cast<Mem>(opt.in_flight) * pr.mem_b[s];
       if (pr.mem_limit) budget = std::min(budget, *pr.mem_limit);
       st_[s].budget = budget;
@@ -115,16 +119,17 @@ class VGreedy {
   }
 
   std::optional<Schedule> run(std::string* why) {
-    Schedule out = empty_v_schedule(pr_, "v-greedy");
+    Schedule out = empty_schedule_on(pr_, placement_, "v-greedy");
     for (int s = 0; s < p_; ++s) {
-      if (st_[s].budget < 2 * pr_.mem_b[s]) {
-        *why = "stage " + std::to_string(s) + " cannot hold one microbatch's two chunk activations within " +
+      if (st_[s].budget < chunks_ * pr_.mem_b[s]) {
+        *why = "stage " + std::to_string(s) + " cannot hold one microbatch's " + std::to_string(chunks_) +
+               " chunk activations within " +
                std::to_string(opt_.in_flight) + " chunk activations and the memory limit";
         return std::nullopt;
       }
-      out.stages[s].reserve(6 * static_cast<size_t>(m_));
+      out.stages[s].reserve(3 * static_cast<size_t>(chunks_) * m_);
     }
-    size_t left = static_cast<size_t>(p_) * 6 * m_;
+    size_t left = static_cast<size_t>(p_) * 3 * chunks_ * m_;  // F, B and W of every chunk;
     while (left > 0) {
       int s = -1;
       for (int k = 0; k < p_; ++k)
@@ -154,14 +159,14 @@ class VGreedy {
   struct StageState {
     Ticks free_at = 0;
     Mem mem = 0, budget = 0;
-    int next_f[2] = {0, 0}, next_b[2] = {0, 0};
+    std::vector<int> next_f, next_b;  // [chunk]: the next microbatch
     std::deque<Op> pending_w;
     bool last_was_b = false;  // the last F or B this stage ran was a B (for VOrder::kAlternate)
   };
 
   bool finished(int s) const {
     const auto& st = st_[s];
-    return st.next_b[0] >= m_ && st.next_b[1] >= m_ && st.pending_w.empty();
+    return st.pending_w.empty() && std::all_of(st.next_b.begin(), st.next_b.end(), [&](int b) { return b >= m_; });
   }
 
   Ticks& done(Product what, int vs, int mb) { return done_[product_key(what, vs, mb, vstages_, m_)]; }
@@ -178,7 +183,6 @@ class VGreedy {
   std::optional<Op> next_f(int s, int chunk) const {
     const auto& st = st_[s];
     if (st.next_f[chunk] >= m_) return std::nullopt;
-    // Chunk 1 of a microbatch comes after its chunk 0 here (the V turns on the last stage).
     return Op{OpType::F, st.next_f[chunk], chunk};
   }
   std::optional<Op> next_b(int s, int chunk) const {
@@ -188,13 +192,17 @@ class VGreedy {
   }
 
   // Whether F `op` keeps within the budget: a chunk-0 F admits a microbatch, so room must remain
-  // for one chunk-1 F (or, with reserve_all, for that of every microbatch admitted here). One is
-  // enough against deadlock: chunk-1 F's run in microbatch order, so the smallest unfinished
-  // microbatch's finds the room the last admission left (all before it have freed theirs).
+  // for its later chunks' F's (or, with reserve_all, for those of every microbatch admitted here).
+  // With two chunks that is enough against deadlock: chunk-1 F's run in microbatch order, so the
+  // smallest unfinished microbatch's finds the room the last admission left (all before it have
+  // freed theirs). With more, a later microbatch's middle chunk can take that room first: there
+  // the greedy may stall (it says so) and the search goes on with its other candidates.
   bool fits(int s, const Op& op) const {
     const auto& st = st_[s];
     const Mem b = pr_.mem_b[s];
-    const int reserved = opt_.reserve_all ? 1 + st.next_f[0] - st.next_f[1] : 1;
+    int reserved = chunks_ - 1;
+    if (opt_.reserve_all)
+      for (int c = 1; c < chunks_; ++c) reserved += st.next_f[0] - st.next_f[c];
     const Mem need = op.chunk == 0 ? b * (1 + reserved) : b;
     return st.mem + need <= st.budget;
   }
@@ -206,7 +214,7 @@ class VGreedy {
     // The earliest ready B.
     std::optional<Op> b_op;
     Ticks b_at = kNever;
-    for (int c : {1, 0})
+    for (int c = chunks_ - 1; c >= 0; --c)
       if (auto b = next_b(s, c)) {
         Ticks at = ready(s, *b);
         if (at <= t && at < b_at) b_op = b, b_at = at;
@@ -215,9 +223,10 @@ class VGreedy {
     std::optional<Op> f_op;
     Ticks f_at = kNever;
     bool memory_full = false;
-    for (int c : opt_.deep_first ? std::array<int, 2>{1, 0} : std::array<int, 2>{0, 1})
+    for (int k = 0; k < chunks_; ++k) {
+      const int c = opt_.deep_first ? chunks_ - 1 - k : k;
       if (auto f = next_f(s, c)) {
-        if (c == 1 && st_[s].next_f[1] >= st_[s].next_f[0]) continue;  // its chunk 0 has not run here
+        if (c > 0 && st.next_f[c] >= st.next_f[c - 1]) continue;  // its chunk c-1 has not run here
         Ticks at = ready(s, *f);
         if (at > t) continue;
         if (!fits(s, *f)) {
@@ -227,6 +236,7 @@ class VGreedy {
         if (!f_op || (!opt_.deep_first && at < f_at)) f_op = f, f_at = at;
         if (opt_.deep_first) break;
       }
+    }
     const bool f_first = opt_.order == VOrder::kFFirst || (opt_.order == VOrder::kAlternate && st.last_was_b);
     if (f_first && f_op) return f_op;
     if (b_op) return b_op;
@@ -254,7 +264,7 @@ class VGreedy {
       }
       next = std::min(next, at);
     };
-    for (int c : {0, 1}) {
+    for (int c = 0; c < chunks_; ++c) {
       consider(next_b(s, c));
       consider(next_f(s, c));
     }
@@ -270,7 +280,7 @@ class VGreedy {
       const Ticks at = ready(s, *op);
       if (at > t) next = std::min(next, at);
     };
-    for (int c : {0, 1}) {
+    for (int c = 0; c < chunks_; ++c) {
       consider(next_b(s, c));
       consider(next_f(s, c));
     }
@@ -316,7 +326,8 @@ class VGreedy {
 
   const Problem& pr_;
   VGreedyOptions opt_;
-  int p_, m_, vstages_;
+  int p_, m_, chunks_, vstages_;
+  std::vector<std::vector<int>> placement_;
   VirtualStageMap map_;
   std::vector<Ticks> done_;
   std::vector<StageState> st_;
@@ -424,11 +435,16 @@ void improve_by_swaps(Schedule* s, const Problem& pr, Cost cost_kind, int passes
 
 }  // namespace
 
-std::optional<Schedule> generate_v_greedy(const Problem& pr, const VGreedyOptions& options, std::string* why) {
-  VGreedy greedy(pr, options);
+std::optional<Schedule> generate_greedy_on(const Problem& pr, const std::vector<std::vector<int>>& placement,
+                                           const VGreedyOptions& options, std::string* why) {
+  ChunkGreedy greedy(pr, placement, options);
   auto s = greedy.run(why);
   if (s) s->method = "v-greedy";
   return s;
+}
+
+std::optional<Schedule> generate_v_greedy(const Problem& pr, const VGreedyOptions& options, std::string* why) {
+  return generate_greedy_on(pr, v_shape_placement(pr.p), options, why);
 }
 
 std::optional<Schedule> generate_v_zb(const Problem& pr, std::string* why) {
@@ -480,10 +496,18 @@ std::optional<Schedule> generate_v_zb(const Problem& pr, std::string* why) {
   return best;
 }
 
-std::optional<SearchResult> search_v(const Problem& pr, std::vector<Diag>* diags, Cost cost_kind,
-                                     const CostFn& true_cost) {
+namespace {
+
+// The greedy on `placement` over every budget from one microbatch's chunk activations up to what
+// the memory limit allows (at most 2p per chunk) and every knob, the seeds beside it; the winner
+// polished by swaps. `shape` names the placement in the message when nothing fits.
+std::optional<SearchResult> search_placement(const Problem& pr, const std::vector<std::vector<int>>& placement,
+                                             std::vector<std::pair<std::string, std::optional<Schedule>>> seeds,
+                                             const std::string& shape, std::vector<Diag>* diags, Cost cost_kind,
+                                             const CostFn& true_cost) {
+  const int chunks = static_cast<int>(placement[0].size());
   Mem smallest_b = pr.mem_b.empty() ? 1 : *std::min_element(pr.mem_b.begin(), pr.mem_b.end());
-  int most = 4 * pr.p;
+  int most = 2 * chunks * pr.p;
   if (pr.mem_limit && smallest_b > 0)
     most = static_cast<int>(std::min<Mem>(most, *pr.mem_limit / smallest_b));
   std::optional<SearchResult> best;
@@ -498,19 +522,14 @@ std::optional<SearchResult> search_v(const Problem& pr, std::vector<Diag>* diags
     const Ticks span = simulate_span(s, pr);
     best = SearchResult{std::move(s), span, cost, name, 0, 0};
   };
-  for (int in_flight = 2; in_flight <= most; ++in_flight)
+  for (int in_flight = chunks; in_flight <= most; ++in_flight)
     for (const auto& o : knobs_at(in_flight)) {
       std::string why;
-      if (auto s = generate_v_greedy(pr, o, &why)) consider(std::move(*s), o.name());
+      if (auto s = generate_greedy_on(pr, placement, o, &why)) consider(std::move(*s), o.name());
       else ++candidates;
     }
-  consider(generate_v_block(pr, VBlock::kMin), "v-min");
-  consider(generate_v_block(pr, VBlock::kHalf), "v-half");
-  std::string stalled;
-  if (auto z = generate_v_zb(pr, &stalled)) consider(std::move(*z), "v-zb");
-  consider(generate_zb_v(pr), "zb-v");
-  std::string err;
-  if (auto d = generate_dualpipe_v(pr, &err)) consider(std::move(*d), "dualpipe-v");
+  for (auto& [name, seed] : seeds)
+    if (seed) consider(std::move(*seed), name);
   if (best) {
     // Polish the winner by swaps, ranked by the compute cost; kept only if its true cost agrees.
     Schedule polished = best->schedule;
@@ -524,15 +543,62 @@ std::optional<SearchResult> search_v(const Problem& pr, std::vector<Diag>* diags
     }
   }
   if (!best) {
+    const std::string n = std::to_string(chunks);
     diags->push_back({"", "", -1, -1, "",
-                      "no V-shape schedule fits the memory limit (it must hold at least one microbatch's two chunk "
-                      "activations, 2 M_B of a chunk, on every stage): raise --mem-limit"});
+                      "no " + shape + " schedule fits the memory limit (it must hold at least one microbatch's " + n +
+                          " chunk activations, " + n + " M_B of a chunk, on every stage): raise --mem-limit"});
     return std::nullopt;
   }
   best->candidates = candidates;
   best->feasible = feasible;
   best->schedule.method = "heuristic";
   return best;
+}
+
+// 1F1B-I with each fused BW split into its B and W, W right after: the same order and memory, but
+// the swap polish may then move the W's into gaps.
+std::optional<Schedule> split_backwards(std::optional<Schedule> s) {
+  if (!s) return s;
+  for (auto& ops : s->stages) {
+    std::vector<Op> split;
+    split.reserve(ops.size() * 3 / 2);
+    for (const Op& op : ops) {
+      if (op.type != OpType::BW) {
+        split.push_back(op);
+        continue;
+      }
+      split.push_back({OpType::B, op.mb, op.chunk});
+      split.push_back({OpType::W, op.mb, op.chunk});
+    }
+    ops = std::move(split);
+  }
+  s->method += " split";
+  return s;
+}
+
+}  // namespace
+
+std::optional<SearchResult> search_v(const Problem& pr, std::vector<Diag>* diags, Cost cost_kind,
+                                     const CostFn& true_cost) {
+  std::vector<std::pair<std::string, std::optional<Schedule>>> seeds;
+  seeds.emplace_back("v-min", generate_v_block(pr, VBlock::kMin));
+  seeds.emplace_back("v-half", generate_v_block(pr, VBlock::kHalf));
+  std::string stalled, err;
+  seeds.emplace_back("v-zb", generate_v_zb(pr, &stalled));
+  seeds.emplace_back("zb-v", generate_zb_v(pr));
+  seeds.emplace_back("dualpipe-v", generate_dualpipe_v(pr, &err));
+  return search_placement(pr, v_shape_placement(pr.p), std::move(seeds), "V-shape", diags, cost_kind, true_cost);
+}
+
+std::optional<SearchResult> search_interleaved(const Problem& pr, std::vector<Diag>* diags, Cost cost_kind,
+                                               const CostFn& true_cost) {
+  std::vector<std::pair<std::string, std::optional<Schedule>>> seeds;
+  std::string err;
+  auto interleaved = generate_1f1b_interleaved(pr, &err);  // where m is a multiple of p
+  seeds.emplace_back("1f1b-i split", split_backwards(interleaved));
+  seeds.emplace_back("1f1b-i", std::move(interleaved));
+  return search_placement(pr, interleaved_placement(pr.p, pr.chunks), std::move(seeds), "interleaved", diags,
+                          cost_kind, true_cost);
 }
 
 }  // namespace zbpp

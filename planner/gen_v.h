@@ -47,6 +47,12 @@ struct VGreedyOptions {
 /// leaves no room for one microbatch's two chunks.
 std::optional<Schedule> generate_v_greedy(const Problem& problem, const VGreedyOptions& options, std::string* why);
 
+/// The same greedy on any placement whose stages hold their chunks in rising virtual-stage order
+/// (V, interleaved); a microbatch is admitted only with room left for its later chunks' F's.
+/// With more than 2 chunks it may stall (nothing, with *why).
+std::optional<Schedule> generate_greedy_on(const Problem& problem, const std::vector<std::vector<int>>& placement,
+                                           const VGreedyOptions& options, std::string* why);
+
 /// V-ZB at 1F1B's activation memory (at most 2p chunk activations on every stage): the best by span
 /// of the greedy's knobs at that budget and of the ZB-V and DualPipe-V orders, then polished by
 /// swaps of neighbouring ops within its peak, so never worse than ZB-V where ZB-V keeps to that
@@ -58,5 +64,12 @@ std::optional<Schedule> generate_v_zb(const Problem& problem, std::string* why);
 /// V-Half, V-ZB, ZB-V and DualPipe-V join as seeds where they fit. Ranked as search_heuristic ranks.
 std::optional<SearchResult> search_v(const Problem& problem, std::vector<Diag>* diags, Cost cost = Cost::kSpan,
                                      const CostFn& true_cost = {});
+
+/// The search on the interleaved placement (stage s holds virtual stages s, s+p, ...; any
+/// problem.chunks >= 2): the greedy over every budget up to what the memory limit allows (at most
+/// 2p per chunk) and its knobs, with 1F1B-I (and 1F1B-I with its backwards split) as seeds where
+/// m is a multiple of p, so never worse than 1F1B-I at its memory. Ranked as search_v.
+std::optional<SearchResult> search_interleaved(const Problem& problem, std::vector<Diag>* diags,
+                                               Cost cost = Cost::kSpan, const CostFn& true_cost = {});
 
 }  // namespace zbpp

@@ -232,22 +232,25 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
       diags->push_back({"", "", -1, -1, "", err});
       return std::nullopt;
     }
-  } else if ((method == "heuristic" && pr.chunks == 2 && (pr.placement.empty() || pr.placement == v_shape_placement(pr.p))) ||
-             method == "heuristic-v") {
-    if (!check_shape(pr, method, 2, diags)) return std::nullopt;
-    auto found = search_v(pr, diags, compute, true_cost);
-    if (!found) return std::nullopt;
-    s = std::move(found->schedule);
-    notes.push_back("V search: " + std::to_string(found->feasible) + " of " + std::to_string(found->candidates) +
-                    " candidates fit the memory limit (greedy budgets and knobs; v-min, v-half, v-zb, zb-v, "
-                    "dualpipe-v seeds); best by " + ranked_by + ": " + found->winner);
-  } else if (method == "heuristic" || method == "ilp") {
-    if (method == "heuristic" && pr.chunks > 1) {
-      diags->push_back({"", "", -1, -1, "", "method heuristic searches 1 chunk per stage, or 2 in a V (placement [r, 2p-1-r]); "
-                                            "the problem has chunks = " + std::to_string(pr.chunks) +
-                                            (pr.chunks == 2 ? " with another placement" : "")});
+  } else if (method == "heuristic-v" || (method == "heuristic" && pr.chunks > 1)) {
+    // Two chunks without a placement search the V; the interleaved placement is asked for by name.
+    const bool v = method == "heuristic-v" || (pr.chunks == 2 && (pr.placement.empty() || pr.placement == v_shape_placement(pr.p)));
+    const bool interleaved = !v && (pr.placement.empty() || pr.placement == interleaved_placement(pr.p, pr.chunks));
+    if (!v && !interleaved) {
+      diags->push_back({"", "", -1, -1, "", "method heuristic searches the V placement (2 chunks, stage r holding virtual "
+                                            "stages r and 2p-1-r) or the interleaved one (stage s holding s, s+p, ...); "
+                                            "the problem's placement is neither: give --placement v or interleaved"});
       return std::nullopt;
     }
+    if (v && !check_shape(pr, method, 2, diags)) return std::nullopt;
+    auto found = v ? search_v(pr, diags, compute, true_cost) : search_interleaved(pr, diags, compute, true_cost);
+    if (!found) return std::nullopt;
+    s = std::move(found->schedule);
+    notes.push_back(std::string(v ? "V search: " : "interleaved search: ") + std::to_string(found->feasible) + " of " +
+                    std::to_string(found->candidates) + " candidates fit the memory limit (greedy budgets and knobs; " +
+                    (v ? "v-min, v-half, v-zb, zb-v, dualpipe-v" : "1f1b-i and 1f1b-i split") + " seeds); best by " +
+                    ranked_by + ": " + found->winner);
+  } else if (method == "heuristic" || method == "ilp") {
     if (!check_shape(pr, method, 1, diags)) return std::nullopt;
     auto found = search_heuristic(pr, diags, 0, compute, true_cost);
     if (!found) return std::nullopt;
@@ -312,7 +315,7 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
     return std::nullopt;
   }
   if (!pr.placement.empty() && pr.placement != s->placement) {
-    diags->push_back({"", "", -1, -1, "", "method " + method + " places chunks its own way; drop 'placement' from the problem"});
+    diags->push_back({"", "", -1, -1, "", "method " + method + " places chunks its own way, not as the problem's placement asks; drop --placement (or 'placement' from the problem file)"});
     return std::nullopt;
   }
   std::optional<Timeline> timeline;
