@@ -3,8 +3,11 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <deque>
+#include <functional>
 #include <limits>
+#include <thread>
 
 #include "planner/deps.h"
 #include "planner/gen_baseline.h"
@@ -512,22 +515,61 @@ std::optional<SearchResult> search_placement(const Problem& pr, const std::vecto
     most = static_cast<int>(std::min<Mem>(most, *pr.mem_limit / smallest_b));
   std::optional<SearchResult> best;
   int candidates = 0, feasible = 0;
+  // A candidate within the memory limit: its cost, or -1.
+  auto cost_of_candidate = [&](const Schedule& s) -> Ticks {
+    if (!validate_memory(s, pr).empty()) return -1;
+    return true_cost ? true_cost(s) : simulate_cost(s, pr, cost_kind);
+  };
   auto consider = [&](Schedule s, const std::string& name) {
     ++candidates;
-    if (!validate_memory(s, pr).empty()) return;
-    const Ticks cost = true_cost ? true_cost(s) : simulate_cost(s, pr, cost_kind);
+    const Ticks cost = cost_of_candidate(s);
     if (cost < 0) return;
     ++feasible;
     if (best && cost >= best->cost) return;
     const Ticks span = simulate_span(s, pr);
     best = SearchResult{std::move(s), span, cost, name, 0, 0};
   };
+  // The greedy's grid, in two threads on big problems: each keeps its best (ties to the lower grid
+  // index), so the result never depends on which thread ran which point.
+  std::vector<VGreedyOptions> grid;
   for (int in_flight = chunks; in_flight <= most; ++in_flight)
-    for (const auto& o : knobs_at(in_flight)) {
+    for (const auto& o : knobs_at(in_flight)) grid.push_back(o);
+  struct Worker {
+    std::optional<Schedule> best;
+    Ticks best_cost = -1;
+    size_t best_index = 0;
+    int feasible = 0;
+  };
+  const int threads = std::clamp(pr.p * pr.m >= 1024 ? 2 : 1, 1, std::max<int>(1, static_cast<int>(grid.size())));
+  std::vector<Worker> workers(threads);
+  std::atomic<size_t> next_point{0};
+  auto work = [&](Worker& wk) {
+    for (size_t k; (k = next_point.fetch_add(1)) < grid.size();) {
       std::string why;
-      if (auto s = generate_greedy_on(pr, placement, o, &why)) consider(std::move(*s), o.name());
-      else ++candidates;
+      auto s = generate_greedy_on(pr, placement, grid[k], &why);
+      if (!s) continue;
+      const Ticks cost = cost_of_candidate(*s);
+      if (cost < 0) continue;
+      ++wk.feasible;
+      if (wk.best_cost < 0 || cost < wk.best_cost || (cost == wk.best_cost && k < wk.best_index))
+        wk.best = std::move(s), wk.best_cost = cost, wk.best_index = k;
     }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work, std::ref(workers[t]));
+  work(workers[0]);
+  for (auto& th : pool) th.join();
+  const Worker* winner = nullptr;
+  for (const Worker& wk : workers) {
+    feasible += wk.feasible;
+    if (wk.best_cost >= 0 && (!winner || wk.best_cost < winner->best_cost ||
+                              (wk.best_cost == winner->best_cost && wk.best_index < winner->best_index)))
+      winner = &wk;
+  }
+  candidates += static_cast<int>(grid.size());
+  if (winner)
+    best = SearchResult{*winner->best, simulate_span(*winner->best, pr), winner->best_cost,
+                        grid[winner->best_index].name(), 0, 0};
   for (auto& [name, seed] : seeds)
     if (seed) consider(std::move(*seed), name);
   if (best) {
