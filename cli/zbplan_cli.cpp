@@ -196,7 +196,7 @@ struct ProblemFlags {
   std::string problem_file;
   static constexpr int kUnset = std::numeric_limits<int>::min();  // flag not given: keep the file's value
   int p = kUnset, m = kUnset, chunks = kUnset;
-  std::string tf, tb, tw, mem_b, mem_w, mem_limit;
+  std::string tf, tb, tw, mem_b, mem_w, mem_limit, placement;
   double tcomm = -1;
   bool tcomm_given = false;
   bool require_times = true;  ///< plan needs real times; import may use placeholders
@@ -219,6 +219,10 @@ struct ProblemFlags {
     app->add_option("--chunks", chunks, "model chunks per stage (interleaved schedules; default 1)")
         ->check(whole)
         ->default_str("");
+    app->add_option("--placement", placement,
+                    "which virtual stages each stage holds: v (2 chunks: stage r holds r and 2p-1-r) or interleaved "
+                    "(stage s holds s, s+p, ...); default: the method's own (heuristic with 2 chunks: v)")
+        ->check(CLI::IsMember({"v", "interleaved"}));
   }
 
   // The flags a problem needs when no --problem file gives it, those missing: "-m and --tw".
@@ -274,6 +278,17 @@ struct ProblemFlags {
     if (m != kUnset) in->m = m;
     if (chunks != kUnset) in->chunks = chunks;
     bool ok = true;
+    // The placement is built once p and chunks are known; build_problem checks those first.
+    if (!placement.empty() && in->p >= 1 && in->p <= kMaxStages && in->chunks >= 1 && in->chunks <= kMaxChunks) {
+      if (placement == "v" && in->chunks != 2) {
+        diags->push_back({"", "", -1, -1, "", "--placement v holds 2 chunks per stage (stage r: virtual stages r and "
+                                              "2p-1-r): give --chunks 2 (the problem has chunks = " +
+                                              std::to_string(in->chunks) + ")"});
+        ok = false;
+      } else {
+        in->placement = placement == "v" ? v_shape_placement(in->p) : interleaved_placement(in->p, in->chunks);
+      }
+    }
     auto list = [&](const std::string& text, const char* flag, std::vector<double>* target) {
       if (text.empty()) return;
       // Checked when the command line was parsed (real_list_in); this reads the same way.

@@ -3,7 +3,7 @@
 // building block per microbatch every 6 op slots; the block's lifespan on a stage (first F to last
 // B, in slots) over 6 is its activation memory: about 4p/6 and 6p/6 chunk activations, 1/3 and 1/2
 // of 1F1B's 2p. V-ZB keeps 1F1B's memory. Our V-ZB and the V search use a greedy list scheduler
-// under a per-stage memory budget instead of a fixed block.
+// under a per-stage memory budget instead of a fixed block, beside the handcrafted orders.
 #pragma once
 
 #include <optional>
@@ -22,12 +22,20 @@ enum class VBlock { kMin, kHalf };
 /// after their B's (first in, first out). Needs problem.chunks == 2.
 Schedule generate_v_block(const Problem& problem, VBlock block);
 
+/// Which of a ready B and a ready F the greedy runs first.
+enum class VOrder {
+  kBFirst,     ///< the B (frees memory, shortens the microbatch's path)
+  kFFirst,     ///< the F (feeds the stages after it sooner)
+  kAlternate,  ///< the other kind than the stage's last F or B (1F1B's steady state)
+};
+
 /// The greedy's knobs (the V search tries a grid of them).
 struct VGreedyOptions {
   int in_flight = 0;         ///< at most this many chunk activations (M_B of a chunk) held per stage
   bool deep_first = true;    ///< of two ready F's, run chunk 1's (it finishes a microbatch sooner)
   bool w_in_gaps_only = false;  ///< run a W only when the next op is at least T_W away (or memory is full)
   bool w_after_b = false;    ///< run each W right after its B (least memory, no gap filling)
+  VOrder order = VOrder::kBFirst;
   bool reserve_all = false;  ///< admit a microbatch only with room for every admitted one's chunk-1 F
   std::string name() const;  ///< e.g. "in-flight 12,deep-first"
 };
@@ -39,9 +47,16 @@ struct VGreedyOptions {
 /// leaves no room for one microbatch's two chunks.
 std::optional<Schedule> generate_v_greedy(const Problem& problem, const VGreedyOptions& options, std::string* why);
 
-/// V-ZB: the greedy at 1F1B's activation memory (2p chunk activations), best of its knobs by span.
-/// Nothing, with the reason in *why, when every knob stalls (the greedy can, where T_comm is long
-/// against the ops: a known limit of it, found by fuzz_problem).
+/// The same greedy on any placement whose stages hold their chunks in rising virtual-stage order
+/// (V, interleaved); a microbatch is admitted only with room left for its later chunks' F's.
+/// With more than 2 chunks it may stall (nothing, with *why).
+std::optional<Schedule> generate_greedy_on(const Problem& problem, const std::vector<std::vector<int>>& placement,
+                                           const VGreedyOptions& options, std::string* why);
+
+/// V-ZB at 1F1B's activation memory (at most 2p chunk activations on every stage): the best by span
+/// of the greedy's knobs at that budget and of the ZB-V and DualPipe-V orders, then polished by
+/// swaps of neighbouring ops within its peak, so never worse than ZB-V where ZB-V keeps to that
+/// memory. Nothing, with the reason in *why, only when no candidate keeps to it.
 std::optional<Schedule> generate_v_zb(const Problem& problem, std::string* why);
 
 /// The V search (--method heuristic with 2 chunks, V placement): the greedy over every budget from
@@ -49,5 +64,12 @@ std::optional<Schedule> generate_v_zb(const Problem& problem, std::string* why);
 /// V-Half, V-ZB, ZB-V and DualPipe-V join as seeds where they fit. Ranked as search_heuristic ranks.
 std::optional<SearchResult> search_v(const Problem& problem, std::vector<Diag>* diags, Cost cost = Cost::kSpan,
                                      const CostFn& true_cost = {});
+
+/// The search on the interleaved placement (stage s holds virtual stages s, s+p, ...; any
+/// problem.chunks >= 2): the greedy over every budget up to what the memory limit allows (at most
+/// 2p per chunk) and its knobs, with 1F1B-I (and 1F1B-I with its backwards split) as seeds where
+/// m is a multiple of p, so never worse than 1F1B-I at its memory. Ranked as search_v.
+std::optional<SearchResult> search_interleaved(const Problem& problem, std::vector<Diag>* diags,
+                                               Cost cost = Cost::kSpan, const CostFn& true_cost = {});
 
 }  // namespace zbpp

@@ -224,38 +224,27 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
       diags->push_back({"", "", -1, -1, "", err});
       return std::nullopt;
     }
-  } else if (((method == "heuristic" || method == "ilp") && v_placement) || method == "heuristic-v" ||
-             method == "ilp-v") {
-    if (!check_shape(pr, method, 2, diags)) return std::nullopt;
-    auto found = search_v(pr, diags, compute, true_cost);
+  } else if (method == "heuristic-v" || method == "ilp-v" || ((method == "heuristic" || method == "ilp") && pr.chunks > 1)) {
+    // Two chunks without a placement search the V; the interleaved placement is asked for by name.
+    // The ILP refines what the search finds.
+    const bool v = method == "heuristic-v" || method == "ilp-v" || v_placement;
+    const bool interleaved = !v && (pr.placement.empty() || pr.placement == interleaved_placement(pr.p, pr.chunks));
+    if (!v && !interleaved) {
+      diags->push_back({"", "", -1, -1, "", "method " + method + " searches the V placement (2 chunks, stage r holding "
+                                            "virtual stages r and 2p-1-r) or the interleaved one (stage s holding s, "
+                                            "s+p, ...); the problem's placement is neither: give --placement v or interleaved"});
+      return std::nullopt;
+    }
+    if (v && !check_shape(pr, method, 2, diags)) return std::nullopt;
+    auto found = v ? search_v(pr, diags, compute, true_cost) : search_interleaved(pr, diags, compute, true_cost);
     if (!found) return std::nullopt;
     s = std::move(found->schedule);
-    warm_start = "the V search";
-    notes.push_back("V search: " + std::to_string(found->feasible) + " of " + std::to_string(found->candidates) +
-                    " candidates fit the memory limit (greedy budgets and knobs; v-min, v-half, v-zb, zb-v, "
-                    "dualpipe-v seeds); best by " + ranked_by + ": " + found->winner);
-  } else if (method == "ilp" && pr.chunks > 1) {
-    // Other placements start from Megatron's interleaved order, where the problem allows it.
-    if (!pr.placement.empty() && pr.placement != interleaved_placement(pr.p, pr.chunks)) {
-      diags->push_back({"", "", -1, -1, "", "method ilp starts from the V search (2 chunks, placement [r, 2p-1-r]) or "
-                                            "from 1f1b-i (placement [s, s+p, ...]); the problem's placement is "
-                                            "neither: give one of them, or drop 'placement'"});
-      return std::nullopt;
-    }
-    std::string err;
-    s = generate_1f1b_interleaved(pr, &err);
-    if (!s) {
-      diags->push_back({"", "", -1, -1, "", "method ilp with the interleaved placement starts from 1f1b-i: " + err});
-      return std::nullopt;
-    }
-    warm_start = "1f1b-i";
+    warm_start = v ? "the V search" : "the interleaved search";
+    notes.push_back(std::string(v ? "V search: " : "interleaved search: ") + std::to_string(found->feasible) + " of " +
+                    std::to_string(found->candidates) + " candidates fit the memory limit (greedy budgets and knobs; " +
+                    (v ? "v-min, v-half, v-zb, zb-v, dualpipe-v" : "1f1b-i and 1f1b-i split") + " seeds); best by " +
+                    ranked_by + ": " + found->winner);
   } else if (method == "heuristic" || method == "ilp") {
-    if (method == "heuristic" && pr.chunks > 1) {
-      diags->push_back({"", "", -1, -1, "", "method heuristic searches 1 chunk per stage, or 2 in a V (placement [r, 2p-1-r]); "
-                                            "the problem has chunks = " + std::to_string(pr.chunks) +
-                                            (pr.chunks == 2 ? " with another placement" : "")});
-      return std::nullopt;
-    }
     if (!check_shape(pr, method, 1, diags)) return std::nullopt;
     auto found = search_heuristic(pr, diags, 0, compute, true_cost);
     if (!found) return std::nullopt;
@@ -322,7 +311,7 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
 #endif
   }
   if (!pr.placement.empty() && pr.placement != s->placement) {
-    diags->push_back({"", "", -1, -1, "", "method " + method + " places chunks its own way; drop 'placement' from the problem"});
+    diags->push_back({"", "", -1, -1, "", "method " + method + " places chunks its own way, not as the problem's placement asks; drop --placement (or 'placement' from the problem file)"});
     return std::nullopt;
   }
   std::optional<Timeline> timeline;

@@ -116,8 +116,10 @@ problem("placement-duplicate.json", with_(p=2, chunks=2, placement=[[0, 1], [1, 
         ": placement must use each virtual stage 0..3 exactly once", "zbplan plan --method 1f1b-i --problem {file} -o {out}")
 problem("placement-wrong-shape.json", with_(p=2, chunks=2, placement=[[0, 1, 2]]),
         ": placement must list, for each of the 2 stages, its 2 virtual stage(s)", "zbplan plan --method 1f1b-i --problem {file} -o {out}")
-problem("heuristic-chunks-3.json", with_(chunks=3),
-        "method heuristic searches 1 chunk per stage, or 2 in a V (placement [r, 2p-1-r]); the problem has chunks = 3",
+problem("heuristic-placement-other.json", with_(chunks=2, placement=[[0, 1], [2, 3], [4, 5], [6, 7]]),
+        "method heuristic searches the V placement (2 chunks, stage r holding virtual stages r and 2p-1-r) or the "
+        "interleaved one (stage s holding s, s+p, ...); the problem's placement is neither: give --placement v or "
+        "interleaved",
         located=False)
 problem("1f1b-i-m-not-multiple.json", with_(chunks=2, m=6),
         "1f1b-i (Megatron's interleaved order) needs m to be a multiple of p; got m = 6, p = 4",

@@ -236,14 +236,20 @@ TEST_CASE("ilp with chunks, and ilp-v: refine the V search (or 1f1b-i, interleav
   CHECK(from(*split, "the V search"));
   CHECK(true_cost(split->schedule, split->problem, Objective::kPeriod) <=
         true_cost(searched->schedule, searched->problem, Objective::kPeriod));
-  // The interleaved placement starts from Megatron's order, where m is a multiple of p.
+  // The interleaved placement starts from the interleaved search (1F1B-I among its seeds), so it
+  // plans where 1F1B-I cannot (m not a multiple of p) too.
   Problem interleaved = v;
   interleaved.placement = interleaved_placement(3, 2);
   interleaved.mem_limit.reset();
   auto megatron = plan(interleaved, "ilp", &diags);
   REQUIRE(megatron);
   CHECK(megatron->schedule.placement == interleaved_placement(3, 2));
-  CHECK(from(*megatron, "1f1b-i"));
+  CHECK(from(*megatron, "the interleaved search"));
+  Problem odd_m = test::make_problem(3, 4, 1.0, 1.1, 0.6, 0.05, 1, 0.4, "", 2);
+  odd_m.placement = interleaved_placement(3, 2);
+  auto odd = plan(odd_m, "ilp", &diags);
+  REQUIRE(odd);
+  CHECK(from(*odd, "the interleaved search"));
   // What it cannot start from is refused, saying why and what to do.
   auto refusal = [&](const Problem& pr) {
     std::vector<Diag> why;
@@ -251,16 +257,12 @@ TEST_CASE("ilp with chunks, and ilp-v: refine the V search (or 1f1b-i, interleav
     REQUIRE(!why.empty());
     return format_diag(why[0]);
   };
-  Problem odd_m = test::make_problem(3, 4, 1.0, 1.1, 0.6, 0.05, 1, 0.4, "", 2);
-  odd_m.placement = interleaved_placement(3, 2);
-  CHECK(refusal(odd_m) ==
-        "method ilp with the interleaved placement starts from 1f1b-i: 1f1b-i (Megatron's interleaved order) needs m "
-        "to be a multiple of p; got m = 4, p = 3");
   Problem odd_placement = interleaved;
   odd_placement.placement = {{0, 1}, {2, 3}, {4, 5}};
   CHECK(refusal(odd_placement) ==
-        "method ilp starts from the V search (2 chunks, placement [r, 2p-1-r]) or from 1f1b-i (placement [s, s+p, "
-        "...]); the problem's placement is neither: give one of them, or drop 'placement'");
+        "method ilp searches the V placement (2 chunks, stage r holding virtual stages r and 2p-1-r) or the "
+        "interleaved one (stage s holding s, s+p, ...); the problem's placement is neither: give --placement v or "
+        "interleaved");
 }
 #endif
 
