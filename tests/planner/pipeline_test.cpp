@@ -23,6 +23,19 @@ Ticks true_cost(const Schedule& lowered, const Problem& pr, Objective objective)
   return objective == Objective::kWall ? it->wall : it->period;
 }
 
+// Four stages of uneven times (M_B = 1, M_W = 0.5).
+Problem uneven_stages(int m, double t_comm, const std::string& limit) {
+  ProblemInput in;
+  in.p = 4;
+  in.m = m;
+  in.t_f = {1.0, 1.4, 0.8, 1.2};
+  in.t_b = {1.1, 1.3, 0.9, 1.5};
+  in.t_w = {0.6, 0.5, 0.7, 0.4};
+  in.t_comm = t_comm;
+  in.mem_limit = limit;
+  return test::checked_problem(in);
+}
+
 // How auto's notes name an optimizer placement.
 std::string placement_name(const LowerOptions& l) {
   if (l.optimizer == kOptimizerSync) return "sync";
@@ -102,21 +115,7 @@ TEST_CASE("auto: its pick is the best candidate by the true period or wall clock
       INFO("limit " << limit << ", objective " << objective_name(objective));
       check_auto_is_best(test::make_problem(8, 24, 18.522, 18.086, 9.337, 0.601, 1, 0.3664, limit), objective);
     }
-  // Uneven stages.
-  ProblemInput in;
-  in.p = 4;
-  in.m = 12;
-  in.t_f = {1.0, 1.4, 0.8, 1.2};
-  in.t_b = {1.1, 1.3, 0.9, 1.5};
-  in.t_w = {0.6, 0.5, 0.7, 0.4};
-  in.t_comm = 0.05;
-  in.mem_b = {1};
-  in.mem_w = {0.5};
-  in.mem_limit = "1.5p";
-  std::vector<Diag> diags;
-  auto uneven = build_problem(in, "", &diags);
-  REQUIRE(uneven);
-  check_auto_is_best(*uneven, Objective::kPeriod);
+  check_auto_is_best(uneven_stages(12, 0.05, "1.5p"), Objective::kPeriod);
 }
 
 TEST_CASE("auto: with V and one-chunk candidates at tight memory, never worse than one it printed") {
@@ -127,15 +126,7 @@ TEST_CASE("auto: with V and one-chunk candidates at tight memory, never worse th
     check_auto_is_best(pr, Objective::kPeriod);
   }
   // Uneven stages and a longer T_comm.
-  ProblemInput in;
-  in.p = 4;
-  in.m = 8;
-  in.t_f = {1.0, 1.4, 0.8, 1.2};
-  in.t_b = {1.1, 1.3, 0.9, 1.5};
-  in.t_w = {0.6, 0.5, 0.7, 0.4};
-  in.t_comm = 0.3;
-  in.mem_limit = "0.75p";
-  check_auto_is_best(test::checked_problem(in), Objective::kWall);
+  check_auto_is_best(uneven_stages(8, 0.3, "0.75p"), Objective::kWall);
 }
 
 TEST_CASE("auto: at 1.3p on the 1.5B model it runs a V schedule under post-validation, its period equal to its span") {
