@@ -131,8 +131,9 @@ StageFacts stage_facts(const Problem& pr, const VirtualStageMap& map, const Chai
 // Memory over time: at any instant the pairs a stage holds fit its limit L (taking, during an op,
 // the memory before it when it frees and after it when it allocates). A pair (j, c) holds M_B from
 // its F's start to its B's end, at least T_F + the round trip down and back + T_B, and M_W from
-// then to its W's end, at least T_W; all of it between the stage's first start and last end. So
-// L * span_s >= m * sum over chunks of (M_B * lifespan + M_W * T_W): a bound where memory, not
+// then to its W's end, at least T_W (a fused BW holds M_B through its W part: min(M_B, M_W) covers
+// both); all of it between the stage's first start and last end. So L * span_s >= m * sum over
+// chunks of (M_B * lifespan + min(M_B, M_W) * T_W): a bound where memory, not
 // compute, limits the stage (a few microbatches in flight against a long round trip).
 Ticks area_bound(const Problem& pr, const Chains& chains, const std::vector<int>& chunk_vs, int s) {
   if (!pr.mem_limit || *pr.mem_limit <= 0) return 0;
@@ -142,7 +143,7 @@ Ticks area_bound(const Problem& pr, const Chains& chains, const std::vector<int>
   for (int v : chunk_vs) {
     const Ticks lifespan = chains.round_trip(v, v) + pr.t_b[s];
     area += static_cast<double>(pr.mem_b[s]) * static_cast<double>(lifespan) +
-            static_cast<double>(pr.mem_w[s]) * static_cast<double>(pr.t_w[s]);
+            static_cast<double>(std::min(pr.mem_w[s], pr.mem_b[s])) * static_cast<double>(pr.t_w[s]);
   }
   const double span = area * pr.m / static_cast<double>(*pr.mem_limit) * (1 - 1e-12);
   return std::max<Ticks>(0, static_cast<Ticks>(std::floor(span)) - 1);
