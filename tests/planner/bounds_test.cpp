@@ -217,7 +217,9 @@ TEST_CASE("bounds with chunks: below every schedule the V generators, 1f1b-i and
   for (int p : {2, 3, 4, 6, 8}) {
     for (int m : {p, 2 * p, 3 * p}) {
       for (double t_comm : {0.0, 0.5, 3.0}) {
-        for (const Problem& pr : {uneven_problem(p, m, 2, t_comm), test::make_problem(p, m, 1, 1, 1, t_comm, 1, 0.5, "", 2)}) {
+        // Uniform times; and M_W above M_B, where a fused BW (1f1b-i, dualpipe-v) never holds M_W.
+        for (const Problem& pr : {uneven_problem(p, m, 2, t_comm), test::make_problem(p, m, 1, 1, 1, t_comm, 1, 0.5, "", 2),
+                                  test::make_problem(p, m, 1, 2, 3, t_comm, 1, 1.5, "", 2)}) {
           check_below(generate_v_block(pr, VBlock::kMin), pr, &checked);
           check_below(generate_v_block(pr, VBlock::kHalf), pr, &checked);
           check_below(generate_zb_v(pr), pr, &checked);
