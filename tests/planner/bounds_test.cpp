@@ -159,23 +159,6 @@ void check_below(const Schedule& s, Problem pr, int* checked) {
   }
 }
 
-// Per-stage times that differ (stage s: T_F = 2 + s % 3 ...), T_comm > 0.
-Problem uneven_problem(int p, int m, int chunks, double t_comm, const std::string& limit = "") {
-  ProblemInput in;
-  in.p = p;
-  in.m = m;
-  in.chunks = chunks;
-  in.t_f.clear(), in.t_b.clear(), in.t_w.clear();
-  for (int s = 0; s < p; ++s) {
-    in.t_f.push_back(2 + s % 3);
-    in.t_b.push_back(3 + s % 2);
-    in.t_w.push_back(1 + s % 4);
-  }
-  in.t_comm = t_comm;
-  in.mem_limit = limit;
-  return test::checked_problem(in);
-}
-
 }  // namespace
 
 TEST_CASE("bounds with chunks: never above the exhaustive optimum (V and interleaved placements)") {
@@ -218,7 +201,7 @@ TEST_CASE("bounds with chunks: below every schedule the V generators, 1f1b-i and
     for (int m : {p, 2 * p, 3 * p}) {
       for (double t_comm : {0.0, 0.5, 3.0}) {
         // Uniform times; and M_W above M_B, where a fused BW (1f1b-i, dualpipe-v) never holds M_W.
-        for (const Problem& pr : {uneven_problem(p, m, 2, t_comm), test::make_problem(p, m, 1, 1, 1, t_comm, 1, 0.5, "", 2),
+        for (const Problem& pr : {test::uneven_problem(p, m, 2, t_comm), test::make_problem(p, m, 1, 1, 1, t_comm, 1, 0.5, "", 2),
                                   test::make_problem(p, m, 1, 2, 3, t_comm, 1, 1.5, "", 2)}) {
           check_below(generate_v_block(pr, VBlock::kMin), pr, &checked);
           check_below(generate_v_block(pr, VBlock::kHalf), pr, &checked);
@@ -230,7 +213,7 @@ TEST_CASE("bounds with chunks: below every schedule the V generators, 1f1b-i and
         }
         if (p > 4) continue;  // the V search at several limits: the smaller pipelines suffice
         for (const char* limit : {"0.5p", "1p", "2p"}) {
-          Problem pr = uneven_problem(p, m, 2, t_comm, limit);
+          Problem pr = test::uneven_problem(p, m, 2, t_comm, limit);
           std::vector<Diag> diags;
           if (auto found = search_v(pr, &diags)) check_below(found->schedule, pr, &checked);
         }
@@ -239,7 +222,7 @@ TEST_CASE("bounds with chunks: below every schedule the V generators, 1f1b-i and
     // Three chunks interleaved (1f1b-i needs m a multiple of p).
     for (double t_comm : {0.0, 1.0}) {
       std::string why;
-      Problem pr = uneven_problem(p, 2 * p, 3, t_comm);
+      Problem pr = test::uneven_problem(p, 2 * p, 3, t_comm);
       if (auto s = generate_1f1b_interleaved(pr, &why)) check_below(*s, pr, &checked);
     }
   }
