@@ -65,8 +65,7 @@ void print_figures(std::ostream& out, const Schedule& s, const Problem& pr, cons
       << fixed(t.span_bubble_rate, 6) << ")\n";
   out << label("peak memory") << memory_list(t.peak_memory);
   if (pr.mem_limit)
-    out << "  (limit " << format_quanta(*pr.mem_limit)
-        << (pr.mem_limit_spec.empty() || pr.mem_limit_spec.back() != 'p' ? "" : " = " + pr.mem_limit_spec) << ")";
+    out << "  (limit " << mem_limit_text(pr) << ")";
   out << "\n";
 }
 
@@ -361,8 +360,7 @@ std::string memory_hint(const Problem& problem, const std::string& method, const
   const double multiple = static_cast<double>(peaks[stage]) / (static_cast<double>(problem.p) * problem.stage_mem_b());
   char p_multiple[32];
   std::snprintf(p_multiple, sizeof p_multiple, "%.4gp", multiple);
-  std::string limit = format_quanta(*problem.mem_limit);
-  if (!problem.mem_limit_spec.empty() && problem.mem_limit_spec.back() == 'p') limit += " = " + problem.mem_limit_spec;
+  const std::string limit = mem_limit_text(problem);
   std::string hint = method + " needs a memory limit of at least " + format_quanta(peaks[stage]) + " (" + p_multiple +
                      ", stage " + std::to_string(stage) + "'s peak), not " + limit + ": raise --mem-limit to " +
                      p_multiple;

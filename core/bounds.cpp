@@ -1,13 +1,22 @@
 // Lower bounds on the span (see bounds.h). All in exact ticks.
 //
-// Notation for stage s: sigma_s is when its first op (an F) starts. Every bound below is measured
-// from sigma_s, because the simulator starts a stage when its first input arrives: sigma_u >=
-// sigma_s + sum_{s<=t<u} (T_F[t] + T_comm) for u > s, and nothing else about sigma is known.
-// "k-th F" means the k-th F the stage runs, whatever its microbatch (microbatches are alike, so a
-// schedule's ops can be relabelled in the order each stage runs them without changing any time).
+// Notation for stage s with chunks on virtual stages placement[s]: lo_s and hi_s are its lowest and
+// highest virtual stage, sigma_s is when its first op starts. A "pair" is (microbatch, chunk): a
+// stage runs N = m * chunks pairs, each an F, a B and a W. Three facts about the placement hold
+// for any schedule, since every op of microbatch j on stage s waits (through the dependency chain)
+// for F(lo_s, j), and F(v, j) waits for F(u, j) for u < v, B(u, j) for B(v, j):
+// - the stage's first op is an F(lo_s, .); its first B is a B(hi_s, .), its last F an F(hi_s, .)
+//   and its last B a B(lo_s, .) (every other chunk of the stage lies between them in the chain);
+// - sigma_t >= sigma_s + reach[lo_t] - reach[lo_s] when lo_t >= lo_s, where reach[v] is the
+//   forward chain from virtual stage 0 to v (T_F of each and T_comm per hop between stages);
+//   nothing else about sigma is known;
+// - microbatches are alike, so a schedule's ops can be relabelled in the order each stage runs
+//   them without changing any time: "the k-th F" means the k-th F the stage runs.
+// With one chunk, lo_s = hi_s = s and these are the one-chunk bounds.
 #include "core/bounds.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/simulate.h"
 
@@ -15,71 +24,143 @@ namespace zbpp {
 
 namespace {
 
+// Chains of one microbatch through the virtual stages, in ticks.
+struct Chains {
+  std::vector<int> stage_of;   // [vs]
+  std::vector<Ticks> reach;    // [vs]: F(0, j) start -> F(vs, j) start
+  std::vector<Ticks> climb;    // [vs]: climb[u] - climb[w] (u > w) = the B's of w+1..u, and the hops between
+  Ticks last_f = 0;            // T_F of the last virtual stage
+
+  // F(lo, j) start -> B(hi, j) start: forward to the last virtual stage, its F, back to hi.
+  Ticks round_trip(int lo, int hi) const {
+    const int last = static_cast<int>(reach.size()) - 1;
+    return reach[last] - reach[lo] + last_f + climb[last] - climb[hi];
+  }
+  // Hop latency between two adjacent virtual stages (v-1, v).
+  Ticks hop(const Problem& pr, int v) const { return stage_of[v - 1] != stage_of[v] ? pr.t_comm : 0; }
+};
+
+Chains chains_of(const Problem& pr, const VirtualStageMap& map) {
+  Chains c;
+  const int vs_count = map.virtual_stages();
+  c.stage_of = map.stage_of;
+  c.reach.assign(vs_count, 0);
+  c.climb.assign(vs_count, 0);
+  for (int v = 1; v < vs_count; ++v) {
+    c.reach[v] = c.reach[v - 1] + pr.t_f[c.stage_of[v - 1]] + c.hop(pr, v);
+    c.climb[v] = c.climb[v - 1] + pr.t_b[c.stage_of[v]] + c.hop(pr, v);
+  }
+  c.last_f = pr.t_f[c.stage_of[vs_count - 1]];
+  return c;
+}
+
 struct StageFacts {
   Ticks busy = 0;
   Ticks idle = 0;  // idle forced between sigma_s and the start of the stage's last B
+  int lo = 0, hi = 0;
 };
+
+int pairs_of(const Problem& pr) { return pr.m * pr.chunks; }
 
 // Most F's that fit in memory before the first B (nothing is freed before it).
 int fs_before_first_b(const Problem& pr, int s) {
-  if (!pr.mem_limit || pr.mem_b[s] <= 0) return pr.m;
-  return static_cast<int>(std::min<Mem>(pr.m, std::max<Mem>(0, *pr.mem_limit / pr.mem_b[s])));
+  const int n = pairs_of(pr);
+  if (!pr.mem_limit || pr.mem_b[s] <= 0) return n;
+  return static_cast<int>(std::min<Mem>(n, std::max<Mem>(0, *pr.mem_limit / pr.mem_b[s])));
 }
 
-// Most B/W work stage s can have left, besides the last microbatch's own B and W, right after its
-// last F: k microbatches without B (the last one among them) and w with B but without W, with
-// k*M_B + w*M_W within the limit.
+// Most B/W work stage s can have left, besides the last B(lo_s) and its W, right after its last F:
+// k pairs without B (at least the last microbatch's `chunks`, the B(lo_s) among them) and w with B
+// but without W, with k*M_B + w*M_W within the limit.
 Ticks tail_work(const Problem& pr, int s) {
-  const int m = pr.m;
+  const int n = pairs_of(pr);
   const Ticks bw = pr.t_b[s] + pr.t_w[s];
-  if (!pr.mem_limit) return (m - 1) * bw;
+  if (!pr.mem_limit || pr.mem_b[s] <= 0) return (n - 1) * bw;
   const Mem limit = *pr.mem_limit, mb = pr.mem_b[s], mw = pr.mem_w[s];
   Ticks best = 0;
-  for (int k = 1; k <= m; ++k) {
+  for (int k = pr.chunks; k <= n; ++k) {
     Mem left = limit - k * mb;
     if (left < 0) break;
-    Ticks w = m - k;
+    Ticks w = n - k;
     if (mw > 0) w = std::min<Ticks>(w, left / mw);
     best = std::max(best, (k - 1) * bw + w * pr.t_w[s]);
   }
   return best;
 }
 
-// W's stage s must run before its last B starts: then one microbatch lacks its B and the m-1 others
-// hold M_W until their W; after that B all m hold M_W until their W.
+// W's stage s must run before its last B starts: then one pair lacks its B and the N-1 others
+// hold M_W until their W; after that B all N hold M_W until their W.
 int forced_ws_before_last_b(const Problem& pr, int s) {
+  const int n = pairs_of(pr);
   if (!pr.mem_limit || pr.mem_w[s] <= 0) return 0;
   const Mem limit = *pr.mem_limit, mw = pr.mem_w[s];
-  Mem before = pr.m - 1 - std::max<Mem>(0, limit - pr.mem_b[s]) / mw;
-  Mem after = pr.m - limit / mw;
-  return static_cast<int>(std::clamp<Mem>(std::max(before, after), 0, pr.m - 1));
+  Mem before = n - 1 - std::max<Mem>(0, limit - pr.mem_b[s]) / mw;
+  Mem after = n - limit / mw;
+  return static_cast<int>(std::clamp<Mem>(std::max(before, after), 0, n - 1));
 }
 
-StageFacts stage_facts(const Problem& pr, int s) {
-  const int p = pr.p, m = pr.m;
-  const Ticks c = pr.t_comm;
+StageFacts stage_facts(const Problem& pr, const VirtualStageMap& map, const Chains& chains, int s) {
+  const int n = pairs_of(pr);
   StageFacts f;
   f.busy = pr.busy_time(s);
-  // Round trip: the first B's own F ends T_F after sigma at the earliest, then its forward goes
-  // down to the last stage and its gradient comes back.
-  Ticks down_up = 0;
-  for (int t = s + 1; t < p; ++t) down_up += pr.t_f[t] + pr.t_b[t] + 2 * c;
-  const Ticks round_trip = pr.t_f[s] + down_up;
-  const int n = fs_before_first_b(pr, s);
+  const auto& mine = map.placement[s];
+  f.lo = *std::min_element(mine.begin(), mine.end());
+  f.hi = *std::max_element(mine.begin(), mine.end());
+  // Head: the first B, a B(hi, j), waits for F(lo, j) (at sigma or later) to go down and back;
+  // only F's run before it, as many as memory holds.
+  const Ticks round_trip = chains.round_trip(f.lo, f.hi);
+  const int fits = fs_before_first_b(pr, s);
   auto head = [&](int fs) { return std::max<Ticks>(0, round_trip - fs * pr.t_f[s]); };
-  // After the last F the stage waits for that microbatch's trip down and back, doing at most the
-  // B/W work its memory holds.
-  const Ticks tail = std::max<Ticks>(0, down_up - tail_work(pr, s));
-  // Case A: the first B runs before the last F (needs m >= 2): the head and tail gaps are
-  // disjoint. Case B: every F runs before the first B (needs n >= m): they may overlap.
+  // Tail: after the last F, an F(hi, j), B(lo, j) waits for it to go down and back to lo (with the
+  // stage's own B's of j on the way, which are work); meanwhile the stage does at most the B/W
+  // work its memory holds.
+  const Ticks after_last_f = chains.round_trip(f.hi, f.lo) - pr.t_f[s];
+  const Ticks tail = std::max<Ticks>(0, after_last_f - tail_work(pr, s));
+  // Case A: the first B runs before the last F (needs N >= 2): the head gap ends before the tail
+  // gap starts. Case B: every F runs before the first B (needs all N to fit): they may overlap.
   Ticks idle = -1;
-  if (m >= 2 && n >= 1) idle = head(std::min(n, m - 1)) + tail;
-  if (n >= m) {
-    Ticks b = std::max(head(m), tail);
+  if (n >= 2 && fits >= 1) idle = head(std::min(fits, n - 1)) + tail;
+  if (fits >= n) {
+    Ticks b = std::max(head(n), tail);
     idle = idle < 0 ? b : std::min(idle, b);
   }
   f.idle = std::max<Ticks>(0, idle);  // no case possible: the problem has no schedule at all
   return f;
+}
+
+// Memory over time: at any instant the pairs a stage holds fit its limit L (taking, during an op,
+// the memory before it when it frees and after it when it allocates). A pair (j, c) holds M_B from
+// its F's start to its B's end, at least T_F + the round trip down and back + T_B, and M_W from
+// then to its W's end, at least T_W (a fused BW holds M_B through its W part: min(M_B, M_W) covers
+// both); all of it between the stage's first start and last end. So L * span_s >= m * sum over
+// chunks of (M_B * lifespan + min(M_B, M_W) * T_W): a bound where memory, not
+// compute, limits the stage (a few microbatches in flight against a long round trip).
+Ticks area_bound(const Problem& pr, const Chains& chains, const std::vector<int>& chunk_vs, int s) {
+  if (!pr.mem_limit || *pr.mem_limit <= 0) return 0;
+  // In doubles (the products overflow 64 bits on large problems), rounded down with a tick to
+  // spare against their rounding: a bound may be a little low, never high.
+  double area = 0;
+  for (int v : chunk_vs) {
+    const Ticks lifespan = chains.round_trip(v, v) + pr.t_b[s];
+    area += static_cast<double>(pr.mem_b[s]) * static_cast<double>(lifespan) +
+            static_cast<double>(std::min(pr.mem_w[s], pr.mem_b[s])) * static_cast<double>(pr.t_w[s]);
+  }
+  const double span = area * pr.m / static_cast<double>(*pr.mem_limit) * (1 - 1e-12);
+  return std::max<Ticks>(0, static_cast<Ticks>(std::floor(span)) - 1);
+}
+
+// Whether a placement gives every stage `chunks` distinct virtual stages 0..p*chunks-1.
+bool placement_fits(const Problem& pr, const std::vector<std::vector<int>>& placement) {
+  if (static_cast<int>(placement.size()) != pr.p) return false;
+  std::vector<char> seen(static_cast<size_t>(pr.virtual_stages()), 0);
+  for (const auto& row : placement) {
+    if (static_cast<int>(row.size()) != pr.chunks) return false;
+    for (int v : row) {
+      if (v < 0 || v >= pr.virtual_stages() || seen[v]) return false;
+      seen[v] = 1;
+    }
+  }
+  return true;
 }
 
 }  // namespace
@@ -103,29 +184,47 @@ Ticks wall_lower_bound(const Problem& pr, const std::vector<std::vector<int>>& p
 }
 
 SpanBounds span_lower_bounds(const Problem& pr) {
+  if (!pr.placement.empty()) return span_lower_bounds(pr, pr.placement);
+  // A chunked problem without a placement may be planned with any: only the busy bound holds.
+  if (pr.chunks > 1) return span_lower_bounds(pr, {});
+  return span_lower_bounds(pr, interleaved_placement(pr.p, 1));
+}
+
+SpanBounds span_lower_bounds(const Problem& pr, const std::vector<std::vector<int>>& placement) {
   SpanBounds b;
-  const int p = pr.p, m = pr.m;
+  const int p = pr.p, n = pairs_of(pr);
   for (int s = 0; s < p; ++s) b.busy = std::max(b.busy, pr.busy_time(s));
   b.memory = b.busy;
   b.critical_path = 0;
-  if (pr.chunks == 1 && m >= 1) {
+  if (pr.m >= 1 && placement_fits(pr, placement)) {
+    const VirtualStageMap map(placement);
+    const Chains chains = chains_of(pr, map);
     std::vector<StageFacts> facts(p);
     for (int s = 0; s < p; ++s) {
-      facts[s] = stage_facts(pr, s);
-      b.memory = std::max(b.memory, facts[s].busy + facts[s].idle);
+      facts[s] = stage_facts(pr, map, chains, s);
+      b.memory = std::max({b.memory, facts[s].busy + facts[s].idle, area_bound(pr, chains, placement[s], s)});
     }
-    // offset[s]: how much later than stage 0 stage s starts, at least.
-    std::vector<Ticks> offset(p, 0);
-    for (int s = 1; s < p; ++s) offset[s] = offset[s - 1] + pr.t_f[s - 1] + pr.t_comm;
-    // last_b_end[t] - offset[t]... kept absolute (relative to stage 0's start); only differences
-    // offset[t] - offset[s] with t >= s enter the bound for stage s, so it holds for any sigma.
+    // Critical path. Times are taken as if sigma_s = reach[lo_s] for the stage s being bounded.
+    // last_b_end[v] bounds the end of the last B(v, .) from below, in that frame, using only
+    // virtual stages u >= v: B(v, j) waits for B(v+1, j) (plus the hop), so the last B(v, .)
+    // ends after the last B(v+1, .) has climbed down. At u = lo_t the last B of stage t (all its
+    // F's, its other B's, the W's its memory forces and its forced idle before it) starts at
+    // sigma_t + that much, and sigma_t - sigma_s >= reach[lo_t] - reach[lo_s] holds because
+    // lo_t = u >= v >= lo_s; at the last virtual stage, B waits for its own F, which waits for
+    // the forward chain from lo_s. So one pass from the last virtual stage down serves every
+    // stage: stage s's span covers its last B(lo_s) and then that B's W.
+    const int vs_count = map.virtual_stages();
     Ticks last_b_end = 0;
-    for (int t = p - 1; t >= 0; --t) {
-      Ticks own = offset[t] + facts[t].idle + m * pr.t_f[t] + (m - 1) * pr.t_b[t] +
-                  forced_ws_before_last_b(pr, t) * pr.t_w[t];
-      Ticks from_below = t + 1 < p ? last_b_end + pr.t_comm : 0;
-      last_b_end = std::max(own, from_below) + pr.t_b[t];
-      b.critical_path = std::max(b.critical_path, last_b_end + pr.t_w[t] - offset[t]);
+    for (int v = vs_count - 1; v >= 0; --v) {
+      const int t = map.stage_of[v];
+      Ticks own = v == vs_count - 1 ? chains.reach[v] + pr.t_f[t] : 0;
+      if (v == facts[t].lo)
+        own = std::max(own, chains.reach[v] + facts[t].idle + n * pr.t_f[t] + (n - 1) * pr.t_b[t] +
+                                forced_ws_before_last_b(pr, t) * pr.t_w[t]);
+      const Ticks from_above = v + 1 < vs_count ? last_b_end + chains.hop(pr, v + 1) : 0;
+      last_b_end = std::max(own, from_above) + pr.t_b[t];
+      if (v == facts[t].lo)
+        b.critical_path = std::max(b.critical_path, last_b_end + pr.t_w[t] - chains.reach[v]);
     }
   }
   b.best = b.busy;
@@ -142,13 +241,9 @@ double bubble_rate_of_span(const Problem& pr, Ticks span) {
   return static_cast<double>(span - busy) / static_cast<double>(span);
 }
 
-SolverReport bound_report(const Problem& pr, Ticks span) {
-  return bound_report(pr, span, Cost::kSpan, interleaved_placement(pr.p, pr.chunks));
-}
-
 Ticks cost_lower_bound(const Problem& pr, Cost cost, const std::vector<std::vector<int>>& placement,
                        std::string* which, Ticks allreduce) {
-  SpanBounds b = span_lower_bounds(pr);
+  SpanBounds b = span_lower_bounds(pr, placement);
   Ticks best = b.best;
   std::string source = b.which;
   // Every span bound holds for the makespan and the wall clock too, which cover every stage's

@@ -1,14 +1,20 @@
 // Certified lower bounds on the span (the paper's cost) of any valid schedule of a problem, computed
 // in exact ticks for every plan, so every schedule file says how far from optimal it can be.
 //
-// Over schedules with the problem's shape (its chunks per stage). For one chunk per stage:
+// Over schedules with the problem's shape and a given placement (any number of chunks per stage;
+// a chunk's ops take the stage's times and memory). Per stage s, with lo_s and hi_s its lowest and
+// highest virtual stage:
 // - busy:          a stage is never idle for less than zero: span >= its compute time;
 // - memory:        per stage, the idle forced before its first B (only F's fit the memory, and the
-//                  first B waits for a round trip) plus the idle forced after its last F (the
-//                  return trip of that microbatch minus the B/W work the memory can hold then);
-// - critical path: the last B of stage u waits for all of u's F's and B's (and the W's its memory
-//                  forces before it) and then climbs back; the stage's last W follows it.
-// Chunked problems get the busy bound only.
+//                  first B, a B(hi_s), waits for a round trip from F(lo_s)) plus the idle forced
+//                  after its last F (an F(hi_s): the trip down and back to B(lo_s) minus the B/W
+//                  work the memory can hold then); or memory over time: the limit times the span
+//                  covers every pair's (microbatch, chunk) M_B over its shortest lifespan, F to B;
+// - critical path: the last B of stage t, a B(lo_t), waits for all of t's F's and other B's (and
+//                  the W's its memory forces before it) and then climbs back through the virtual
+//                  stages below; the stage's last W follows it.
+// Proofs in bounds.cpp; tests/planner/bounds_test.cpp checks them against exhaustive search and
+// against every generator's schedules.
 #pragma once
 
 #include <string>
@@ -42,10 +48,8 @@ struct SolverReport {
   long nodes = 0;            ///< CBC branch-and-bound nodes
 };
 
-/// The report of a schedule no solver has seen: its span against the combinatorial bounds.
-SolverReport bound_report(const Problem& problem, Ticks span);
-
-/// The same for a schedule whose `cost` is `cost_value` (see cost_lower_bound).
+/// The report of a schedule whose `cost` is `cost_value` (see cost_lower_bound) against the
+/// combinatorial bounds, as if no solver had seen it.
 SolverReport bound_report(const Problem& problem, Ticks cost_value, Cost cost,
                           const std::vector<std::vector<int>>& placement, Ticks allreduce = -1);
 
@@ -54,16 +58,20 @@ SolverReport bound_report(const Problem& problem, Ticks cost_value, Cost cost,
 /// its ops. The "ramp" bound: (p-1)(T_F+T_comm) + m(T_F+T_B+T_W) with uniform times.
 Ticks wall_lower_bound(const Problem& problem, const std::vector<std::vector<int>>& placement);
 
-/// A certified lower bound on `cost` for every valid schedule of `problem` (with `placement`, which
-/// only the ramp bound uses); `which` gets the name of the bound that gives it. kSpan and kPeriod:
-/// the span bounds; kMakespan and kWall: also the ramp bound (wall_lower_bound, above).
+/// A certified lower bound on `cost` for every valid schedule of `problem` with `placement`;
+/// `which` gets the name of the bound that gives it. kSpan and kPeriod: the span bounds; kMakespan
+/// and kWall: also the ramp bound (wall_lower_bound, above).
 /// `allreduce` >= 0 says the optimizer is synchronous, with that all-reduce latency: every
 /// iteration then waits for it after its last op, so the period and the wall are bounded by the
 /// ramp and span bounds plus it.
 Ticks cost_lower_bound(const Problem& problem, Cost cost, const std::vector<std::vector<int>>& placement,
                        std::string* which = nullptr, Ticks allreduce = -1);
 
-/// Lower bounds on the simulated span of every valid schedule of `problem`.
+/// Lower bounds on the simulated span of every valid schedule of `problem` with `placement`
+/// ([stage][chunk] -> virtual stage). A placement that does not fit the problem's shape (none, say)
+/// leaves the busy bound only, which holds for every placement.
+SpanBounds span_lower_bounds(const Problem& problem, const std::vector<std::vector<int>>& placement);
+/// The same with the problem's own placement: its `placement`, or with one chunk the only one.
 SpanBounds span_lower_bounds(const Problem& problem);
 
 /// The bubble rate a span would have: (span - max busy) / span; 0 for a zero span. The same

@@ -30,6 +30,13 @@ bool Problem::uniform_times() const {
   return uniform(t_f) && uniform(t_b) && uniform(t_w);
 }
 
+std::string mem_limit_text(const Problem& pr) {
+  if (!pr.mem_limit) return "none";
+  std::string text = format_quanta(*pr.mem_limit);
+  if (!pr.mem_limit_spec.empty() && pr.mem_limit_spec.back() == 'p') text += " = " + pr.mem_limit_spec;
+  return text;
+}
+
 std::vector<std::vector<int>> interleaved_placement(int p, int chunks) {
   std::vector<std::vector<int>> out(p);
   for (int s = 0; s < p; ++s)

@@ -76,6 +76,10 @@ std::optional<long long> json_integer(const nlohmann::json& value, long long lo,
 /// Whether text is a plain decimal number ("12", "-0.5", "1e-3"): no hex, inf, nan or spaces.
 bool is_decimal(const std::string& text);
 
+/// The memory limit as messages show it: "8 = 1p" where it was given as a multiple of p, else "8";
+/// "none" without one.
+std::string mem_limit_text(const Problem& problem);
+
 /// Parses a memory limit: "2p", "1.5p" (times p * stage_mem_b) or an absolute number.
 /// Returns nothing and sets *err on a malformed text.
 std::optional<Mem> parse_mem_limit(const std::string& text, int p, Mem stage_mem_b, std::string* err);

@@ -116,8 +116,7 @@ std::vector<Diag> validate_memory(const Schedule& s, const Problem& pr) {
   std::vector<Diag> out;
   if (!pr.mem_limit) return out;
   Mem limit = *pr.mem_limit;
-  std::string limit_text = format_quanta(limit);
-  if (!pr.mem_limit_spec.empty() && pr.mem_limit_spec.back() == 'p') limit_text += " = " + pr.mem_limit_spec;
+  const std::string limit_text = mem_limit_text(pr);
   for (int st = 0; st < s.p; ++st) {
     Mem now = 0;
     for (int i = 0; i < static_cast<int>(s.stages[st].size()); ++i) {

@@ -94,6 +94,19 @@ CostFn true_cost_of(const Problem& pr, Objective objective, const LowerOptions& 
   };
 }
 
+// "V (2 chunks), peak memory 8 of 8 = 1p": a candidate's placement and its largest stage peak
+// against the limit, in the problem's memory unit (a split problem keeps the limit as it was).
+std::string shape_and_memory(const PlanResult& result, const Timeline& t) {
+  const Problem& pr = result.problem;
+  std::string shape = pr.chunks == 1 ? "1 chunk"
+                      : result.schedule.placement == v_shape_placement(pr.p)
+                          ? "V (2 chunks)"
+                          : "interleaved (" + std::to_string(pr.chunks) + " chunks)";
+  const Mem peak = t.peak_memory.empty() ? 0 : *std::max_element(t.peak_memory.begin(), t.peak_memory.end());
+  return shape + ", peak memory " + format_quanta(peak) +
+         (pr.mem_limit ? " of " + mem_limit_text(pr) : std::string(" (no limit)"));
+}
+
 // Runs every method (each under every lowering given); keeps the smallest true cost, or with no
 // lowering the smallest compute cost that stands for the objective. Each candidate's figures
 // become a note, so the pick can be checked against every one printed.
@@ -144,14 +157,15 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
       }
       std::vector<Diag> unused;
       auto t = simulate_timeline(result->schedule, result->problem, &unused);
+      const std::string shape = shape_and_memory(*result, *t) + ", ";
       if (!lowering) {
-        parts.push_back(head + with_bubble(Cost::kSpan, t->span, t->span_bubble_rate) + ", " +
+        parts.push_back(head + shape + with_bubble(Cost::kSpan, t->span, t->span_bubble_rate) + ", " +
                         with_bubble(Cost::kMakespan, t->makespan, bubble_rate_of_span(result->problem, t->makespan)));
         consider(std::move(*result), cost_of(*t, compute), method);
         continue;
       }
       const IterationTimeline& it = *result->iterations;  // plan_schedule timed the lowered plan
-      parts.push_back(head + "span " + format_quanta(t->span) + ", " +
+      parts.push_back(head + shape + "span " + format_quanta(t->span) + ", " +
                       with_bubble(Cost::kPeriod, it.period, it.period_bubble_rate) + ", " +
                       with_bubble(Cost::kWall, it.wall, it.wall_bubble_rate));
       consider(std::move(*result), true_cost_in(it, options.objective), method + " (" + name + ")");

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Draws the 1.5B / p=8 / m=24 schedules of the paper's setting (Table 6 times, M_W = 0.3664 M_B)
-# with `zbplan show` and rasterises them into docs/img/ (needs rsvg-convert: librsvg2-bin).
+# with `zbplan show`, and the bubble rate against the memory limit (tools/v_picture.py), and
+# rasterises them into docs/img/ (needs rsvg-convert: librsvg2-bin).
 # Each PNG records the SHA-256 of the SVG it was drawn from and the rasteriser (tools/png_stamp.py),
 # so tests/check_pictures.py can tell that a redraw gives the committed pictures.
 # Usage: tools/pictures.sh [build dir] [output dir, default docs/img]
@@ -44,3 +45,7 @@ for optimizer in sync post-validation; do
   "$zbplan" show "$tmp/$optimizer.json" --iterations 3 -o "$tmp/$optimizer.svg" > /dev/null
   png "$tmp/$optimizer.svg" "$out/zb-2p-3-iterations-$optimizer.png" -w 1600
 done
+# Bubble rate against the memory limit, one chunk and V (docs/v-shape.md; about a minute).
+python3 "$here/tools/v_picture.py" "$zbplan" "$out/v-bubble-memory.svg" > /dev/null
+echo "wrote $out/v-bubble-memory.svg"
+png "$out/v-bubble-memory.svg" "$out/v-bubble-memory.png"

@@ -1,6 +1,8 @@
 // Tests for core/bounds.cpp: no bound ever exceeds the optimum an exhaustive search finds on
-// tiny problems (per-stage times, T_comm, tight and loose limits); at the 1p limit the memory bound
-// equals ZB-H1's span in all 12 Table 5 settings, and the critical path meets ZB-2p at 1.5B/m24.
+// tiny problems (per-stage times, T_comm, tight and loose limits, one chunk and several in a V or
+// interleaved), nor any schedule a generator or the V search makes over a grid of settings; at the
+// 1p limit the memory bound equals ZB-H1's span in all 12 Table 5 settings, and the critical path
+// meets ZB-2p at 1.5B/m24.
 #include "core/bounds.h"
 
 #include <fstream>
@@ -12,6 +14,7 @@
 #include "brute_force.h"
 #include "core/simulate.h"
 #include "planner/gen_baseline.h"
+#include "planner/gen_v.h"
 #include "planner/search_heuristic.h"
 #include "test_util.h"
 
@@ -19,11 +22,12 @@ using namespace zbpp;
 
 namespace {
 
-Problem random_problem(std::mt19937& rng, int p, int m) {
+Problem random_problem(std::mt19937& rng, int p, int m, int chunks = 1) {
   std::uniform_int_distribution<int> t(2, 20), c(0, 4), mb(2, 6), mw(0, 6), lim(0, 3);
   ProblemInput in;
   in.p = p;
   in.m = m;
+  in.chunks = chunks;
   in.t_f.clear(), in.t_b.clear(), in.t_w.clear(), in.mem_b.clear(), in.mem_w.clear();
   for (int s = 0; s < p; ++s) {
     in.t_f.push_back(t(rng));
@@ -33,9 +37,9 @@ Problem random_problem(std::mt19937& rng, int p, int m) {
     in.mem_w.push_back(std::min<double>(mw(rng), in.mem_b.back()));
   }
   in.t_comm = c(rng);
-  // No limit, or room for 1..3 microbatches' activations on the most demanding stage.
+  // No limit, or room for 1..3 microbatches' activations (of one chunk) on the most demanding stage.
   int l = lim(rng);
-  if (l > 0) in.mem_limit = std::to_string(l * 6);
+  if (l > 0) in.mem_limit = std::to_string(l * 6 + (chunks > 1 ? 6 : 0));
   std::vector<Diag> diags;
   auto pr = build_problem(in, "", &diags);
   REQUIRE(pr);
@@ -132,4 +136,103 @@ TEST_CASE("bounds: 1.5B p8 m24 at 2p: the critical path meets the heuristic (0.0
   CHECK(b.which == "critical-path");
   CHECK(b.best == found->span);
   CHECK(bubble_rate_of_span(pr, b.best) == Approx(0.0433).margin(0.00005));
+}
+
+namespace {
+
+// The span bounds of every schedule must not exceed its span, with the schedule's own peak memory
+// as the limit (the tightest limit it keeps) and with none; the makespan bound likewise.
+void check_below(const Schedule& s, Problem pr, int* checked) {
+  INFO(s.method << " p=" << pr.p << " m=" << pr.m << " chunks=" << pr.chunks);
+  const Timeline t = test::timeline_or_fail(s, pr);
+  const Mem peak = *std::max_element(t.peak_memory.begin(), t.peak_memory.end());
+  for (std::optional<Mem> limit : {std::optional<Mem>(), std::optional<Mem>(peak)}) {
+    if (pr.mem_limit && (!limit || *limit > *pr.mem_limit)) continue;  // keep a tighter limit it was made for
+    pr.mem_limit = limit ? limit : pr.mem_limit;
+    SpanBounds b = span_lower_bounds(pr, s.placement);
+    INFO("limit " << (pr.mem_limit ? std::to_string(*pr.mem_limit) : "none") << ": span " << t.span << ", busy "
+                  << b.busy << ", memory " << b.memory << ", critical path " << b.critical_path);
+    CHECK(b.memory <= t.span);
+    CHECK(b.critical_path <= t.span);
+    CHECK(cost_lower_bound(pr, Cost::kMakespan, s.placement) <= t.makespan);
+    ++*checked;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("bounds with chunks: never above the exhaustive optimum (V and interleaved placements)") {
+  std::mt19937 rng(23);
+  int checked = 0, tight = 0, beyond_busy = 0;
+  // {p, m, chunks, trials, whether every order is searched (else each kind in microbatch order,
+  // whose optimum is no lower than the true one)}.
+  for (auto [p, m, chunks, trials, any_order] :
+       {std::tuple{2, 1, 2, 40, true}, std::tuple{3, 1, 2, 40, true}, std::tuple{4, 1, 2, 15, true},
+        std::tuple{2, 1, 3, 20, true}, std::tuple{2, 2, 2, 3, false}}) {
+    for (int i = 0; i < trials; ++i) {
+      Problem pr = random_problem(rng, p, m, chunks);
+      std::vector<std::vector<std::vector<int>>> placements = {interleaved_placement(p, chunks)};
+      if (chunks == 2) placements.push_back(v_shape_placement(p));
+      for (const auto& placement : placements) {
+        Ticks best = test::brute_force_span(pr, !any_order, placement);
+        if (best < 0) continue;  // the limit admits no schedule
+        SpanBounds b = span_lower_bounds(pr, placement);
+        INFO("p=" << p << " m=" << m << " chunks=" << chunks << " trial " << i << " placement "
+                  << (placement == interleaved_placement(p, chunks) ? "interleaved" : "V") << ": optimum " << best
+                  << ", busy " << b.busy << ", memory " << b.memory << ", critical path " << b.critical_path);
+        CHECK(b.memory <= best);
+        CHECK(b.critical_path <= best);
+        CHECK(b.best == std::max({b.busy, b.memory, b.critical_path}));
+        ++checked;
+        tight += b.best == best;
+        beyond_busy += b.best > b.busy;
+      }
+    }
+  }
+  CHECK(checked > 150);
+  // Not trivial: above the busy bound nearly always here, and the optimum itself in a good share.
+  CHECK(beyond_busy * 10 > checked * 9);
+  CHECK(tight * 5 > checked);
+}
+
+TEST_CASE("bounds with chunks: below every schedule the V generators, 1f1b-i and the V search make") {
+  int checked = 0;
+  for (int p : {2, 3, 4, 6, 8}) {
+    for (int m : {p, 2 * p, 3 * p}) {
+      for (double t_comm : {0.0, 0.5, 3.0}) {
+        // Uniform times; and M_W above M_B, where a fused BW (1f1b-i, dualpipe-v) never holds M_W.
+        for (const Problem& pr : {test::uneven_problem(p, m, 2, t_comm), test::make_problem(p, m, 1, 1, 1, t_comm, 1, 0.5, "", 2),
+                                  test::make_problem(p, m, 1, 2, 3, t_comm, 1, 1.5, "", 2)}) {
+          check_below(generate_v_block(pr, VBlock::kMin), pr, &checked);
+          check_below(generate_v_block(pr, VBlock::kHalf), pr, &checked);
+          check_below(generate_zb_v(pr), pr, &checked);
+          std::string why;
+          if (auto s = generate_v_zb(pr, &why)) check_below(*s, pr, &checked);
+          if (auto s = generate_dualpipe_v(pr, &why)) check_below(*s, pr, &checked);
+          if (auto s = generate_1f1b_interleaved(pr, &why)) check_below(*s, pr, &checked);
+        }
+        if (p > 4) continue;  // the V search at several limits: the smaller pipelines suffice
+        for (const char* limit : {"0.5p", "1p", "2p"}) {
+          Problem pr = test::uneven_problem(p, m, 2, t_comm, limit);
+          std::vector<Diag> diags;
+          if (auto found = search_v(pr, &diags)) check_below(found->schedule, pr, &checked);
+        }
+      }
+    }
+    // Three chunks interleaved (1f1b-i needs m a multiple of p).
+    for (double t_comm : {0.0, 1.0}) {
+      std::string why;
+      Problem pr = test::uneven_problem(p, 2 * p, 3, t_comm);
+      if (auto s = generate_1f1b_interleaved(pr, &why)) check_below(*s, pr, &checked);
+    }
+  }
+  CHECK(checked > 300);
+}
+
+TEST_CASE("bounds with chunks: a chunked problem without a placement gets the busy bound only") {
+  Problem pr = test::make_problem(4, 8, 1, 1, 1, 0.5, 1, 0.5, "0.5p", 2);
+  SpanBounds b = span_lower_bounds(pr);
+  CHECK(b.which == "busy");
+  CHECK(b.best == b.busy);
+  CHECK(span_lower_bounds(pr, v_shape_placement(4)).best > b.busy);
 }

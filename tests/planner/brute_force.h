@@ -5,6 +5,7 @@
 #include <functional>
 #include <vector>
 
+#include "core/deps.h"
 #include "core/ir.h"
 #include "core/problem.h"
 #include "core/simulate.h"
@@ -12,29 +13,18 @@
 
 namespace zbpp::test {
 
-/// Every order of one stage's F/B/W ops, the stage holding virtual stages `vs` (one per chunk),
-/// that the dependency rule allows within each microbatch: F_j before B_j before
-/// W_j of each chunk, F_j's by rising virtual stage, B_j's by falling virtual stage. With
-/// `microbatch_order`, also each kind of each chunk in microbatch order (the space the ILP
-/// searches); without, any interleaving of the microbatches.
-inline std::vector<std::vector<Op>> stage_orders(int m, bool microbatch_order, const std::vector<int>& vs = {0}) {
-  const int chunks = static_cast<int>(vs.size());
-  static const OpType kinds[] = {OpType::F, OpType::B, OpType::W};
+/// Every order of one stage's F/B/W ops (every chunk's) that keeps the memory limit and could run:
+/// per (microbatch, chunk) F before B before W, and among one microbatch's chunks on the stage the
+/// F's up the virtual stages and the B's down (any other order deadlocks). With
+/// `microbatch_order`, also each kind of each chunk in microbatch order (the space the ILP searches).
+inline std::vector<std::vector<Op>> stage_orders(const Problem& pr, const std::vector<int>& chunk_vs, int stage,
+                                                 bool microbatch_order) {
+  const int m = pr.m, chunks = static_cast<int>(chunk_vs.size());
   std::vector<std::vector<Op>> out;
   std::vector<Op> cur;
-  std::vector<int> done(static_cast<size_t>(m) * chunks, 0);  // per (microbatch, chunk): 0 none, 1 F, 2 B, 3 W
+  std::vector<int> done(static_cast<size_t>(m) * chunks, 0);  // per (mb, chunk): 0 none, 1 F, 2 B, 3 W
   auto at = [&](int j, int c) -> int& { return done[static_cast<size_t>(j) * chunks + c]; };
-  // Whether (j, c)'s next op may run now.
-  auto ready = [&](int j, int c) {
-    const int next = at(j, c);
-    if (next == 3) return false;
-    if (microbatch_order && j > 0 && at(j - 1, c) <= next) return false;
-    for (int o = 0; o < chunks; ++o) {
-      if (next == 0 && vs[o] < vs[c] && at(j, o) < 1) return false;  // F waits for lower virtual stages' F
-      if (next == 1 && vs[o] > vs[c] && at(j, o) < 2) return false;  // B waits for higher ones' B
-    }
-    return true;
-  };
+  Mem held = 0;
   std::function<void()> walk = [&]() {
     if (static_cast<int>(cur.size()) == 3 * m * chunks) {
       out.push_back(cur);
@@ -42,12 +32,27 @@ inline std::vector<std::vector<Op>> stage_orders(int m, bool microbatch_order, c
     }
     for (int j = 0; j < m; ++j)
       for (int c = 0; c < chunks; ++c) {
-        if (!ready(j, c)) continue;
-        cur.push_back({kinds[at(j, c)], j, c});
+        const int next = at(j, c);
+        if (next == 3) continue;
+        // In microbatch order, j's next op must follow the same kind of j-1.
+        if (microbatch_order && j > 0 && at(j - 1, c) <= next) continue;
+        bool ready = true;
+        for (int d = 0; d < chunks; ++d) {
+          if (next == 0 && chunk_vs[d] < chunk_vs[c] && at(j, d) < 1) ready = false;  // F's up
+          if (next == 1 && chunk_vs[d] > chunk_vs[c] && at(j, d) < 2) ready = false;  // B's down
+        }
+        if (!ready) continue;
+        static const OpType kinds[] = {OpType::F, OpType::B, OpType::W};
+        const Op op{kinds[next], j, c};
+        const Mem delta = memory_delta(op, stage, pr);
+        if (pr.mem_limit && held + delta > *pr.mem_limit) continue;
+        held += delta;
+        cur.push_back(op);
         ++at(j, c);
         walk();
         --at(j, c);
         cur.pop_back();
+        held -= delta;
       }
   };
   walk();
@@ -55,30 +60,22 @@ inline std::vector<std::vector<Op>> stage_orders(int m, bool microbatch_order, c
 }
 
 /// The smallest simulated compute cost (the span or the makespan) over all combinations of
-/// per-stage orders that keep the memory limit and do not deadlock; -1 when none does. Chunked
-/// problems are placed by their placement, or in a V when they give none and have 2 chunks.
-inline Ticks brute_force_cost(const Problem& pr, Cost cost_kind, bool microbatch_order = true) {
+/// per-stage orders that keep the memory limit and do not deadlock, with `placement` (empty: the
+/// problem's, else a V for 2 chunks, else interleaved); -1 when none does.
+inline Ticks brute_force_cost(const Problem& pr, Cost cost_kind, bool microbatch_order = true,
+                              const std::vector<std::vector<int>>& placement = {}) {
   Ticks best = -1;
   Schedule s;
   s.p = pr.p;
   s.m = pr.m;
   s.chunks = pr.chunks;
-  s.placement = !pr.placement.empty() ? pr.placement
-                : pr.chunks == 2      ? v_shape_placement(pr.p)
-                                      : interleaved_placement(pr.p, pr.chunks);
+  s.placement = !placement.empty()     ? placement
+                : !pr.placement.empty() ? pr.placement
+                : pr.chunks == 2        ? v_shape_placement(pr.p)
+                                        : interleaved_placement(pr.p, pr.chunks);
   s.stages.resize(pr.p);
-  // Per stage, the orders within the memory limit (memory is per stage).
-  std::vector<std::vector<std::vector<Op>>> fitting(pr.p);
-  for (int st = 0; st < pr.p; ++st)
-    for (auto& o : stage_orders(pr.m, microbatch_order, s.placement[st])) {
-      Mem now = 0;
-      bool ok = true;
-      for (const Op& op : o) {
-        now += memory_delta(op, st, pr);
-        if (pr.mem_limit && now > *pr.mem_limit) ok = false;
-      }
-      if (ok) fitting[st].push_back(std::move(o));
-    }
+  std::vector<std::vector<std::vector<Op>>> fitting(pr.p);  // per stage (memory is per stage)
+  for (int st = 0; st < pr.p; ++st) fitting[st] = stage_orders(pr, s.placement[st], st, microbatch_order);
   std::function<void(int)> pick = [&](int st) {
     if (st == pr.p) {
       Ticks cost = simulate_cost(s, pr, cost_kind);
@@ -95,8 +92,9 @@ inline Ticks brute_force_cost(const Problem& pr, Cost cost_kind, bool microbatch
 }
 
 /// The smallest simulated span (the paper's cost); see brute_force_cost.
-inline Ticks brute_force_span(const Problem& pr, bool microbatch_order = true) {
-  return brute_force_cost(pr, Cost::kSpan, microbatch_order);
+inline Ticks brute_force_span(const Problem& pr, bool microbatch_order = true,
+                              const std::vector<std::vector<int>>& placement = {}) {
+  return brute_force_cost(pr, Cost::kSpan, microbatch_order, placement);
 }
 
 }  // namespace zbpp::test

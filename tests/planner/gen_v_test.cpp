@@ -20,22 +20,8 @@ Mem peak_of(const Schedule& s, const Problem& pr) {
   return *std::max_element(peaks.begin(), peaks.end());
 }
 
-// A 2-chunk problem with per-stage times that differ (stage s: T_F = 2 + s % 3 ...).
-Problem uneven(int p, int m, const std::string& limit = "") {
-  ProblemInput in;
-  in.p = p;
-  in.m = m;
-  in.chunks = 2;
-  in.t_f.clear(), in.t_b.clear(), in.t_w.clear();
-  for (int s = 0; s < p; ++s) {
-    in.t_f.push_back(2 + s % 3);
-    in.t_b.push_back(3 + s % 2);
-    in.t_w.push_back(1 + s % 4);
-  }
-  in.t_comm = 0.5;
-  in.mem_limit = limit;
-  return zbpp::test::checked_problem(in);
-}
+// A 2-chunk problem with per-stage times that differ, T_comm 0.5.
+Problem uneven(int p, int m, const std::string& limit = "") { return zbpp::test::uneven_problem(p, m, 2, 0.5, limit); }
 
 // V-ZB where its greedy must succeed (these problems' T_comm is short against the ops).
 Schedule v_zb(const Problem& pr) {

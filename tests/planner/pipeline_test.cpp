@@ -25,7 +25,36 @@ Ticks true_cost(const Schedule& lowered, const Problem& pr, Objective objective)
   return objective == Objective::kWall ? it->wall : it->period;
 }
 
-// auto's pick against every other method under every placement; returns auto's cost.
+// Four stages of uneven times (M_B = 1, M_W = 0.5).
+Problem uneven_stages(int m, double t_comm, const std::string& limit) {
+  ProblemInput in;
+  in.p = 4;
+  in.m = m;
+  in.t_f = {1.0, 1.4, 0.8, 1.2};
+  in.t_b = {1.1, 1.3, 0.9, 1.5};
+  in.t_w = {0.6, 0.5, 0.7, 0.4};
+  in.t_comm = t_comm;
+  in.mem_limit = limit;
+  return test::checked_problem(in);
+}
+
+// How auto's notes name an optimizer placement.
+std::string placement_name(const LowerOptions& l) {
+  if (l.optimizer == kOptimizerSync) return "sync";
+  return l.validate_at == ValidateAt::kStart ? "post-validation, validated at the start" : "post-validation";
+}
+
+// auto's line for one method under one placement, or "" when it printed none.
+std::string auto_line(const PlanResult& best, const std::string& method, const LowerOptions& placement) {
+  const std::string head = "auto: " + method + " under " + placement_name(placement) + ": ";
+  for (const std::string& note : best.notes)
+    if (note.rfind(head, 0) == 0) return note;
+  return "";
+}
+
+// auto's pick against every other method under every placement; returns auto's cost. Every
+// candidate's line shows its placement, its peak memory against the limit and its true period and
+// wall, as planned alone.
 Ticks check_auto_is_best(const Problem& pr, Objective objective) {
   PlanOptions options;
   options.objective = objective;
@@ -36,7 +65,7 @@ Ticks check_auto_is_best(const Problem& pr, Objective objective) {
   REQUIRE(best);
   REQUIRE(best->schedule.level == kLevelLowered);
   const Ticks cost = true_cost(best->schedule, best->problem, objective);
-  int compared = 0;
+  int compared = 0, v_shaped = 0;
   for (const std::string method : {"1f1b", "zb-h1", "zb-h2", "heuristic", "zb-v", "dualpipe-v", "v-min", "v-half", "v-zb", "heuristic-v"})
     for (const LowerOptions& placement : kPlacements) {
       // Each method planned for one placement comes back lowered with it.
@@ -51,8 +80,23 @@ Ticks check_auto_is_best(const Problem& pr, Objective objective) {
       CHECK(cost <= true_cost(planned->schedule, planned->problem, objective));
       CHECK(planned->solver.value == true_cost(planned->schedule, planned->problem, objective));
       ++compared;
+      const std::string line = auto_line(*best, method, placement);
+      INFO(line);
+      const bool v = planned->schedule.placement == v_shape_placement(pr.p) && planned->problem.chunks == 2;
+      v_shaped += v;
+      CHECK(line.find(v ? ": V (2 chunks), " : ": 1 chunk, ") != std::string::npos);
+      std::vector<Diag> unused;
+      const auto peaks = simulate_timeline(planned->schedule, planned->problem, &unused)->peak_memory;
+      const std::string memory = "peak memory " + format_quanta(*std::max_element(peaks.begin(), peaks.end())) +
+                                 (pr.mem_limit ? " of " + mem_limit_text(pr) : std::string(" (no limit)"));
+      CHECK(line.find(memory) != std::string::npos);
+      const Ticks period = true_cost(planned->schedule, planned->problem, Objective::kPeriod);
+      const Ticks wall = true_cost(planned->schedule, planned->problem, Objective::kWall);
+      CHECK(line.find(", period " + format_quanta(period) + " (") != std::string::npos);
+      CHECK(line.find(", wall " + format_quanta(wall) + " (") != std::string::npos);
     }
   CHECK(compared >= 6);
+  CHECK(v_shaped >= 3);  // both placements compete: V candidates are among those compared
   // The floor, as printed: no candidate's figure in auto's notes is below the pick's.
   const std::string figure = objective == Objective::kWall ? ", wall " : ", period ";
   int printed = 0;
@@ -73,21 +117,18 @@ TEST_CASE("auto: its pick is the best candidate by the true period or wall clock
       INFO("limit " << limit << ", objective " << objective_name(objective));
       check_auto_is_best(test::make_problem(8, 24, 18.522, 18.086, 9.337, 0.601, 1, 0.3664, limit), objective);
     }
-  // Uneven stages.
-  ProblemInput in;
-  in.p = 4;
-  in.m = 12;
-  in.t_f = {1.0, 1.4, 0.8, 1.2};
-  in.t_b = {1.1, 1.3, 0.9, 1.5};
-  in.t_w = {0.6, 0.5, 0.7, 0.4};
-  in.t_comm = 0.05;
-  in.mem_b = {1};
-  in.mem_w = {0.5};
-  in.mem_limit = "1.5p";
-  std::vector<Diag> diags;
-  auto uneven = build_problem(in, "", &diags);
-  REQUIRE(uneven);
-  check_auto_is_best(*uneven, Objective::kPeriod);
+  check_auto_is_best(uneven_stages(12, 0.05, "1.5p"), Objective::kPeriod);
+}
+
+TEST_CASE("auto: with V and one-chunk candidates at tight memory, never worse than one it printed") {
+  // At 0.5p only the heuristic fits with one chunk; V-Min, V-Half and the V search fit too.
+  for (const char* limit : {"0.5p", "0.75p"}) {
+    INFO("limit " << limit);
+    const Problem pr = test::make_problem(8, 24, 18.522, 18.086, 9.337, 0.601, 1, 0.3664, limit);
+    check_auto_is_best(pr, Objective::kPeriod);
+  }
+  // Uneven stages and a longer T_comm.
+  check_auto_is_best(uneven_stages(8, 0.3, "0.75p"), Objective::kWall);
 }
 
 TEST_CASE("auto: at 1.3p on the 1.5B model it runs a V schedule under post-validation, its period equal to its span") {

@@ -47,6 +47,24 @@ inline Problem make_problem(int p, int m, double tf, double tb, double tw, doubl
   return checked_problem(in);
 }
 
+/// A problem whose stages take different times (stage s: T_F = 2 + s % 3, T_B = 3 + s % 2,
+/// T_W = 1 + s % 4), M_B = 1 and M_W = 0.5 per op of a chunk.
+inline Problem uneven_problem(int p, int m, int chunks, double t_comm, const std::string& limit = "") {
+  ProblemInput in;
+  in.p = p;
+  in.m = m;
+  in.chunks = chunks;
+  in.t_f.clear(), in.t_b.clear(), in.t_w.clear();
+  for (int s = 0; s < p; ++s) {
+    in.t_f.push_back(2 + s % 3);
+    in.t_b.push_back(3 + s % 2);
+    in.t_w.push_back(1 + s % 4);
+  }
+  in.t_comm = t_comm;
+  in.mem_limit = limit;
+  return checked_problem(in);
+}
+
 /// A one-chunk schedule from one short-form string per stage ("F0 F1 B0 W0 ...").
 inline Schedule inline_schedule(const std::vector<std::string>& stages, int m) {
   std::string err;

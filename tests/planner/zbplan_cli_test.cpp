@@ -286,21 +286,23 @@ TEST_CASE("zbplan: heuristic at 2p and auto at 1p on 1.5B/p8/m24") {
   // Memory is not what keeps 1f1b-i out: it needs --chunks.
   CHECK(a.out.find("  auto: 1f1b-i left out: it interleaves model chunks (give --chunks V, V >= 2, to include it)\n") !=
         std::string::npos);
-  CHECK(a.out.find("  auto: zb-h1 under post-validation: span 1310.405, period 1310.405 (period bubble rate 0.1585), "
+  CHECK(a.out.find("  auto: zb-h1 under post-validation: 1 chunk, peak memory 8 of 8 = 1p, span 1310.405, period 1310.405 (period bubble rate 0.1585), "
                    "wall 1314.612 (wall bubble rate 0.1612)\n  auto: zb-h1 under post-validation, validated at the "
-                   "start: span 1310.405, period 1318.819 (period bubble rate 0.1639), wall 1314.612 (wall bubble rate "
-                   "0.1612)\n  auto: zb-h1 under sync: span 1310.405, period 1314.011 (period bubble rate 0.1608), "
+                   "start: 1 chunk, peak memory 8 of 8 = 1p, span 1310.405, period 1318.819 (period bubble rate 0.1639), wall 1314.612 (wall bubble rate "
+                   "0.1612)\n  auto: zb-h1 under sync: "
+                   "1 chunk, peak memory 8 of 8 = 1p, span 1310.405, period 1314.011 (period bubble rate 0.1608), "
                    "wall 1314.011 (wall bubble rate 0.1608)\n") != std::string::npos);
   // ZB-V's period under post-validation is its span (issue 20), below the synchronous step's.
-  CHECK(a.out.find("  auto: zb-v under post-validation: span 1189.271, period 1189.271 (period bubble rate 0.0728), "
+  CHECK(a.out.find("  auto: zb-v under post-validation: V (2 chunks), peak memory 8 of 8 = 1p, span 1189.271, period 1189.271 (period bubble rate 0.0728), "
                    "wall 1193.478 (wall bubble rate 0.0761)\n") != std::string::npos);
-  CHECK(a.out.find("  auto: zb-v under sync: span 1189.271, period 1192.877 (period bubble rate 0.0756), "
+  CHECK(a.out.find("  auto: zb-v under sync: V (2 chunks), peak memory 8 of 8 = 1p, span 1189.271, period 1192.877 (period bubble rate 0.0756), "
                    "wall 1192.877 (wall bubble rate 0.0756)\n") != std::string::npos);
   // V-ZB and the V search both polish ZB-V by swaps (docs/v-shape.md): they tie, again with the span
   // as period; v-zb, listed first, wins.
   for (const std::string method : {"v-zb", "heuristic-v"})
-    CHECK(a.out.find("  auto: " + method + " under post-validation: span 1187.851, period 1187.851 (period bubble "
-                     "rate 0.0717), wall 1192.058 (wall bubble rate 0.0750)\n") != std::string::npos);
+    CHECK(a.out.find("  auto: " + method + " under post-validation: V (2 chunks), peak memory 8 of 8 = 1p, span 1187.851, "
+                     "period 1187.851 (period bubble rate 0.0717), wall 1192.058 (wall bubble rate 0.0750)\n") !=
+          std::string::npos);
   CHECK(a.out.find("auto: best by period (optimizer included) is v-zb (post-validation)") != std::string::npos);
   CHECK(a.out.find("  period            1187.851  (3 iterations back to back, optimizer post-validation") !=
         std::string::npos);
@@ -568,8 +570,8 @@ TEST_CASE("zbplan: every plan records its certified bound, and ilp takes --time-
   Run a = with({"plan", "--method", "auto", "-o", tmp("cli_auto_nolimit.json")});
   CHECK(a.out.find("auto: ilp") == std::string::npos);
   Run at = with({"plan", "--method", "auto", "--time-limit", "0.5", "--quiet", "-o", tmp("cli_auto_limit.json")});
-  CHECK(at.out.find("auto: ilp under post-validation: span ") != std::string::npos);
-  CHECK(at.out.find("auto: ilp-v under post-validation: span ") != std::string::npos);  // the V search refined
+  CHECK(at.out.find("auto: ilp under post-validation: 1 chunk, peak memory ") != std::string::npos);
+  CHECK(at.out.find("auto: ilp-v under post-validation: V (2 chunks), peak memory ") != std::string::npos);  // the V search refined
   CHECK(a.out.find("auto: ilp-v") == std::string::npos);
 #endif
 }
