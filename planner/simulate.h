@@ -61,6 +61,12 @@ struct Timeline {
 /// On a deadlock returns nothing and appends one diagnostic with the chain of waiting ops.
 std::optional<Timeline> simulate_timeline(const Schedule& schedule, const Problem& problem, std::vector<Diag>* diags);
 
+/// A Timeline's figures (ops left empty) from each stage's first compute op's start and last
+/// compute op's end, -1 for a stage without compute ops: what a replay that keeps no op times
+/// gives (replay.h's compute_start, compute_end).
+Timeline compute_figures(const Schedule& schedule, const Problem& problem, const std::vector<Ticks>& compute_start,
+                         const std::vector<Ticks>& compute_end);
+
 /// Only the span (the paper's cost), for searches that try many candidates; -1 on deadlock.
 Ticks simulate_span(const Schedule& schedule, const Problem& problem);
 

@@ -299,14 +299,16 @@ int write_planned(const PlanResult& planned, const IterationFlags& iteration_fla
                   std::ostream& out, std::ostream& err) {
   std::vector<Diag> diags;
   const Schedule& schedule = planned.schedule;
-  auto timeline = simulate_timeline(schedule, planned.problem, &diags);
-  if (!timeline) return fail(err, diags);
-  // A plan lowered by the pipeline was timed there, with the same options.
+  // A plan lowered by the pipeline was timed there, with the same options; the first of its
+  // iterations back to back gives the one iteration's figures.
   std::optional<IterationTimeline> iterations = planned.iterations;
   if (schedule.level == kLevelLowered && !iterations) {
     iterations = simulate_iterations(schedule, planned.problem, iteration_flags.options(false), &diags);
     if (!iterations) return fail(err, diags);
   }
+  auto timeline = iterations ? std::optional<Timeline>(iterations->first)
+                             : simulate_timeline(schedule, planned.problem, &diags);
+  if (!timeline) return fail(err, diags);
   const Objective objective = iteration_flags.objective_or_default();
   const Ticks bound = wall_lower_bound(planned.problem, schedule.placement);
   // Written as it is made: a big schedule's text is never held whole.
