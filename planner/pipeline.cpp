@@ -137,16 +137,16 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
         parts.push_back(head + reason);
         continue;
       }
-      std::vector<Diag> unused;
-      auto t = simulate_timeline(result->schedule, result->problem, &unused);
       if (!lowering) {
+        std::vector<Diag> unused;
+        auto t = simulate_timeline(result->schedule, result->problem, &unused);
         parts.push_back(head + with_bubble(Cost::kSpan, t->span, t->span_bubble_rate) + ", " +
                         with_bubble(Cost::kMakespan, t->makespan, bubble_rate_of_span(result->problem, t->makespan)));
         consider(std::move(*result), cost_of(*t, compute), method);
         continue;
       }
       const IterationTimeline& it = *result->iterations;  // plan_schedule timed the lowered plan
-      parts.push_back(head + "span " + format_quanta(t->span) + ", " +
+      parts.push_back(head + "span " + format_quanta(it.first.span) + ", " +
                       with_bubble(Cost::kPeriod, it.period, it.period_bubble_rate) + ", " +
                       with_bubble(Cost::kWall, it.wall, it.wall_bubble_rate));
       consider(std::move(*result), true_cost_in(it, options.objective), method + " (" + name + ")");
@@ -315,8 +315,8 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
     diags->push_back({"", "", -1, -1, "", "method " + method + " places chunks its own way; drop 'placement' from the problem"});
     return std::nullopt;
   }
-  std::optional<Timeline> timeline;
-  auto found = validate(*s, pr, "", &timeline);
+  std::optional<Timeline> timeline;  // a compute-only plan's cost; a lowered one is timed lowered
+  auto found = validate(*s, pr, "", lowering ? nullptr : &timeline);
   if (!found.empty()) {
     diags->push_back({"", "", -1, -1, "", "the " + method + " schedule does not fit this problem:"});
     diags->insert(diags->end(), found.begin(), found.end());
@@ -328,16 +328,14 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
   Cost cost = compute;
   Ticks value = 0, allreduce = -1;
   if (lowering) {
-    if (!lower_planned(&planned, diags, *lowering)) return std::nullopt;
     IterationOptions figures = options.iterations;
     figures.op_times = false;  // the plan's figures; show and simulate time the ops themselves
-    planned.iterations = simulate_iterations(planned.schedule, pr, figures, diags);
-    if (!planned.iterations) return std::nullopt;
+    if (!lower_planned(&planned, diags, *lowering, &figures)) return std::nullopt;
     cost = cost_of(options.objective);
     value = true_cost_in(*planned.iterations, options.objective);
     if (planned.schedule.optimizer == kOptimizerSync) allreduce = planned.iterations->allreduce_latency;
   } else {
-    value = simulate_cost(planned.schedule, pr, compute);
+    value = cost_of(*timeline, compute);
   }
   SolverReport report = bound_report(pr, value, cost, planned.schedule.placement, allreduce);
   if (ilp_report) {
@@ -363,14 +361,29 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
   return planned;
 }
 
-bool lower_planned(PlanResult* planned, std::vector<Diag>* diags, const LowerOptions& given) {
+bool lower_planned(PlanResult* planned, std::vector<Diag>* diags, const LowerOptions& given,
+                   const IterationOptions* timing) {
   LowerOptions options = given;
-  Schedule lowered = lower_comms(planned->schedule, options);
-  auto found = validate(lowered, planned->problem);
+  const Problem& pr = planned->problem;
+  std::optional<IterationTimeline> timed;
+  std::vector<Diag> timing_failed;  // the iterations' deadlock, where the validation's replay finishes
+  // Lowered and validated. Timed, the iterations' replay stands for the validation's, which runs
+  // only to name a finding (validate_lowered_but_replay).
+  auto lower_checked = [&](const LowerOptions& o, Schedule* lowered) {
+    *lowered = lower_comms(planned->schedule, o);
+    if (!timing) return validate(*lowered, pr);
+    timed.reset();
+    timing_failed.clear();
+    auto found = validate_lowered_but_replay(*lowered, pr);
+    if (found.empty()) timed = simulate_iterations(*lowered, pr, *timing, &timing_failed);
+    return timed ? found : validate(*lowered, pr);
+  };
+  Schedule lowered;
+  auto found = lower_checked(options, &lowered);
   if (!found.empty() && options.optimizer == kOptimizerPostValidation && options.validate_at != ValidateAt::kStart) {
     options.validate_at = ValidateAt::kStart;
-    Schedule held = lower_comms(planned->schedule, options);
-    if (validate(held, planned->problem).empty()) {
+    Schedule held;
+    if (lower_checked(options, &held).empty()) {
       planned->notes.push_back("post-validation: VALIDATE before the first B would deadlock here (" + found[0].message +
                                "); each stage validates before its first F instead");
       lowered = std::move(held);
@@ -382,7 +395,12 @@ bool lower_planned(PlanResult* planned, std::vector<Diag>* diags, const LowerOpt
     diags->insert(diags->end(), found.begin(), found.end());
     return false;
   }
+  if (timing && !timed) {
+    diags->insert(diags->end(), timing_failed.begin(), timing_failed.end());
+    return false;
+  }
   planned->schedule = std::move(lowered);
+  if (timing) planned->iterations = std::move(timed);
   return true;
 }
 

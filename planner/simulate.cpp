@@ -241,11 +241,14 @@ Ticks cost_of(const Timeline& t, Cost cost) {
   return cost == Cost::kMakespan ? t.makespan : t.span;
 }
 
-Ticks simulate_cost(const Schedule& schedule, const Problem& problem, Cost cost) {
+Ticks simulate_cost(const Schedule& schedule, const Problem& problem, Cost cost, std::vector<Diag>* deadlock) {
   if (!is_compute_cost(cost))
     throw std::logic_error("simulate_cost: the period and the wall need iterations back to back");
   Sim sim(schedule, problem, false);
-  if (!sim.run()) return -1;
+  if (!sim.run()) {
+    if (deadlock) deadlock->push_back(sim.deadlock());
+    return -1;
+  }
   Ticks span = 0, first = -1, last = 0;
   for (int st = 0; st < schedule.p; ++st) {
     if (schedule.stages[st].empty()) continue;

@@ -78,8 +78,9 @@ const char* objective_name(Objective objective);
 using CostFn = std::function<Ticks(const Schedule&)>;
 /// A compute cost (is_compute_cost) of a timeline: its span or its makespan.
 Ticks cost_of(const Timeline& timeline, Cost cost);
-/// simulate_span's counterpart for either compute cost; -1 on deadlock.
-Ticks simulate_cost(const Schedule& schedule, const Problem& problem, Cost cost);
+/// simulate_span's counterpart for either compute cost; -1 on deadlock, then with its diagnostic
+/// (as simulate_timeline's) appended to `deadlock` when given.
+Ticks simulate_cost(const Schedule& schedule, const Problem& problem, Cost cost, std::vector<Diag>* deadlock = nullptr);
 /// No schedule's wall clock is shorter: a stage starts no earlier than the first forward needs to
 /// reach it (its virtual stage's predecessors' T_F, plus T_comm per hop) and is then busy for all
 /// its ops. The "ramp" bound: (p-1)(T_F+T_comm) + m(T_F+T_B+T_W) with uniform times.
