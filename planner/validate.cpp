@@ -426,6 +426,18 @@ std::vector<Diag> check_lowered(const Schedule& s, const Problem& pr, bool repla
 
 std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) { return check_lowered(s, pr, true); }
 
+bool lowered_replayable(const Schedule& s, const Problem& pr) {
+  std::vector<Diag> unused;
+  if (!check_shape(s, pr, &unused)) return false;
+  for (int st = 0; st < s.p; ++st)
+    for (const Op& op : s.stages[st]) {
+      const bool message = is_send(op.type) || is_recv(op.type);
+      if (message && (op.peer < 0 || op.peer >= s.p || op.peer == st)) return false;
+      if (!is_optimizer_op(op.type) && (op.mb < 0 || op.mb >= s.m || op.chunk < 0 || op.chunk >= s.chunks)) return false;
+    }
+  return true;
+}
+
 std::vector<Diag> validate_lowered_but_replay(const Schedule& s, const Problem& pr) {
   return check_lowered(s, pr, false);
 }

@@ -200,9 +200,12 @@ TEST_CASE("heuristic: with uneven stages its pick is the best candidate by the t
 
 
 TEST_CASE("lower_planned: timed, the iterations' replay stands for the validation's; same plan, notes, figures") {
-  int plans = 0;
+  // Small shapes, and one big enough (p * m >= 1024) to be timed beside its checks.
+  std::vector<std::pair<int, int>> shapes = {{16, 64}};
   for (int p : {2, 3, 4})
-    for (int m : {1, 2, 3, 5, 8})
+    for (int m : {1, 2, 3, 5, 8}) shapes.push_back({p, m});
+  int plans = 0;
+  for (const auto& [p, m] : shapes)
       for (const std::string method : {"1f1b", "zb-h1", "zb-h2", "1f1b-i", "zb-v", "dualpipe-v", "v-min", "v-half"})
         for (const LowerOptions& placement : kPlacements) {
           const Problem pr = test::make_problem(p, m, 1, 1.5, 0.5, 0.25, 1, 0.5, "", method == "1f1b-i" ? 2 : 1);
