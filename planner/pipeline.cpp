@@ -378,12 +378,13 @@ bool lower_planned(PlanResult* planned, std::vector<Diag>* diags, const LowerOpt
     timing_failed.clear();
     std::vector<Diag> found;
     // A big plan is timed on a second thread while it is checked (the two take about as long);
-    // what the timing found counts only once the checks passed.
-    if (lowered->p * lowered->m >= 1024 && lowered_replayable(*lowered, pr)) {
+    // what the timing found counts only once the checks passed. The replay needs indices in range
+    // (lowered_replayable); where they are not, the checks say so.
+    if (lowered->p * lowered->m >= 1024) {
       std::exception_ptr failed;
       std::thread time([&] {
         try {
-          timed = simulate_iterations(*lowered, pr, *timing, &timing_failed);
+          if (lowered_replayable(*lowered, pr)) timed = simulate_iterations(*lowered, pr, *timing, &timing_failed);
         } catch (...) {
           failed = std::current_exception();
         }
