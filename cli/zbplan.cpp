@@ -13,6 +13,9 @@ int main(int argc, char** argv) {
   // the heap, freed memory is reused (a fifth fewer page faults at p=32, m=256).
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
+  // One arena for all threads: a pass's second thread (the search's worker, the timing beside the
+  // checks) then reuses what earlier passes freed instead of touching pages of an arena of its own.
+  mallopt(M_ARENA_MAX, 1);
   // Last resort: every loader reports bad input as located diagnostics, so anything that reaches
   // here is a bug; say which command met it and exit 1 instead of ending in std::terminate.
   std::string command = "zbplan";

@@ -313,24 +313,35 @@ int write_planned(const PlanResult& planned, const IterationFlags& iteration_fla
                   std::ostream& out, std::ostream& err) {
   std::vector<Diag> diags;
   const Schedule& schedule = planned.schedule;
-  auto timeline = simulate_timeline(schedule, planned.problem, &diags);
-  if (!timeline) return fail(err, diags);
-  // A plan lowered by the pipeline was timed there, with the same options.
+  // A plan lowered by the pipeline was timed there, with the same options; the first of its
+  // iterations back to back gives the one iteration's figures.
   std::optional<IterationTimeline> iterations = planned.iterations;
   if (schedule.level == kLevelLowered && !iterations) {
     iterations = simulate_iterations(schedule, planned.problem, iteration_flags.options(false), &diags);
     if (!iterations) return fail(err, diags);
   }
+  auto timeline = iterations ? std::optional<Timeline>(iterations->first)
+                             : simulate_timeline(schedule, planned.problem, &diags);
+  if (!timeline) return fail(err, diags);
   const Objective objective = iteration_flags.objective_or_default();
   const Ticks bound = wall_lower_bound(planned.problem, schedule.placement);
-  // Written as it is made: a big schedule's text is never held whole.
+  // Written as it is made: a big schedule's text is never held whole. From about a megabyte on
+  // (some 16,000 ops) a second thread writes each piece while the next is made.
   ReplacingFile file;
   std::string why;
-  auto to_file = [&](std::string_view piece) { return file.write(piece, &why); };
-  if (!file.open(output, &why) ||
-      !write_schedule_json(schedule, planned.problem, *timeline, to_file, iterations ? &*iterations : nullptr,
-                           objective_name(objective), bound, planned.solver.status.empty() ? nullptr : &planned.solver) ||
-      !file.commit(&why)) {
+  size_t ops = 0;
+  for (const auto& stage : schedule.stages) ops += stage.size();
+  std::optional<BackgroundWriter> background;  // destroyed (joined) before the file
+  auto to_file = [&](std::string_view piece) {
+    return background ? background->write(piece, &why) : file.write(piece, &why);
+  };
+  bool written = file.open(output, &why);
+  if (written && ops >= (1u << 14)) background.emplace(&file);
+  written = written &&
+            write_schedule_json(schedule, planned.problem, *timeline, to_file, iterations ? &*iterations : nullptr,
+                                objective_name(objective), bound, planned.solver.status.empty() ? nullptr : &planned.solver) &&
+            (!background || background->finish(&why)) && file.commit(&why);
+  if (!written) {
     err << "zbplan: cannot write " << why << "\n";
     return kExitInvalid;
   }

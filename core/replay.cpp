@@ -45,6 +45,8 @@ struct Replay {
         blocked_on(p, -1), free_at(p, 0), arrived(k), parked_at_step(k), waiting_at_step(p, false) {
     out.first_start.assign(p, 0);
     out.iteration_end.assign(static_cast<size_t>(k) * p, 0);
+    out.compute_start.assign(p, -1);
+    out.compute_end.assign(p, -1);
     if (o.op_times) {
       out.ops.assign(k, std::vector<std::vector<OpTiming>>(p));
       for (int it = 0; it < k; ++it)
@@ -176,6 +178,10 @@ struct Replay {
         const OpType type = op.type;
         if (is_compute(type)) {
           end = start + duration[compute_kind(type)];
+          if (it == 0) {
+            if (out.compute_start[st] < 0) out.compute_start[st] = start;
+            out.compute_end[st] = end;
+          }
         } else if (!validating && is_validation_op(type)) {
           // nothing to validate in the first iteration
         } else if (is_recv(type)) {

@@ -35,6 +35,9 @@ struct LoweredReplay {
   std::vector<std::vector<std::vector<OpTiming>>> ops;  ///< [iteration][stage][op index]; empty without op_times
   std::vector<Ticks> first_start;    ///< [stage] start of its first op in the first iteration
   std::vector<Ticks> iteration_end;  ///< [iteration * p + stage] end of its last op in that iteration
+  /// [stage] start of its first compute op and end of its last in the first iteration; -1: it has none.
+  /// They give that iteration's compute figures (simulate_iterations' first) without op times.
+  std::vector<Ticks> compute_start, compute_end;
 };
 
 /// Replays a lowered schedule whose ops' fields are in range and whose compute ops pass

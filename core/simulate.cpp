@@ -156,26 +156,35 @@ std::vector<Mem> peak_memory(const Schedule& schedule, const Problem& problem) {
   return peaks;
 }
 
-namespace {
-
-// The figures of one iteration from the times of its compute ops, [stage][op index].
-Timeline timeline_of(std::vector<std::vector<OpTiming>> times, const Schedule& schedule, const Problem& problem) {
+Timeline compute_figures(const Schedule& schedule, const Problem& problem, const std::vector<Ticks>& compute_start,
+                         const std::vector<Ticks>& compute_end) {
   Timeline t;
-  t.ops = std::move(times);
   t.busy.assign(schedule.p, 0);
   Ticks first_start = -1, last_end = 0, max_busy = 0;
   for (int st = 0; st < schedule.p; ++st) {
-    const auto& ops = t.ops[st];
-    for (size_t i = 0; i < ops.size(); ++i) t.busy[st] += ops[i].end - ops[i].start;
+    for (const Op& op : schedule.stages[st])
+      if (is_compute(op.type)) t.busy[st] += op_duration(op, st, problem);
     max_busy = std::max(max_busy, t.busy[st]);
-    if (ops.empty()) continue;
-    t.span = std::max(t.span, ops.back().end - ops.front().start);
-    first_start = first_start < 0 ? ops.front().start : std::min(first_start, ops.front().start);
-    last_end = std::max(last_end, ops.back().end);
+    if (compute_start[st] < 0) continue;
+    t.span = std::max(t.span, compute_end[st] - compute_start[st]);
+    first_start = first_start < 0 ? compute_start[st] : std::min(first_start, compute_start[st]);
+    last_end = std::max(last_end, compute_end[st]);
   }
   t.makespan = first_start < 0 ? 0 : last_end - first_start;
   t.span_bubble_rate = t.span > 0 ? static_cast<double>(t.span - max_busy) / static_cast<double>(t.span) : 0.0;
   t.peak_memory = peak_memory(schedule, problem);
+  return t;
+}
+
+namespace {
+
+// The figures of one iteration from the times of its compute ops, [stage][op index].
+Timeline timeline_of(std::vector<std::vector<OpTiming>> times, const Schedule& schedule, const Problem& problem) {
+  std::vector<Ticks> first(schedule.p, -1), last(schedule.p, -1);
+  for (int st = 0; st < schedule.p; ++st)
+    if (!times[st].empty()) first[st] = times[st].front().start, last[st] = times[st].back().end;
+  Timeline t = compute_figures(schedule, problem, first, last);
+  t.ops = std::move(times);
   return t;
 }
 
@@ -232,11 +241,14 @@ Ticks cost_of(const Timeline& t, Cost cost) {
   return cost == Cost::kMakespan ? t.makespan : t.span;
 }
 
-Ticks simulate_cost(const Schedule& schedule, const Problem& problem, Cost cost) {
+Ticks simulate_cost(const Schedule& schedule, const Problem& problem, Cost cost, std::vector<Diag>* deadlock) {
   if (!is_compute_cost(cost))
     throw std::logic_error("simulate_cost: the period and the wall need iterations back to back");
   Sim sim(schedule, problem, false);
-  if (!sim.run()) return -1;
+  if (!sim.run()) {
+    if (deadlock) deadlock->push_back(sim.deadlock());
+    return -1;
+  }
   Ticks span = 0, first = -1, last = 0;
   for (int st = 0; st < schedule.p; ++st) {
     if (schedule.stages[st].empty()) continue;

@@ -61,6 +61,12 @@ struct Timeline {
 /// On a deadlock returns nothing and appends one diagnostic with the chain of waiting ops.
 std::optional<Timeline> simulate_timeline(const Schedule& schedule, const Problem& problem, std::vector<Diag>* diags);
 
+/// A Timeline's figures (ops left empty) from each stage's first compute op's start and last
+/// compute op's end, -1 for a stage without compute ops: what a replay that keeps no op times
+/// gives (replay.h's compute_start, compute_end).
+Timeline compute_figures(const Schedule& schedule, const Problem& problem, const std::vector<Ticks>& compute_start,
+                         const std::vector<Ticks>& compute_end);
+
 /// Only the span (the paper's cost), for searches that try many candidates; -1 on deadlock.
 Ticks simulate_span(const Schedule& schedule, const Problem& problem);
 
@@ -72,8 +78,9 @@ const char* objective_name(Objective objective);
 using CostFn = std::function<Ticks(const Schedule&)>;
 /// A compute cost (is_compute_cost) of a timeline: its span or its makespan.
 Ticks cost_of(const Timeline& timeline, Cost cost);
-/// simulate_span's counterpart for either compute cost; -1 on deadlock.
-Ticks simulate_cost(const Schedule& schedule, const Problem& problem, Cost cost);
+/// simulate_span's counterpart for either compute cost; -1 on deadlock, then with its diagnostic
+/// (as simulate_timeline's) appended to `deadlock` when given.
+Ticks simulate_cost(const Schedule& schedule, const Problem& problem, Cost cost, std::vector<Diag>* deadlock = nullptr);
 /// Builds a timeline op by op, for generators that place ops in an order where each op's input
 /// is already placed (the heuristic does). Same rule as simulate_timeline (deps.h), no parking.
 /// It keeps the times, not the ops: the generator records its order as it likes.

@@ -26,13 +26,11 @@ std::optional<IterationTimeline> simulate_iterations(const Schedule& s, const Pr
   auto sim = replay_lowered(s, pr, replay, diags);
   if (!sim) return std::nullopt;
   out.ops = std::move(sim->ops);
+  out.first = compute_figures(s, pr, sim->compute_start, sim->compute_end);
 
   Ticks max_busy = 0, first = -1, last = 0;
   for (int st = 0; st < p; ++st) {
-    Ticks busy = 0;
-    for (size_t i = 0; i < s.stages[st].size(); ++i)
-      if (is_compute(s.stages[st][i].type)) busy += op_duration(s.stages[st][i], st, pr);
-    max_busy = std::max(max_busy, busy);
+    max_busy = std::max(max_busy, out.first.busy[st]);
     auto end_of = [&](int it) { return sim->iteration_end[static_cast<size_t>(it) * p + st]; };
     out.period = std::max(out.period, end_of(k - 1) - end_of(k - 2));
     if (!s.stages[st].empty()) {

@@ -31,6 +31,10 @@ struct IterationTimeline {
   Ticks wall = 0;                 ///< the first iteration alone: first op anywhere to last OPT_STEP end anywhere
   double wall_bubble_rate = 0;    ///< (wall - max per-stage busy time) / wall
   Ticks state_latency = 0, allreduce_latency = 0;  ///< the latencies used
+  /// The first iteration's compute figures, ops left empty: what simulate_timeline gives for the
+  /// lowered file (one iteration alone times its compute ops as the first of several: the
+  /// optimizer's ops that link iterations come after them, or wait in no first iteration).
+  Timeline first;
 };
 
 /// Simulates `options.iterations` (>= 2) iterations of a lowered schedule that passed validation.

@@ -227,7 +227,9 @@ void check_optimizer_ops(const Schedule& s, int st, const StateChain& chain, std
 
 }  // namespace
 
-std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
+namespace {
+
+std::vector<Diag> check_lowered(const Schedule& s, const Problem& pr, bool replay_too) {
   std::vector<Diag> out;
   if (!check_shape(s, pr, &out)) return out;
   // 1. The compute ops alone form a sound schedule; map their positions back to the file's.
@@ -407,6 +409,7 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
     if (d.stage >= 0 && d.op_index >= 0) d.op_index = file_index(d);
     add_diag(&out, d);
   }
+  if (!replay_too) return out;
   // The replay of one iteration, with the validation ops of every later one.
   ReplayOptions replay;
   replay.validate_first_iteration = true;
@@ -414,6 +417,26 @@ std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) {
   std::vector<Diag> deadlock;
   if (!replay_lowered(s, pr, replay, &deadlock)) add_diag(&out, deadlock.at(0));
   return out;
+}
+
+}  // namespace
+
+std::vector<Diag> validate_lowered(const Schedule& s, const Problem& pr) { return check_lowered(s, pr, true); }
+
+bool lowered_replayable(const Schedule& s, const Problem& pr) {
+  std::vector<Diag> unused;
+  if (!check_shape(s, pr, &unused)) return false;
+  for (int st = 0; st < s.p; ++st)
+    for (const Op& op : s.stages[st]) {
+      const bool message = is_send(op.type) || is_recv(op.type);
+      if (message && (op.peer < 0 || op.peer >= s.p || op.peer == st)) return false;
+      if (!is_optimizer_op(op.type) && (op.mb < 0 || op.mb >= s.m || op.chunk < 0 || op.chunk >= s.chunks)) return false;
+    }
+  return true;
+}
+
+std::vector<Diag> validate_lowered_but_replay(const Schedule& s, const Problem& pr) {
+  return check_lowered(s, pr, false);
 }
 
 std::vector<Diag> validate(const Schedule& s, const Problem& pr, const std::string& file,
@@ -425,8 +448,12 @@ std::vector<Diag> validate(const Schedule& s, const Problem& pr, const std::stri
     out = validate_structure(s, pr);
     if (out.empty()) {
       out = validate_memory(s, pr);
-      auto simulated = simulate_timeline(s, pr, &out);
-      if (timeline && out.empty()) *timeline = std::move(simulated);
+      if (timeline) {
+        auto simulated = simulate_timeline(s, pr, &out);
+        if (out.empty()) *timeline = std::move(simulated);
+      } else {
+        simulate_cost(s, pr, Cost::kSpan, &out);  // the deadlock check alone keeps no op times
+      }
     }
   }
   for (Diag& d : out) d.file = file;

@@ -24,6 +24,15 @@ std::vector<Diag> validate_memory(const Schedule& schedule, const Problem& probl
 /// to one, in the same order, per kind (F, B); OPT_STEP ends each stage; and replaying the file
 /// (SEND never blocks, RECV waits for its message) finishes. A deadlock names both ranks' positions.
 std::vector<Diag> validate_lowered(const Schedule& schedule, const Problem& problem);
+/// validate_lowered but its last check, the replay, for a caller that replays the file over
+/// iterations back to back anyway: when that finishes, so does the check's (its second iteration
+/// runs the same ops, the validation's included, paired alike, with more waits: a valid file's
+/// messages pair up within each iteration). Where it does not, validate_lowered names the finding.
+std::vector<Diag> validate_lowered_but_replay(const Schedule& schedule, const Problem& problem);
+/// Whether a lowered schedule's shape matches the problem and every op's microbatch, chunk and
+/// peer index its tables: what replay_lowered needs to run safely (not to mean anything), so that
+/// a caller may replay it while validate_lowered_but_replay checks the rest.
+bool lowered_replayable(const Schedule& schedule, const Problem& problem);
 
 /// All checks in order; the deadlock check (a simulation) runs only on a sound structure.
 /// Lowered schedules get validate_lowered as well. `file` is put into every diagnostic.

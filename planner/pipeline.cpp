@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <exception>
+#include <thread>
 
 #include "planner/gen_baseline.h"
 #include "planner/gen_v.h"
@@ -328,8 +330,8 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
     diags->push_back({"", "", -1, -1, "", "method " + method + " places chunks its own way, not as the problem's placement asks; drop --placement (or 'placement' from the problem file)"});
     return std::nullopt;
   }
-  std::optional<Timeline> timeline;
-  auto found = validate(*s, pr, "", &timeline);
+  std::optional<Timeline> timeline;  // a compute-only plan's cost; a lowered one is timed lowered
+  auto found = validate(*s, pr, "", lowering ? nullptr : &timeline);
   if (!found.empty()) {
     diags->push_back({"", "", -1, -1, "", "the " + method + " schedule does not fit this problem:"});
     diags->insert(diags->end(), found.begin(), found.end());
@@ -341,16 +343,14 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
   Cost cost = compute;
   Ticks value = 0, allreduce = -1;
   if (lowering) {
-    if (!lower_planned(&planned, diags, *lowering)) return std::nullopt;
     IterationOptions figures = options.iterations;
     figures.op_times = false;  // the plan's figures; show and simulate time the ops themselves
-    planned.iterations = simulate_iterations(planned.schedule, pr, figures, diags);
-    if (!planned.iterations) return std::nullopt;
+    if (!lower_planned(&planned, diags, *lowering, &figures)) return std::nullopt;
     cost = cost_of(options.objective);
     value = true_cost_in(*planned.iterations, options.objective);
     if (planned.schedule.optimizer == kOptimizerSync) allreduce = planned.iterations->allreduce_latency;
   } else {
-    value = simulate_cost(planned.schedule, pr, compute);
+    value = cost_of(*timeline, compute);
   }
   SolverReport report = bound_report(pr, value, cost, planned.schedule.placement, allreduce);
   if (ilp_report) {
@@ -376,14 +376,53 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
   return planned;
 }
 
-bool lower_planned(PlanResult* planned, std::vector<Diag>* diags, const LowerOptions& given) {
+bool lower_planned(PlanResult* planned, std::vector<Diag>* diags, const LowerOptions& given,
+                   const IterationOptions* timing) {
   LowerOptions options = given;
-  Schedule lowered = lower_comms(planned->schedule, options);
-  auto found = validate(lowered, planned->problem);
+  const Problem& pr = planned->problem;
+  std::optional<IterationTimeline> timed;
+  std::vector<Diag> timing_failed;  // the iterations' deadlock, where the validation's replay finishes
+  // Lowered and validated. Timed, the iterations' replay stands for the validation's, which runs
+  // only to name a finding (validate_lowered_but_replay).
+  auto lower_checked = [&](const LowerOptions& o, Schedule* lowered) {
+    *lowered = lower_comms(planned->schedule, o);
+    if (!timing) return validate(*lowered, pr);
+    timed.reset();
+    timing_failed.clear();
+    std::vector<Diag> found;
+    // A big plan is timed on a second thread while it is checked (the two take about as long);
+    // what the timing found counts only once the checks passed. The replay needs indices in range
+    // (lowered_replayable); where they are not, the checks say so.
+    if (lowered->p * lowered->m >= 1024) {
+      std::exception_ptr failed;
+      std::thread time([&] {
+        try {
+          if (lowered_replayable(*lowered, pr)) timed = simulate_iterations(*lowered, pr, *timing, &timing_failed);
+        } catch (...) {
+          failed = std::current_exception();
+        }
+      });
+      try {
+        found = validate_lowered_but_replay(*lowered, pr);
+      } catch (...) {
+        time.join();
+        throw;
+      }
+      time.join();
+      if (failed) std::rethrow_exception(failed);
+      if (!found.empty()) timed.reset();
+    } else {
+      found = validate_lowered_but_replay(*lowered, pr);
+      if (found.empty()) timed = simulate_iterations(*lowered, pr, *timing, &timing_failed);
+    }
+    return timed ? found : validate(*lowered, pr);
+  };
+  Schedule lowered;
+  auto found = lower_checked(options, &lowered);
   if (!found.empty() && options.optimizer == kOptimizerPostValidation && options.validate_at != ValidateAt::kStart) {
     options.validate_at = ValidateAt::kStart;
-    Schedule held = lower_comms(planned->schedule, options);
-    if (validate(held, planned->problem).empty()) {
+    Schedule held;
+    if (lower_checked(options, &held).empty()) {
       planned->notes.push_back("post-validation: VALIDATE before the first B would deadlock here (" + found[0].message +
                                "); each stage validates before its first F instead");
       lowered = std::move(held);
@@ -395,7 +434,12 @@ bool lower_planned(PlanResult* planned, std::vector<Diag>* diags, const LowerOpt
     diags->insert(diags->end(), found.begin(), found.end());
     return false;
   }
+  if (timing && !timed) {
+    diags->insert(diags->end(), timing_failed.begin(), timing_failed.end());
+    return false;
+  }
   planned->schedule = std::move(lowered);
+  if (timing) planned->iterations = std::move(timed);
   return true;
 }
 

@@ -56,7 +56,9 @@ std::optional<PlanResult> plan_schedule(const Problem& problem, const std::strin
 
 /// The lowering pass (lower.h) followed by the validator: the instructions zbrun replays. With
 /// post-validation, VALIDATE goes before each stage's first B; where that order would deadlock
-/// (possible with several chunks per stage), at the start instead, with a note saying so.
-bool lower_planned(PlanResult* planned, std::vector<Diag>* diags, const LowerOptions& options = {});
+/// (possible with several chunks per stage), at the start instead, with a note saying so. With
+/// `timing`, also times the lowered plan's iterations back to back (planned->iterations).
+bool lower_planned(PlanResult* planned, std::vector<Diag>* diags, const LowerOptions& options = {},
+                   const IterationOptions* timing = nullptr);
 
 }  // namespace zbpp

@@ -307,5 +307,41 @@ TEST_CASE("ilp with chunks, and ilp-v: refine the V search (or 1f1b-i, interleav
 }
 #endif
 
+TEST_CASE("lower_planned: timed, the iterations' replay stands for the validation's; same plan, notes, figures") {
+  // Small shapes, and one big enough (p * m >= 1024) to be timed beside its checks.
+  std::vector<std::pair<int, int>> shapes = {{16, 64}};
+  for (int p : {2, 3, 4})
+    for (int m : {1, 2, 3, 5, 8}) shapes.push_back({p, m});
+  int plans = 0;
+  for (const auto& [p, m] : shapes)
+      for (const std::string method : {"1f1b", "zb-h1", "zb-h2", "1f1b-i", "zb-v", "dualpipe-v", "v-min", "v-half"})
+        for (const LowerOptions& placement : kPlacements) {
+          const Problem pr = test::make_problem(p, m, 1, 1.5, 0.5, 0.25, 1, 0.5, "", method == "1f1b-i" ? 2 : 1);
+          std::vector<Diag> diags;
+          auto planned = plan_schedule(pr, method, &diags);  // compute only
+          if (!planned) continue;
+          INFO(method << " p=" << p << " m=" << m << " under " << placement.optimizer
+                      << (placement.validate_at == ValidateAt::kStart ? " (start)" : ""));
+          PlanResult alone = *planned, timed = *planned;
+          std::vector<Diag> why_alone, why_timed;
+          IterationOptions figures;
+          figures.op_times = false;
+          const bool lowered = lower_planned(&alone, &why_alone, placement);
+          REQUIRE(lowered == lower_planned(&timed, &why_timed, placement, &figures));
+          CHECK(format_diags(why_alone) == format_diags(why_timed));
+          if (!lowered) continue;
+          CHECK(alone.schedule.stages == timed.schedule.stages);
+          CHECK(alone.notes == timed.notes);
+          CHECK_FALSE(alone.iterations);
+          auto it = simulate_iterations(alone.schedule, alone.problem, figures, &diags);
+          REQUIRE(it);
+          REQUIRE(timed.iterations);
+          CHECK(std::tie(timed.iterations->period, timed.iterations->wall, timed.iterations->first.span) ==
+                std::tie(it->period, it->wall, it->first.span));
+          ++plans;
+        }
+  CHECK(plans >= 200);
+}
+
 }  // namespace
 }  // namespace zbpp
