@@ -406,35 +406,28 @@ void add_flags(CLI::App* app, Options* o) {
   app->add_flag("--resume", o->run.resume, "with --checkpoint: continue from the latest checkpoint every rank has");
 }
 
-}  // namespace
-
-int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream& err, bool use_mpi) {
-  CLI::App app{"zbrun: replays a zbplan schedule file, training a GPT with split backward (B and W)", "zbrun"};
-  set_up_app(&app, "zbrun");
-  Options o;
-  add_flags(&app, &o);
-  if (int code = parse_command_line(&app, argc, argv, out, err); code >= 0) return code;
-  auto usage = [&err](const std::string& message) { return usage_error(err, "zbrun", "", message); };
-
+// The flags' own checks, before MPI starts or any file is read: "" or the usage error. Completes
+// what the flags imply (--single-gpu: CUDA in one process; --checkpoint: one at the end at least).
+std::string check_flags(Options* op) {
+  Options& o = *op;
   if (!o.fail_at.empty()) {
     std::string bad = parse_fields(o.fail_at, ":@", 2, {&o.run.fail_rank, &o.run.fail_op, &o.run.fail_step});
-    if (!bad.empty()) return usage("--fail-at: expected RANK:OP or RANK:OP@STEP, got '" + o.fail_at + "': " + bad);
+    if (!bad.empty()) return "--fail-at: expected RANK:OP or RANK:OP@STEP, got '" + o.fail_at + "': " + bad;
     if (o.run.fail_step >= o.run.steps)
-      return usage("--fail-at " + o.fail_at + ": no step " + std::to_string(o.run.fail_step) + " (--steps " +
-                   std::to_string(o.run.steps) + " runs steps 0.." + std::to_string(o.run.steps - 1) + ")");
+      return "--fail-at " + o.fail_at + ": no step " + std::to_string(o.run.fail_step) + " (--steps " +
+             std::to_string(o.run.steps) + " runs steps 0.." + std::to_string(o.run.steps - 1) + ")";
   }
-  if (o.fault != "error" && o.run.fail_rank < 0) return usage("--fault " + o.fault + " needs --fail-at RANK:OP");
+  if (o.fault != "error" && o.run.fail_rank < 0) return "--fault " + o.fault + " needs --fail-at RANK:OP";
   if (o.fault == "truncate" && (o.backend == "cuda" || o.single_gpu))
-    return usage("--fault truncate: only with --backend cpu (CUDA messages carry device handles)");
-  cpu_set_threads(o.blas_threads);
-  if ((o.run.every > 0 || o.run.resume) && o.run.checkpoint.empty()) return usage("--every and --resume need --checkpoint DIR");
+    return "--fault truncate: only with --backend cpu (CUDA messages carry device handles)";
+  if ((o.run.every > 0 || o.run.resume) && o.run.checkpoint.empty()) return "--every and --resume need --checkpoint DIR";
   if (!o.run.checkpoint.empty() && o.run.every == 0) o.run.every = o.run.steps;  // at least one, at the end
   if (!o.inject.empty()) {
     std::string bad = parse_fields(o.inject, ":", 2, {&o.run.inject_step, &o.run.inject_rank});
-    if (!bad.empty()) return usage("--inject-nonfinite: expected STEP:RANK, got '" + o.inject + "': " + bad);
+    if (!bad.empty()) return "--inject-nonfinite: expected STEP:RANK, got '" + o.inject + "': " + bad;
     if (o.run.inject_step >= o.run.steps)
-      return usage("--inject-nonfinite " + o.inject + ": no step " + std::to_string(o.run.inject_step) + " (--steps " +
-                   std::to_string(o.run.steps) + " runs steps 0.." + std::to_string(o.run.steps - 1) + ")");
+      return "--inject-nonfinite " + o.inject + ": no step " + std::to_string(o.run.inject_step) + " (--steps " +
+             std::to_string(o.run.steps) + " runs steps 0.." + std::to_string(o.run.steps - 1) + ")";
   }
   if (o.single_gpu) {
     o.backend = "cuda";
@@ -445,41 +438,31 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
     for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MPI_LOCALNRANKS"})
       if (const char* n = std::getenv(var); n != nullptr && std::atoi(n) > 1) {
         const std::string flag = o.single_gpu ? "--single-gpu" : "--local";
-        return usage(flag + " runs every rank in this process, but mpirun started " + n + " processes (" + var + "=" +
-                     n + "): each would run the whole pipeline and write the same files; drop " + flag +
-                     " under mpirun, or start zbrun without mpirun");
+        return flag + " runs every rank in this process, but mpirun started " + n + " processes (" + var + "=" +
+               n + "): each would run the whole pipeline and write the same files; drop " + flag +
+               " under mpirun, or start zbrun without mpirun";
       }
+  return "";
+}
+
+/// What a run needs, read and checked the same way on every rank.
+struct CheckedInputs {
+  ScheduleFile file;
+  Timeline planned;  ///< the plan the run is measured against
+  GptConfig model;
+  DataSource data;
+};
+
+// Reads and checks the schedule, the model, the data and every output path, and the ranks that
+// run, before anything trains: every rank checks the same inputs, so all of them fail alike and
+// none waits for another. Nothing is created (--check touches nothing). On a failure, *failure
+// says what is wrong (rank 0 prints it).
+std::optional<CheckedInputs> check_inputs(Options& o, bool mpi, int world_rank, int world_size, std::ostream& err,
+                                          std::string* failure) {
   const bool cuda = o.backend == "cuda";
-  if (cuda) {
-    // Before the first CUDA call of the process, or they have no effect; set whatever the
-    // environment asked (docs/gpu.md). Fewer hardware queues than streams (the default is 8; some
-    // launchers set 1) serialise kernels of different streams, so a spinning NCCL kernel could hold
-    // back the one its peer waits for; 32 is the most CUDA allows. Lazy module loading can block a
-    // first kernel launch while an NCCL kernel spins waiting for its peer: load every module up front.
-    setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 1);
-    setenv("CUDA_MODULE_LOADING", "EAGER", 1);
-  }
-  bool mpi = use_mpi && !o.local;
-  int world_rank = 0, world_size = 1;
-#ifdef ZBPP_HAVE_MPI
-  if (mpi) {
-    int initialized = 0;
-    MPI_Initialized(&initialized);
-    if (!initialized) MPI_Init(nullptr, nullptr);
-    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
-  }
-#endif
-  // Every rank checks the same inputs, so all of them fail alike and none waits for another.
-  auto finish = [&](int code) {
-#ifdef ZBPP_HAVE_MPI
-    if (mpi) MPI_Finalize();
-#endif
-    return code;
-  };
-  auto fail = [&](const std::string& msg) {
-    if (world_rank == 0) err << "zbrun: " << msg << "\n";
-    return finish(1);
+  auto fail = [&](const std::string& msg) -> std::optional<CheckedInputs> {
+    *failure = msg;
+    return std::nullopt;
   };
   std::vector<Diag> diags;
   std::string schedule_text;
@@ -557,7 +540,6 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
 #else
   if (cuda) return fail("--backend cuda: this zbrun was built without CUDA (no nvcc at configure time)");
 #endif
-  const Timeline& planned = *checked;
   if (mpi && world_size != s.p)
     return fail(o.schedule_file + ": planned for " + std::to_string(s.p) + " ranks, but " + std::to_string(world_size) +
                 (world_size == 1 ? " rank is" : " ranks are") + " running: start it with mpirun -n " +
@@ -565,6 +547,58 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
                 (world_size == 1 ? ", or add --local to run every rank in this process"
                                  : ", or plan it for " + std::to_string(world_size) + " stages (zbplan plan -p " +
                                        std::to_string(world_size) + " ...)"));
+  return CheckedInputs{std::move(*file), std::move(*checked), std::move(*model), std::move(*data)};
+}
+
+}  // namespace
+
+int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream& err, bool use_mpi) {
+  CLI::App app{"zbrun: replays a zbplan schedule file, training a GPT with split backward (B and W)", "zbrun"};
+  set_up_app(&app, "zbrun");
+  Options o;
+  add_flags(&app, &o);
+  if (int code = parse_command_line(&app, argc, argv, out, err); code >= 0) return code;
+  auto usage = [&err](const std::string& message) { return usage_error(err, "zbrun", "", message); };
+
+  if (std::string bad = check_flags(&o); !bad.empty()) return usage(bad);
+  cpu_set_threads(o.blas_threads);
+  const bool cuda = o.backend == "cuda";
+  if (cuda) {
+    // Before the first CUDA call of the process, or they have no effect; set whatever the
+    // environment asked (docs/gpu.md). Fewer hardware queues than streams (the default is 8; some
+    // launchers set 1) serialise kernels of different streams, so a spinning NCCL kernel could hold
+    // back the one its peer waits for; 32 is the most CUDA allows. Lazy module loading can block a
+    // first kernel launch while an NCCL kernel spins waiting for its peer: load every module up front.
+    setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 1);
+    setenv("CUDA_MODULE_LOADING", "EAGER", 1);
+  }
+  bool mpi = use_mpi && !o.local;
+  int world_rank = 0, world_size = 1;
+#ifdef ZBPP_HAVE_MPI
+  if (mpi) {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) MPI_Init(nullptr, nullptr);
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  }
+#endif
+  auto finish = [&](int code) {
+#ifdef ZBPP_HAVE_MPI
+    if (mpi) MPI_Finalize();
+#endif
+    return code;
+  };
+  auto fail = [&](const std::string& msg) {
+    if (world_rank == 0) err << "zbrun: " << msg << "\n";
+    return finish(1);
+  };
+  std::string failure;
+  auto checked = check_inputs(o, mpi, world_rank, world_size, err, &failure);
+  if (!checked) return fail(failure);
+  const Schedule& s = checked->file.schedule;
+  const GptConfig* model = &checked->model;
+  const Timeline& planned = checked->planned;
   if (o.check) {
     // Everything above is what a run checks before it trains; say what it would run.
     if (world_rank == 0)
@@ -579,9 +613,9 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
     if (ec) return fail("--checkpoint: cannot create " + o.run.checkpoint + ": " + ec.message());
   }
 
-  const TrainInputs inputs{s, file->problem, *model, *data};
+  const TrainInputs inputs{s, checked->file.problem, *model, checked->data};
   const RunOptions run = run_options(o);
-  Printer printer(o, *file, *model, planned, out, err);
+  Printer printer(o, checked->file, *model, planned, out, err);
   if (mpi) {
 #ifdef ZBPP_HAVE_MPI
     if (cuda) {
