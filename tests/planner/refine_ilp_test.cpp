@@ -29,16 +29,10 @@ namespace {
 // or none.
 Problem random_problem(std::mt19937& rng, int p, int m, bool tight, int chunks = 1) {
   std::uniform_int_distribution<int> t(2, 20), c(0, 3);
-  ProblemInput in;
-  in.p = p;
-  in.m = m;
-  in.chunks = chunks;
-  in.t_f.clear(), in.t_b.clear(), in.t_w.clear();
-  for (int s = 0; s < p; ++s) {
-    in.t_f.push_back(t(rng));
-    in.t_b.push_back(t(rng));
-    in.t_w.push_back(t(rng));
-  }
+  ProblemInput in = test::per_stage_input(p, m, chunks, [&](int) {
+    const double f = t(rng), b = t(rng), w = t(rng);  // drawn in this order, whatever the compiler's
+    return std::array<double, 3>{f, b, w};
+  });
   in.t_comm = c(rng);
   in.mem_b = {1};
   in.mem_w = {0.4};

@@ -1,6 +1,8 @@
 // Helpers shared by planner tests: inline schedules and the invariant check run after each pass.
 #pragma once
 
+#include <array>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -47,19 +49,29 @@ inline Problem make_problem(int p, int m, double tf, double tb, double tw, doubl
   return checked_problem(in);
 }
 
-/// A problem whose stages take different times (stage s: T_F = 2 + s % 3, T_B = 3 + s % 2,
-/// T_W = 1 + s % 4), M_B = 1 and M_W = 0.5 per op of a chunk.
-inline Problem uneven_problem(int p, int m, int chunks, double t_comm, const std::string& limit = "") {
+/// A problem input of p stages, m microbatches and `chunks` whose stage s takes times(s) = {T_F,
+/// T_B, T_W} (per op of a chunk).
+inline ProblemInput per_stage_input(int p, int m, int chunks, const std::function<std::array<double, 3>(int)>& times) {
   ProblemInput in;
   in.p = p;
   in.m = m;
   in.chunks = chunks;
   in.t_f.clear(), in.t_b.clear(), in.t_w.clear();
   for (int s = 0; s < p; ++s) {
-    in.t_f.push_back(2 + s % 3);
-    in.t_b.push_back(3 + s % 2);
-    in.t_w.push_back(1 + s % 4);
+    const auto [f, b, w] = times(s);
+    in.t_f.push_back(f);
+    in.t_b.push_back(b);
+    in.t_w.push_back(w);
   }
+  return in;
+}
+
+/// A problem whose stages take different times (stage s: T_F = 2 + s % 3, T_B = 3 + s % 2,
+/// T_W = 1 + s % 4), M_B = 1 and M_W = 0.5 per op of a chunk.
+inline Problem uneven_problem(int p, int m, int chunks, double t_comm, const std::string& limit = "") {
+  ProblemInput in = per_stage_input(p, m, chunks, [](int s) {
+    return std::array<double, 3>{2.0 + s % 3, 3.0 + s % 2, 1.0 + s % 4};
+  });
   in.t_comm = t_comm;
   in.mem_limit = limit;
   return checked_problem(in);
