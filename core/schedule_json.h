@@ -1,5 +1,7 @@
-// The schedule file (schema/schedule.schema.json): reading with located errors, and writing in a
-// diff-friendly layout (one op per line). This is the only reader, shared by zbplan and zbrun.
+// The schedule file (schema/schedule.schema.json): reading with located errors (schedule_json.cpp),
+// the checks every reader makes before trusting one (schedule_check.cpp), and writing in a
+// diff-friendly layout, one op per line (schedule_write.cpp). This is the only reader, shared by
+// zbplan and zbrun.
 #pragma once
 
 #include <functional>
@@ -37,6 +39,12 @@ struct RecordedFigures {
   };
   std::optional<Solver> solver;
 };
+
+/// What a schedule file says it is ("format", "version"). Version 2 (issue 20): one name per
+/// quantity. bubble_rate became span_bubble_rate; the solver's cost names what it measures (span,
+/// makespan, period or wall), where version 1's "period" meant the span.
+inline constexpr const char* kFormat = "zbpp-schedule";
+inline constexpr int kVersion = 2;
 
 /// A loaded schedule file: the schedule and the problem it was planned for.
 struct ScheduleFile {
