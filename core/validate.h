@@ -16,6 +16,12 @@ namespace zbpp {
 /// Shape against the problem, op fields in range, exactly one F and one B+W (or one BW) per
 /// (stage, chunk, microbatch), and on each stage F before B before W.
 std::vector<Diag> validate_structure(const Schedule& schedule, const Problem& problem);
+/// The inputs one stage sends another, per kind (activations, gradients), are needed there in the
+/// order they are sent: a lowered file's messages on one link arrive in the order sent (lower.h),
+/// so a compute schedule whose stage runs them in another order cannot be lowered. Only schedules
+/// where one stage sends another the inputs of several chunks (the interleaved placement) can
+/// break it, as long as each chunk's ops of one kind run in microbatch order.
+std::vector<Diag> validate_message_order(const Schedule& schedule);
 /// Peak activation memory of every stage within the problem's limit (no-op without a limit).
 std::vector<Diag> validate_memory(const Schedule& schedule, const Problem& problem);
 /// A lowered schedule (lower.h): its compute projection passes validate_structure; every input

@@ -421,7 +421,7 @@ void improve_by_swaps(Schedule* s, const Problem& pr, Cost cost_kind, int passes
         std::swap(ops[i], ops[i + 1]);
         work_left -= static_cast<long long>(ops_total);
         const Ticks cost = simulate_cost(*s, pr, cost_kind);
-        if (cost >= 0 && cost < best && validate_memory(*s, pr).empty()) {
+        if (cost >= 0 && cost < best && validate_memory(*s, pr).empty() && validate_message_order(*s).empty()) {
           best = cost;
           improved = true;
           // The times moved: the filter reads them again.
@@ -516,8 +516,9 @@ std::optional<SearchResult> search_placement(const Problem& pr, const std::vecto
   std::optional<SearchResult> best;
   int candidates = 0, feasible = 0;
   // A candidate within the memory limit: its cost, or -1.
+  // (Interleaved: also one whose stages take their inputs in the order sent, or it cannot be lowered.)
   auto cost_of_candidate = [&](const Schedule& s) -> Ticks {
-    if (!validate_memory(s, pr).empty()) return -1;
+    if (!validate_memory(s, pr).empty() || !validate_message_order(s).empty()) return -1;
     return true_cost ? true_cost(s) : simulate_cost(s, pr, cost_kind);
   };
   auto consider = [&](Schedule s, const std::string& name) {

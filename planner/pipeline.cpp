@@ -309,6 +309,13 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
       };
     auto refined = refine_ilp(pr, *s, ilp, diags);
     if (!refined) return std::nullopt;
+    // The model does not know that one link's messages arrive in order (interleaved placement):
+    // where its order crosses them, the warm start stays.
+    if (auto crossing = validate_message_order(refined->schedule); !crossing.empty()) {
+      notes.push_back("ilp: its schedule takes a link's inputs out of the order sent (" + format_diag(crossing[0]) +
+                      "); the warm start is kept");
+      refined->schedule = *s;
+    }
     notes.push_back("ilp (CBC, " + format_quanta(*to_quanta(ilp.seconds)) + " s limit, minimising the " +
                     cost_name(compute) + (true_cost ? ", keeping a schedule by its " + ranked_by : std::string()) +
                     "), warm-started from " + warm_start + ": " + refined->summary());

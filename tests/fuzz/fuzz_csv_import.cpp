@@ -21,7 +21,7 @@ using namespace zbpp;
 namespace {
 
 // Lowered with `optimizer`, the schedule must validate and run several iterations back to back.
-void require_lowers(const Schedule& imported, const Problem& problem, const char* optimizer) {
+void require_lowers(const Schedule& imported, const Problem& problem, Optimizer optimizer) {
   std::vector<Diag> diags;
   PlanResult planned{imported, problem, {}, {}, std::nullopt};
   fuzz::require(lower_planned(&planned, &diags, {optimizer, ValidateAt::kFirstBackward}),

@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "core/validate.h"
 #include "planner/search_heuristic.h"
 #include "test_util.h"
 
@@ -341,6 +342,20 @@ TEST_CASE("lower_planned: timed, the iterations' replay stands for the validatio
           ++plans;
         }
   CHECK(plans >= 200);
+}
+
+TEST_CASE("interleaved search: the searched schedule lowers (its stages take each link's inputs in order)") {
+  // 1.5B p=8 m=24 at 1p, each chunk half a stage: the search once returned a schedule whose stage 1
+  // ran F15:1 before F17, whose input stage 0 sends first, and lowering failed.
+  Problem pr = test::make_problem(8, 24, 9.261, 9.043, 4.6685, 0.601, 0.5, 0.25, "1p", 2);
+  pr.placement = interleaved_placement(8, 2);
+  std::vector<Diag> diags;
+  auto planned = plan_schedule(pr, "heuristic", &diags);
+  INFO(format_diags(diags));
+  REQUIRE(planned);
+  CHECK(validate_message_order(planned->schedule).empty());
+  REQUIRE(lower_planned(&*planned, &diags));
+  CHECK(validate(planned->schedule, planned->problem).empty());
 }
 
 }  // namespace

@@ -366,9 +366,9 @@ TEST_CASE("ilp: refuses a warm start it cannot refine, saying why") {
   Schedule broken = zb_v;
   broken.stages[0].pop_back();
   CHECK(refused(v, broken).rfind("ilp: the warm start is not a valid schedule: ", 0) == 0);
-  // Chunk 1's F's out of microbatch order on stage 1 (valid, but outside the model's space).
+  // Chunk 1's F's out of microbatch order on both stages (valid, but outside the model's space).
   std::string err;
-  auto swapped = schedule_from_strings({"F0 F1 F0:1 F1:1 B0:1 B1:1 W0:1 W1:1 B0 B1 W0 W1",
+  auto swapped = schedule_from_strings({"F0 F1 F1:1 F0:1 B0:1 B1:1 W0:1 W1:1 B0 B1 W0 W1",
                                         "F0 F1 F1:1 F0:1 B0:1 B0 B1:1 B1 W0:1 W0 W1:1 W1"},
                                        2, 2, v_shape_placement(2), &err);
   INFO(err);

@@ -113,3 +113,25 @@ TEST_CASE("validate_warnings: W ops of a stage out of microbatch order are named
   // BW adds weight gradients too; each chunk keeps its own order.
   CHECK(validate_warnings(inline_schedule({"F0 F1 BW1 BW0"}, 2)).size() == 1);
 }
+
+TEST_CASE("validate: a stage takes one link's inputs in the order they are sent") {
+  // Interleaved on 2 stages: stage 0 holds virtual stages 0 and 2, stage 1 holds 1 and 3, so stage 0
+  // sends stage 1 the activations of both chunks on one link. Stage 0 sends F1's input before
+  // F0:1's; stage 1 runs F0:1 first: no lowering can carry that (messages arrive in order).
+  Problem pr = make_problem(2, 2, 1, 1, 1, 0, 1, 0.5, "", 2);
+  const std::vector<std::vector<int>> interleaved = {{0, 2}, {1, 3}};
+  auto schedule = [&](const std::string& stage1) {
+    std::string err;
+    auto s = schedule_from_strings({"F0 F1 F0:1 F1:1 B0:1 B1:1 B0 B1 W0:1 W1:1 W0 W1", stage1}, 2, 2, interleaved, &err);
+    REQUIRE(s);
+    return *s;
+  };
+  pr.placement = interleaved;
+  CHECK(validate(schedule("F0 F1 F0:1 F1:1 B0:1 B1:1 B0 B1 W0:1 W1:1 W0 W1"), pr, "s.json").empty());
+  auto diags = validate(schedule("F0 F0:1 F1 F1:1 B0:1 B1:1 B0 B1 W0:1 W1:1 W0 W1"), pr, "s.json");
+  REQUIRE(diags.size() == 1);
+  CHECK(format_diag(diags[0]) ==
+        "s.json: stage 1, op 1 (F0:1): stage 0 sends the input of F1 first (made by its op 1, F1), but this stage "
+        "runs F0:1 before it: one stage's messages to another arrive in the order sent, so the ops that need them "
+        "run in that order");
+}
