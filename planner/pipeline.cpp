@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <future>
 #include <thread>
 
 #include "planner/gen_baseline.h"
@@ -109,7 +110,61 @@ std::string shape_and_memory(const PlanResult& result, const Timeline& t) {
          (pr.mem_limit ? " of " + mem_limit_text(pr) : std::string(" (no limit)"));
 }
 
-// Runs every method (each under every lowering given); keeps the smallest true cost, or with no
+// A method's schedule before the validator: what it generated, searched or refined, for the
+// problem it planned (the V methods split a one-chunk problem into 2 chunks).
+struct Generated {
+  std::string method;
+  Schedule schedule;
+  Problem problem;
+  std::vector<std::string> notes;
+  std::optional<SolverReport> ilp_report;  // where the ILP refined the schedule
+};
+
+// plan_schedule's two halves: the method's passes, its searches ranked for options' first lowering;
+// then the validator, the lowering options give (if any) and the plan's cost against its bounds.
+// auto runs the second alone to lower one search's schedule under each optimizer placement.
+std::optional<Generated> generate(const Problem& original, const std::string& method, std::vector<Diag>* diags,
+                                  const PlanOptions& options);
+std::optional<PlanResult> validate_and_lower(Generated generated, std::vector<Diag>* diags, const PlanOptions& options);
+
+// The note a plan on a problem split into 2 chunks carries.
+std::string split_note(const std::string& method) {
+  return method + ": each stage split into 2 chunks (per-chunk times and memory are half the stage's)";
+}
+
+// One of auto's candidates: a method on the problem as given, or on it placed interleaved.
+struct AutoCandidate {
+  std::string name;    // as auto's notes name it
+  std::string method;  // what runs
+  Problem problem;
+  bool split = false;        // auto split each stage into 2 chunks
+  bool search_once = false;  // searched once, ranked for the first lowering, then lowered under each
+};
+
+// auto's candidates in the order it prints them: every method but the ILPs without a time budget,
+// and the interleaved placement (1f1b-i and the interleaved search) where the user fixed no
+// placement: a one-chunk problem split into 2 chunks, as the V methods split it. The interleaved
+// search is auto's dearest candidate after the V search, so it runs once, not once per lowering.
+std::vector<AutoCandidate> auto_candidates(const Problem& pr, const PlanOptions& options) {
+  std::optional<Problem> interleaved;
+  if (pr.chunks == 1) interleaved = split_into_chunks(pr, 2);
+  else if (pr.chunks == 2 && pr.placement.empty()) interleaved = pr;  // else heuristic searches what was asked
+  if (interleaved) interleaved->placement = interleaved_placement(pr.p, 2);
+  std::vector<AutoCandidate> candidates;
+  for (const auto& method : plan_methods()) {
+    if (method == "auto") continue;
+    if (is_ilp(method) && options.time_limit <= 0) continue;  // the ILP runs only with a time budget
+    // With chunks given, heuristic and ilp search the V or the placement asked for.
+    if ((method == "heuristic-v" || method == "ilp-v") && pr.chunks > 1) continue;
+    const bool split = method == "1f1b-i" && pr.chunks == 1;
+    candidates.push_back({method, method, split ? *interleaved : pr, split, false});
+  }
+  if (interleaved)
+    candidates.push_back({"heuristic --placement interleaved", "heuristic", *interleaved, pr.chunks == 1, true});
+  return candidates;
+}
+
+// Runs every candidate (each under every lowering given); keeps the smallest true cost, or with no
 // lowering the smallest compute cost that stands for the objective. Each candidate's figures
 // become a note, so the pick can be checked against every one printed.
 std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags, const PlanOptions& options) {
@@ -126,15 +181,37 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
   const Cost compute = ranking_cost(options);  // for compute-only plans
   std::vector<std::optional<LowerOptions>> lowerings(options.lowerings.begin(), options.lowerings.end());
   if (lowerings.empty()) lowerings.push_back(std::nullopt);
-  for (const auto& method : plan_methods()) {
-    if (method == "auto") continue;
-    if (is_ilp(method) && options.time_limit <= 0) continue;  // the ILP runs only with a time budget
-    if (method == "ilp-v" && pr.chunks > 1) continue;           // ilp plans the same
-    if (method == "1f1b-i" && pr.chunks < 2) {
-      notes.push_back("auto: 1f1b-i left out: it interleaves model chunks (give --chunks V, V >= 2, to include it)");
-      continue;
-    }
+  const std::vector<AutoCandidate> candidates = auto_candidates(pr, options);
+  // A search run once starts now on a thread of its own, beside the candidates before it, so it
+  // adds little to auto's time where a core is free. Its result does not depend on when it runs.
+  struct Search {
+    std::optional<Generated> generated;
+    std::vector<Diag> failed;
+  };
+  PlanOptions first = options;
+  first.lowerings.resize(std::min<size_t>(first.lowerings.size(), 1));
+  std::vector<std::future<Search>> searches(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i)
+    if (candidates[i].search_once)
+      searches[i] = std::async(std::launch::async, [&candidate = candidates[i], &first] {
+        Search search;
+        search.generated = generate(candidate.problem, candidate.method, &search.failed, first);
+        return search;
+      });
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const AutoCandidate& candidate = candidates[i];
+    const std::string& method = candidate.method;
     std::vector<std::string> parts, failures;  // a note per lowering; why it failed, where it did
+    std::optional<Generated> searched;  // a search run once
+    std::vector<Diag> search_failed;
+    if (candidate.search_once) {
+      Search search = searches[i].get();
+      searched = std::move(search.generated);
+      search_failed = std::move(search.failed);
+      if (searched && lowerings.size() > 1)
+        parts.push_back("auto: " + candidate.name + ": searched once, ranked for " + lowering_name(*lowerings[0]) +
+                        ", and lowered under each optimizer placement");
+    }
     for (const auto& lowering : lowerings) {
       PlanOptions one = options;
       one.lowerings.clear();
@@ -142,10 +219,12 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
       // The ILP's time limit is auto's in all, shared among the placements it plans for and the
       // ILP methods it runs (ilp and, on a one-chunk problem, ilp-v).
       one.time_limit = options.time_limit / static_cast<double>(lowerings.size() * (pr.chunks == 1 ? 2 : 1));
-      std::vector<Diag> why;
-      auto result = plan_schedule(pr, method, &why, one);
+      std::vector<Diag> why = search_failed;
+      auto result = !candidate.search_once ? plan_schedule(candidate.problem, method, &why, one)
+                    : searched             ? validate_and_lower(*searched, &why, one)
+                                           : std::nullopt;
       const std::string name = lowering ? lowering_name(*lowering) : "";
-      const std::string head = "auto: " + method + (lowering ? " under " + name : "") + ": ";
+      const std::string head = "auto: " + candidate.name + (lowering ? " under " + name : "") + ": ";
       if (!result) {
         // The first finding says enough (a header line, when there is one, comes before it). A
         // schedule over the memory limit does not fit; a method the problem's shape rules out is
@@ -157,25 +236,26 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
         parts.push_back(head + reason);
         continue;
       }
+      if (candidate.split) result->notes.insert(result->notes.begin(), split_note(candidate.name) + ", placed interleaved");
       std::vector<Diag> unused;
       auto t = simulate_timeline(result->schedule, result->problem, &unused);
       const std::string shape = shape_and_memory(*result, *t) + ", ";
       if (!lowering) {
         parts.push_back(head + shape + with_bubble(Cost::kSpan, t->span, t->span_bubble_rate) + ", " +
                         with_bubble(Cost::kMakespan, t->makespan, bubble_rate_of_span(result->problem, t->makespan)));
-        consider(std::move(*result), cost_of(*t, compute), method);
+        consider(std::move(*result), cost_of(*t, compute), candidate.name);
         continue;
       }
       const IterationTimeline& it = *result->iterations;  // plan_schedule timed the lowered plan
       parts.push_back(head + shape + "span " + format_quanta(t->span) + ", " +
                       with_bubble(Cost::kPeriod, it.period, it.period_bubble_rate) + ", " +
                       with_bubble(Cost::kWall, it.wall, it.wall_bubble_rate));
-      consider(std::move(*result), true_cost_in(it, options.objective), method + " (" + name + ")");
+      consider(std::move(*result), true_cost_in(it, options.objective), candidate.name + " (" + name + ")");
     }
     // A method that fits under no lowering, for the same reason each time, says so once.
     if (failures.size() == lowerings.size() &&
         std::all_of(failures.begin(), failures.end(), [&](const std::string& f) { return f == failures[0]; }))
-      parts = {"auto: " + method + " " + failures[0]};
+      parts = {"auto: " + candidate.name + " " + failures[0]};
     notes.insert(notes.end(), parts.begin(), parts.end());
   }
   if (!best) {
@@ -201,11 +281,8 @@ std::string bound_line(const SolverReport& report) {
   return line;
 }
 
-}  // namespace
-
-std::optional<PlanResult> plan_schedule(const Problem& original, const std::string& method, std::vector<Diag>* diags,
-                                        const PlanOptions& options) {
-  if (method == "auto") return plan_auto(original, diags, options);
+std::optional<Generated> generate(const Problem& original, const std::string& method, std::vector<Diag>* diags,
+                                  const PlanOptions& options) {
   std::optional<Schedule> s;
   std::vector<std::string> notes;
   std::optional<SolverReport> ilp_report;
@@ -214,7 +291,7 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
                        method == "v-zb" || method == "heuristic-v" || method == "ilp-v";
   if (v_shape && pr.chunks == 1) {
     pr = split_into_chunks(original, 2);
-    notes.push_back(method + ": each stage split into 2 chunks (per-chunk times and memory are half the stage's)");
+    notes.push_back(split_note(method));
   }
   // What ranks the searches' candidates: the compute cost that stands for the objective, or,
   // where it would rank them otherwise than the true cost, the true cost itself.
@@ -337,14 +414,23 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
     diags->push_back({"", "", -1, -1, "", "method " + method + " places chunks its own way, not as the problem's placement asks; drop --placement (or 'placement' from the problem file)"});
     return std::nullopt;
   }
+  return Generated{method, std::move(*s), std::move(pr), std::move(notes), std::move(ilp_report)};
+}
+
+std::optional<PlanResult> validate_and_lower(Generated generated, std::vector<Diag>* diags,
+                                             const PlanOptions& options) {
+  const Problem& pr = generated.problem;
+  const LowerOptions* lowering = options.lowerings.empty() ? nullptr : &options.lowerings.front();
+  const Cost compute = ranking_cost(options);
+  const std::optional<SolverReport>& ilp_report = generated.ilp_report;
   std::optional<Timeline> timeline;  // a compute-only plan's cost; a lowered one is timed lowered
-  auto found = validate(*s, pr, "", lowering ? nullptr : &timeline);
+  auto found = validate(generated.schedule, pr, "", lowering ? nullptr : &timeline);
   if (!found.empty()) {
-    diags->push_back({"", "", -1, -1, "", "the " + method + " schedule does not fit this problem:"});
+    diags->push_back({"", "", -1, -1, "", "the " + generated.method + " schedule does not fit this problem:"});
     diags->insert(diags->end(), found.begin(), found.end());
     return std::nullopt;
   }
-  PlanResult planned{std::move(*s), pr, std::move(notes), {}, std::nullopt};
+  PlanResult planned{std::move(generated.schedule), pr, std::move(generated.notes), {}, std::nullopt};
   // Every plan says how far from optimal it can be: its cost (the true one when lowered, else the
   // compute cost that stands for it) against the certified bounds.
   Cost cost = compute;
@@ -381,6 +467,16 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
   planned.notes.push_back(bound_line(report));
   planned.solver = report;
   return planned;
+}
+
+}  // namespace
+
+std::optional<PlanResult> plan_schedule(const Problem& problem, const std::string& method, std::vector<Diag>* diags,
+                                        const PlanOptions& options) {
+  if (method == "auto") return plan_auto(problem, diags, options);
+  auto generated = generate(problem, method, diags, options);
+  if (!generated) return std::nullopt;
+  return validate_and_lower(std::move(*generated), diags, options);
 }
 
 bool lower_planned(PlanResult* planned, std::vector<Diag>* diags, const LowerOptions& given,

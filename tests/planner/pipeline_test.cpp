@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "core/lowered.h"
 #include "core/validate.h"
 #include "planner/search_heuristic.h"
 #include "test_util.h"
@@ -45,15 +46,54 @@ std::string placement_name(const LowerOptions& l) {
   return l.validate_at == ValidateAt::kStart ? "post-validation, validated at the start" : "post-validation";
 }
 
-// auto's line for one method under one placement, or "" when it printed none.
-std::string auto_line(const PlanResult& best, const std::string& method, const LowerOptions& placement) {
-  const std::string head = "auto: " + method + " under " + placement_name(placement) + ": ";
+// auto's line for one candidate under one placement, or "" when it printed none.
+std::string auto_line(const PlanResult& best, const std::string& name, const LowerOptions& placement) {
+  const std::string head = "auto: " + name + " under " + placement_name(placement) + ": ";
   for (const std::string& note : best.notes)
     if (note.rfind(head, 0) == 0) return note;
   return "";
 }
 
-// auto's pick against every other method under every placement; returns auto's cost. Every
+// One of auto's candidates on a one-chunk problem, as its notes name it.
+struct Candidate {
+  std::string name, method;
+  Problem problem;
+  bool searched_once = false;  // auto searches it for the first placement and lowers that under each
+};
+
+std::vector<Candidate> one_chunk_candidates(const Problem& pr) {
+  std::vector<Candidate> out;
+  for (const std::string method : {"1f1b", "zb-h1", "zb-h2", "heuristic", "zb-v", "dualpipe-v", "v-min", "v-half", "v-zb", "heuristic-v"})
+    out.push_back({method, method, pr});
+  // The interleaved placement: each stage split into 2 chunks, stage s holding s and s+p.
+  Problem interleaved = split_into_chunks(pr, 2);
+  interleaved.placement = interleaved_placement(pr.p, 2);
+  out.push_back({"1f1b-i", "1f1b-i", interleaved});
+  out.push_back({"heuristic --placement interleaved", "heuristic", interleaved, true});
+  return out;
+}
+
+// A candidate planned alone for one placement, as auto plans it: a search auto runs once is
+// planned for the first placement (`searched`, planned once by the caller), and its compute
+// schedule lowered for the others.
+std::optional<PlanResult> plan_alone(const Candidate& c, const PlanOptions& options, const LowerOptions& placement,
+                                     const std::optional<PlanResult>& searched) {
+  std::vector<Diag> why;
+  if (!c.searched_once) {
+    PlanOptions one = options;
+    one.lowerings = {placement};
+    return plan_schedule(c.problem, c.method, &why, one);
+  }
+  if (!searched) return std::nullopt;
+  PlanResult planned = *searched;
+  planned.schedule = compute_projection(planned.schedule);
+  IterationOptions figures;
+  figures.op_times = false;
+  if (!lower_planned(&planned, &why, placement, &figures)) return std::nullopt;
+  return planned;
+}
+
+// auto's pick against every other candidate under every placement; returns auto's cost. Every
 // candidate's line shows its placement, its peak memory against the limit and its true period and
 // wall, as planned alone.
 Ticks check_auto_is_best(const Problem& pr, Objective objective) {
@@ -66,26 +106,32 @@ Ticks check_auto_is_best(const Problem& pr, Objective objective) {
   REQUIRE(best);
   REQUIRE(best->schedule.level == kLevelLowered);
   const Ticks cost = true_cost(best->schedule, best->problem, objective);
-  int compared = 0, v_shaped = 0;
-  for (const std::string method : {"1f1b", "zb-h1", "zb-h2", "heuristic", "zb-v", "dualpipe-v", "v-min", "v-half", "v-zb", "heuristic-v"})
-    for (const LowerOptions& placement : kPlacements) {
-      // Each method planned for one placement comes back lowered with it.
-      PlanOptions one = options;
-      one.lowerings = {placement};
+  int compared = 0, v_shaped = 0, interleaved = 0;
+  for (const Candidate& c : one_chunk_candidates(pr)) {
+    std::optional<PlanResult> searched;
+    if (c.searched_once) {
+      PlanOptions first = options;
+      first.lowerings = {kPlacements.front()};
       std::vector<Diag> why;
-      auto planned = plan_schedule(pr, method, &why, one);
+      searched = plan_schedule(c.problem, c.method, &why, first);
+    }
+    for (const LowerOptions& placement : kPlacements) {
+      INFO(c.name << " under " << placement.optimizer << (placement.validate_at == ValidateAt::kStart ? " (start)" : ""));
+      // Each candidate planned for one placement comes back lowered with it.
+      auto planned = plan_alone(c, options, placement, searched);
       if (!planned) continue;  // over the memory limit
       REQUIRE(planned->schedule.level == kLevelLowered);
       REQUIRE(planned->schedule.optimizer == placement.optimizer);
-      INFO(method << " under " << placement.optimizer << (placement.validate_at == ValidateAt::kStart ? " (start)" : ""));
       CHECK(cost <= true_cost(planned->schedule, planned->problem, objective));
-      CHECK(planned->solver.value == true_cost(planned->schedule, planned->problem, objective));
+      if (!c.searched_once) CHECK(planned->solver.value == true_cost(planned->schedule, planned->problem, objective));
       ++compared;
-      const std::string line = auto_line(*best, method, placement);
+      const std::string line = auto_line(*best, c.name, placement);
       INFO(line);
       const bool v = planned->schedule.placement == v_shape_placement(pr.p) && planned->problem.chunks == 2;
+      const bool il = planned->schedule.placement == interleaved_placement(pr.p, 2) && planned->problem.chunks == 2;
       v_shaped += v;
-      CHECK(line.find(v ? ": V (2 chunks), " : ": 1 chunk, ") != std::string::npos);
+      interleaved += il;
+      CHECK(line.find(v ? ": V (2 chunks), " : il ? ": interleaved (2 chunks), " : ": 1 chunk, ") != std::string::npos);
       std::vector<Diag> unused;
       const auto peaks = simulate_timeline(planned->schedule, planned->problem, &unused)->peak_memory;
       const std::string memory = "peak memory " + format_quanta(*std::max_element(peaks.begin(), peaks.end())) +
@@ -96,8 +142,10 @@ Ticks check_auto_is_best(const Problem& pr, Objective objective) {
       CHECK(line.find(", period " + format_quanta(period) + " (") != std::string::npos);
       CHECK(line.find(", wall " + format_quanta(wall) + " (") != std::string::npos);
     }
+  }
   CHECK(compared >= 6);
-  CHECK(v_shaped >= 3);  // both placements compete: V candidates are among those compared
+  CHECK(v_shaped >= 3);     // both placements compete with one chunk: V candidates are among those compared
+  CHECK(interleaved >= 3);  // and interleaved ones
   // The floor, as printed: no candidate's figure in auto's notes is below the pick's.
   const std::string figure = objective == Objective::kWall ? ", wall " : ", period ";
   int printed = 0;
@@ -146,9 +194,97 @@ TEST_CASE("auto: at 1.3p on the 1.5B model it runs a V schedule under post-valid
   auto best = plan_schedule(pr, "auto", &diags, options);
   REQUIRE(best);
   CHECK(best->schedule.method == "heuristic");
-  CHECK(best->schedule.chunks == 2);
+  CHECK(best->schedule.placement == v_shape_placement(pr.p));
   CHECK(best->schedule.optimizer == kOptimizerPostValidation);
   CHECK(simulate_timeline(best->schedule, best->problem, &diags)->span == cost);
+}
+
+TEST_CASE("auto: where the interleaved search beats one chunk and the V, auto picks it") {
+  // 4 stages, 6 microbatches, T_F = T_B = T_W = 1 at 0.75p: one chunk's best period is 29, the V
+  // search's 21, the interleaved search's 20.5, which meets the memory bound.
+  const Problem pr = test::make_problem(4, 6, 1, 1, 1, 0, 1, 0.5, "0.75p");
+  const Ticks cost = check_auto_is_best(pr, Objective::kPeriod);
+  CHECK(cost == *to_quanta(20.5));
+  PlanOptions options;
+  options.lowerings = kPlacements;
+  std::vector<Diag> diags;
+  auto best = plan_schedule(pr, "auto", &diags, options);
+  REQUIRE(best);
+  CHECK(best->schedule.placement == interleaved_placement(pr.p, 2));
+  CHECK(best->solver.value == cost);
+  auto planned_alone = [&](const std::string& method) {
+    PlanOptions one = options;
+    one.lowerings = {kPlacements.front()};
+    auto planned = plan_schedule(pr, method, &diags, one);
+    REQUIRE(planned);
+    return planned->solver.value;
+  };
+  CHECK(planned_alone("heuristic") == *to_quanta(29));
+  CHECK(planned_alone("heuristic-v") == *to_quanta(21));
+  const std::vector<std::string> expected = {
+      "auto: heuristic --placement interleaved under post-validation: interleaved (2 chunks), peak memory 3 of 3 = 0.75p, "
+      "span 20.5, period 20.5 (period bubble rate 0.1220), wall 20.5 (wall bubble rate 0.1220)",
+      "auto: best by period (optimizer included) is heuristic --placement interleaved (post-validation)",
+      "heuristic --placement interleaved: each stage split into 2 chunks (per-chunk times and memory are half the "
+      "stage's), placed interleaved"};
+  for (const std::string& line : expected) {
+    INFO(line);
+    CHECK(std::find(best->notes.begin(), best->notes.end(), line) != best->notes.end());
+  }
+}
+
+TEST_CASE("auto: tries the placements the chunks and placement given leave open") {
+  // Lines with figures under one optimizer placement, by the shape they print.
+  auto lines = [](const Problem& pr) {
+    PlanOptions options;
+    options.lowerings = {kPlacements.front()};
+    std::vector<Diag> diags;
+    auto best = plan_schedule(pr, "auto", &diags, options);
+    INFO(format_diags(diags));
+    REQUIRE(best);
+    std::string all;
+    for (const std::string& note : best->notes)
+      if (note.rfind("auto: ", 0) == 0) all += note + "\n";
+    return all;
+  };
+  auto with = [](int chunks, const std::string& placement) {
+    Problem pr = test::make_problem(4, 8, 0.5, 0.5, 0.5, 0, 0.5, 0.25, "2p", chunks);
+    if (placement == "v") pr.placement = v_shape_placement(pr.p);
+    if (placement == "interleaved") pr.placement = interleaved_placement(pr.p, chunks);
+    return pr;
+  };
+  const std::string v = "under post-validation: V (2 chunks), ", il = "under post-validation: interleaved (2 chunks), ";
+  {
+    // Chunks given, no placement: heuristic searches the V (heuristic-v would repeat it) and the
+    // interleaved search runs beside it, as does 1f1b-i.
+    const std::string out = lines(with(2, ""));
+    INFO(out);
+    CHECK(out.find("auto: heuristic " + v) != std::string::npos);
+    CHECK(out.find("auto: heuristic --placement interleaved " + il) != std::string::npos);
+    CHECK(out.find("auto: 1f1b-i " + il) != std::string::npos);
+    CHECK(out.find("auto: heuristic-v") == std::string::npos);
+  }
+  {
+    const std::string out = lines(with(2, "v"));
+    INFO(out);
+    CHECK(out.find("auto: heuristic " + v) != std::string::npos);
+    CHECK(out.find("interleaved (2 chunks)") == std::string::npos);
+    CHECK(out.find("auto: 1f1b-i left out: method 1f1b-i places chunks its own way") != std::string::npos);
+  }
+  {
+    const std::string out = lines(with(2, "interleaved"));
+    INFO(out);
+    CHECK(out.find("auto: heuristic " + il) != std::string::npos);
+    CHECK(out.find("auto: 1f1b-i " + il) != std::string::npos);
+    CHECK(out.find("V (2 chunks)") == std::string::npos);
+    CHECK(out.find("--placement interleaved") == std::string::npos);  // heuristic searches it already
+  }
+  {
+    const std::string out = lines(with(3, ""));
+    INFO(out);
+    CHECK(out.find("auto: heuristic under post-validation: interleaved (3 chunks), ") != std::string::npos);
+    CHECK(out.find("(2 chunks)") == std::string::npos);
+  }
 }
 
 TEST_CASE("heuristic and ilp: the grid ranks by the objective planned for, optimizer included (issue 20)") {

@@ -283,8 +283,12 @@ TEST_CASE("zbplan: heuristic at 2p and auto at 1p on 1.5B/p8/m24") {
   REQUIRE(a.code == 0);
   CHECK(a.out.find("auto: zb-h2 does not fit: stage 0, op 8 (F8): activation memory reaches 9, over the limit 8 = 1p") !=
         std::string::npos);
-  // Memory is not what keeps 1f1b-i out: it needs --chunks.
-  CHECK(a.out.find("  auto: 1f1b-i left out: it interleaves model chunks (give --chunks V, V >= 2, to include it)\n") !=
+  // The interleaved placement competes too, each stage split in halves: 1f1b-i holds more than
+  // 1p; the interleaved search fits, its line like the others.
+  CHECK(a.out.find("  auto: 1f1b-i does not fit: stage 0, op 16 (F8): activation memory reaches 8.5, over the limit 8 = 1p\n") !=
+        std::string::npos);
+  CHECK(a.out.find("  auto: heuristic --placement interleaved under post-validation: interleaved (2 chunks), peak memory 8 of 8 = 1p, "
+                   "span 1236.434, period 1236.434 (period bubble rate 0.1082), wall 1247.254 (wall bubble rate 0.1159)\n") !=
         std::string::npos);
   CHECK(a.out.find("  auto: zb-h1 under post-validation: 1 chunk, peak memory 8 of 8 = 1p, span 1310.405, period 1310.405 (period bubble rate 0.1585), "
                    "wall 1314.612 (wall bubble rate 0.1612)\n  auto: zb-h1 under post-validation, validated at the "
