@@ -93,10 +93,10 @@ std::optional<PlanResult> plan_alone(const Candidate& c, const PlanOptions& opti
   return planned;
 }
 
-// auto's pick against every other candidate under every placement; returns auto's cost. Every
-// candidate's line shows its placement, its peak memory against the limit and its true period and
-// wall, as planned alone.
-Ticks check_auto_is_best(const Problem& pr, Objective objective) {
+// auto's pick against every other candidate under every placement; returns auto's plan, whose
+// solver.value is its cost. Every candidate's line shows its placement, its peak memory against the
+// limit and its true period and wall, as planned alone.
+PlanResult check_auto_is_best(const Problem& pr, Objective objective) {
   PlanOptions options;
   options.objective = objective;
   options.lowerings = kPlacements;
@@ -106,6 +106,7 @@ Ticks check_auto_is_best(const Problem& pr, Objective objective) {
   REQUIRE(best);
   REQUIRE(best->schedule.level == kLevelLowered);
   const Ticks cost = true_cost(best->schedule, best->problem, objective);
+  CHECK(best->solver.value == cost);
   int compared = 0, v_shaped = 0, interleaved = 0;
   for (const Candidate& c : one_chunk_candidates(pr)) {
     std::optional<PlanResult> searched;
@@ -156,7 +157,7 @@ Ticks check_auto_is_best(const Problem& pr, Objective objective) {
       ++printed;
     }
   CHECK(printed == compared);
-  return cost;
+  return *best;
 }
 
 TEST_CASE("auto: its pick is the best candidate by the true period or wall clock, optimizer included") {
@@ -186,34 +187,25 @@ TEST_CASE("auto: at 1.3p on the 1.5B model it runs a V schedule under post-valid
   // verdict following the first B's (lower.h's state_chain) the period is the span, 1189.271, below
   // the synchronous step's 1192.877. The V search (heuristic-v) polishes ZB-V by swaps: 1186.761.
   const Problem pr = test::make_problem(8, 24, 18.522, 18.086, 9.337, 0.601, 1, 0.3664, "1.3p");
-  const Ticks cost = check_auto_is_best(pr, Objective::kPeriod);
-  CHECK(cost == *to_quanta(1186.761));
-  PlanOptions options;
-  options.lowerings = kPlacements;
+  const PlanResult best = check_auto_is_best(pr, Objective::kPeriod);
+  CHECK(best.solver.value == *to_quanta(1186.761));
+  CHECK(best.schedule.method == "heuristic");
+  CHECK(best.schedule.placement == v_shape_placement(pr.p));
+  CHECK(best.schedule.optimizer == kOptimizerPostValidation);
   std::vector<Diag> diags;
-  auto best = plan_schedule(pr, "auto", &diags, options);
-  REQUIRE(best);
-  CHECK(best->schedule.method == "heuristic");
-  CHECK(best->schedule.placement == v_shape_placement(pr.p));
-  CHECK(best->schedule.optimizer == kOptimizerPostValidation);
-  CHECK(simulate_timeline(best->schedule, best->problem, &diags)->span == cost);
+  CHECK(simulate_timeline(best.schedule, best.problem, &diags)->span == best.solver.value);
 }
 
 TEST_CASE("auto: where the interleaved search beats one chunk and the V, auto picks it") {
   // 4 stages, 6 microbatches, T_F = T_B = T_W = 1 at 0.75p: one chunk's best period is 29, the V
   // search's 21, the interleaved search's 20.5, which meets the memory bound.
   const Problem pr = test::make_problem(4, 6, 1, 1, 1, 0, 1, 0.5, "0.75p");
-  const Ticks cost = check_auto_is_best(pr, Objective::kPeriod);
-  CHECK(cost == *to_quanta(20.5));
-  PlanOptions options;
-  options.lowerings = kPlacements;
+  const PlanResult best = check_auto_is_best(pr, Objective::kPeriod);
+  CHECK(best.solver.value == *to_quanta(20.5));
+  CHECK(best.schedule.placement == interleaved_placement(pr.p, 2));
   std::vector<Diag> diags;
-  auto best = plan_schedule(pr, "auto", &diags, options);
-  REQUIRE(best);
-  CHECK(best->schedule.placement == interleaved_placement(pr.p, 2));
-  CHECK(best->solver.value == cost);
   auto planned_alone = [&](const std::string& method) {
-    PlanOptions one = options;
+    PlanOptions one;
     one.lowerings = {kPlacements.front()};
     auto planned = plan_schedule(pr, method, &diags, one);
     REQUIRE(planned);
@@ -229,7 +221,7 @@ TEST_CASE("auto: where the interleaved search beats one chunk and the V, auto pi
       "stage's), placed interleaved"};
   for (const std::string& line : expected) {
     INFO(line);
-    CHECK(std::find(best->notes.begin(), best->notes.end(), line) != best->notes.end());
+    CHECK(std::find(best.notes.begin(), best.notes.end(), line) != best.notes.end());
   }
 }
 
