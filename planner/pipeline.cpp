@@ -144,7 +144,7 @@ struct AutoCandidate {
 // auto's candidates in the order it prints them: every method but the ILPs without a time budget,
 // and the interleaved placement (1f1b-i and the interleaved search) where the user fixed no
 // placement: a one-chunk problem split into 2 chunks, as the V methods split it. The interleaved
-// search is auto's dearest candidate after the V search, so it runs once, not once per lowering.
+// search costs as much as the V search, auto's costliest, so it runs once, not once per lowering.
 std::vector<AutoCandidate> auto_candidates(const Problem& pr, const PlanOptions& options) {
   std::optional<Problem> interleaved;
   if (pr.chunks == 1) interleaved = split_into_chunks(pr, 2);
