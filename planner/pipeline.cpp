@@ -150,6 +150,7 @@ std::vector<AutoCandidate> auto_candidates(const Problem& pr, const PlanOptions&
   if (pr.chunks == 1) interleaved = split_into_chunks(pr, 2);
   else if (pr.chunks == 2 && pr.placement.empty()) interleaved = pr;  // else heuristic searches what was asked
   if (interleaved) interleaved->placement = interleaved_placement(pr.p, 2);
+  if (interleaved && interleaved->placement == v_shape_placement(pr.p)) interleaved.reset();  // p = 1: the V's
   std::vector<AutoCandidate> candidates;
   for (const auto& method : plan_methods()) {
     if (method == "auto") continue;
@@ -157,6 +158,7 @@ std::vector<AutoCandidate> auto_candidates(const Problem& pr, const PlanOptions&
     // With chunks given, heuristic and ilp search the V or the placement asked for.
     if ((method == "heuristic-v" || method == "ilp-v") && pr.chunks > 1) continue;
     const bool split = method == "1f1b-i" && pr.chunks == 1;
+    if (split && !interleaved) continue;
     candidates.push_back({method, method, split ? *interleaved : pr, split, false});
   }
   if (interleaved)
