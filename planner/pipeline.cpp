@@ -28,6 +28,29 @@ const std::vector<std::string>& plan_methods() {
 
 namespace {
 
+// Runs `second` on another thread while `first` runs on this one; an exception from either is
+// rethrown here once both ended.
+template <class First, class Second>
+void run_beside(First&& first, Second&& second) {
+  std::exception_ptr failed;
+  std::thread other([&] {
+    try {
+      second();
+    } catch (...) {
+      failed = std::current_exception();
+    }
+  });
+  try {
+    first();
+  } catch (...) {
+    other.join();
+    throw;
+  }
+  other.join();
+  if (failed) std::rethrow_exception(failed);
+}
+
+
 // The methods that refine their warm start with the ILP: ilp, and ilp-v from the V search.
 bool is_ilp(const std::string& method) { return method == "ilp" || method == "ilp-v"; }
 
@@ -345,9 +368,13 @@ std::optional<Generated> generate(const Problem& original, const std::string& me
     if (!found) return std::nullopt;
     s = std::move(found->schedule);
     warm_start = "the heuristic";
-    notes.push_back("search: " + std::to_string(found->feasible) + " of " + std::to_string(found->candidates) +
-                    " candidates fit the memory limit (8 switch combinations, 3 handcrafted seeds); best by " +
-                    ranked_by + ": " + found->winner);
+    const int over = found->candidates - found->feasible - found->pruned;
+    notes.push_back("search: " + std::to_string(found->candidates) +
+                    " candidates (8 switch combinations, 3 handcrafted seeds): " + std::to_string(found->feasible) +
+                    " finished within the memory limit" +
+                    (found->pruned ? ", " + std::to_string(found->pruned) + " stopped once sure to lose" : "") +
+                    (over ? ", " + std::to_string(over) + " could not keep it" : "") + "; best by " + ranked_by +
+                    ": " + found->winner);
   } else if (method == "1f1b" || method == "zb-h1" || method == "zb-h2") {
     if (!check_shape(pr, method, 1, diags)) return std::nullopt;
     s = method == "1f1b" ? generate_1f1b(pr) : method == "zb-h1" ? generate_zb_h1(pr) : generate_zb_h2(pr);
@@ -426,11 +453,15 @@ std::optional<PlanResult> validate_and_lower(Generated generated, std::vector<Di
   const Cost compute = ranking_cost(options);
   const std::optional<SolverReport>& ilp_report = generated.ilp_report;
   std::optional<Timeline> timeline;  // a compute-only plan's cost; a lowered one is timed lowered
-  auto found = validate(generated.schedule, pr, "", lowering ? nullptr : &timeline);
-  if (!found.empty()) {
+  std::vector<Diag> found;            // what the validator finds in the planned schedule
+  auto does_not_fit = [&] {
     diags->push_back({"", "", -1, -1, "", "the " + generated.method + " schedule does not fit this problem:"});
     diags->insert(diags->end(), found.begin(), found.end());
     return std::nullopt;
+  };
+  if (!lowering) {
+    found = validate(generated.schedule, pr, "", &timeline);
+    if (!found.empty()) return does_not_fit();
   }
   PlanResult planned{std::move(generated.schedule), pr, std::move(generated.notes), {}, std::nullopt};
   // Every plan says how far from optimal it can be: its cost (the true one when lowered, else the
@@ -440,7 +471,10 @@ std::optional<PlanResult> validate_and_lower(Generated generated, std::vector<Di
   if (lowering) {
     IterationOptions figures = options.iterations;
     figures.op_times = false;  // the plan's figures; show and simulate time the ops themselves
-    if (!lower_planned(&planned, diags, *lowering, &figures)) return std::nullopt;
+    // The planned schedule is validated as it is lowered (beside it, when big).
+    const bool lowered = lower_planned(&planned, diags, *lowering, &figures, &found);
+    if (!found.empty()) return does_not_fit();
+    if (!lowered) return std::nullopt;
     cost = cost_of(options.objective);
     value = true_cost_in(*planned.iterations, options.objective);
     if (planned.schedule.optimizer == kOptimizerSync) allreduce = planned.iterations->allreduce_latency;
@@ -482,15 +516,15 @@ std::optional<PlanResult> plan_schedule(const Problem& problem, const std::strin
 }
 
 bool lower_planned(PlanResult* planned, std::vector<Diag>* diags, const LowerOptions& given,
-                   const IterationOptions* timing) {
+                   const IterationOptions* timing, std::vector<Diag>* planned_found) {
   LowerOptions options = given;
   const Problem& pr = planned->problem;
   std::optional<IterationTimeline> timed;
   std::vector<Diag> timing_failed;  // the iterations' deadlock, where the validation's replay finishes
   // Lowered and validated. Timed, the iterations' replay stands for the validation's, which runs
   // only to name a finding (validate_lowered_but_replay).
-  auto lower_checked = [&](const LowerOptions& o, Schedule* lowered) {
-    *lowered = lower_comms(planned->schedule, o);
+  const bool big = planned->schedule.p * planned->schedule.m >= 1024;  // pays for a second thread
+  auto checked = [&](const Schedule* lowered) {
     if (!timing) return validate(*lowered, pr);
     timed.reset();
     timing_failed.clear();
@@ -498,23 +532,12 @@ bool lower_planned(PlanResult* planned, std::vector<Diag>* diags, const LowerOpt
     // A big plan is timed on a second thread while it is checked (the two take about as long);
     // what the timing found counts only once the checks passed. The replay needs indices in range
     // (lowered_replayable); where they are not, the checks say so.
-    if (lowered->p * lowered->m >= 1024) {
-      std::exception_ptr failed;
-      std::thread time([&] {
-        try {
-          if (lowered_replayable(*lowered, pr)) timed = simulate_iterations(*lowered, pr, *timing, &timing_failed);
-        } catch (...) {
-          failed = std::current_exception();
-        }
-      });
-      try {
-        found = validate_lowered_but_replay(*lowered, pr);
-      } catch (...) {
-        time.join();
-        throw;
-      }
-      time.join();
-      if (failed) std::rethrow_exception(failed);
+    if (big) {
+      run_beside([&] { found = validate_lowered_but_replay(*lowered, pr); },
+                 [&] {
+                   if (lowered_replayable(*lowered, pr))
+                     timed = simulate_iterations(*lowered, pr, *timing, &timing_failed);
+                 });
       if (!found.empty()) timed.reset();
     } else {
       found = validate_lowered_but_replay(*lowered, pr);
@@ -523,11 +546,25 @@ bool lower_planned(PlanResult* planned, std::vector<Diag>* diags, const LowerOpt
     return timed ? found : validate(*lowered, pr);
   };
   Schedule lowered;
-  auto found = lower_checked(options, &lowered);
+  auto lower = [&] { lowered = lower_comms(planned->schedule, options); };
+  if (planned_found) {
+    // The planned schedule is validated as it is lowered; the lowering counts once it passed.
+    auto check_planned = [&] { *planned_found = validate(planned->schedule, pr); };
+    if (big) {
+      run_beside(lower, check_planned);
+    } else {
+      check_planned();
+      if (planned_found->empty()) lower();
+    }
+    if (!planned_found->empty()) return false;
+  } else {
+    lower();
+  }
+  auto found = checked(&lowered);
   if (!found.empty() && options.optimizer == kOptimizerPostValidation && options.validate_at != ValidateAt::kStart) {
     options.validate_at = ValidateAt::kStart;
-    Schedule held;
-    if (lower_checked(options, &held).empty()) {
+    Schedule held = lower_comms(planned->schedule, options);
+    if (checked(&held).empty()) {
       planned->notes.push_back("post-validation: VALIDATE before the first B would deadlock here (" + found[0].message +
                                "); each stage validates before its first F instead");
       lowered = std::move(held);

@@ -274,7 +274,7 @@ TEST_CASE("zbplan: heuristic at 2p and auto at 1p on 1.5B/p8/m24") {
   INFO(h.err);
   REQUIRE(h.code == 0);
   CHECK(h.out.find("span bubble rate  0.0433") != std::string::npos);
-  CHECK(h.out.find("search: 11 of 11 candidates fit the memory limit") != std::string::npos);
+  CHECK(h.out.find("search: 11 candidates (8 switch combinations, 3 handcrafted seeds): 3 finished within the memory limit, 8 stopped once sure to lose;") != std::string::npos);
   Run sim = zbplan({"simulate", tmp("cli_zb2p.json")});
   CHECK(sim.out.find("span bubble rate  0.0433") != std::string::npos);
 
