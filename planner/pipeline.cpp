@@ -166,8 +166,9 @@ struct AutoCandidate {
 
 // auto's candidates in the order it prints them: every method but the ILPs without a time budget,
 // and the interleaved placement (1f1b-i and the interleaved search) where the user fixed no
-// placement: a one-chunk problem split into 2 chunks, as the V methods split it. The interleaved
-// search costs as much as the V search, auto's costliest, so it runs once, not once per lowering.
+// placement: a one-chunk problem split into 2 chunks, as the V methods split it. The V search
+// (heuristic-v) and the interleaved search cost most of auto's time, so each runs once, not once per
+// lowering (pipeline_test checks that searching again for another lowering finds nothing better).
 std::vector<AutoCandidate> auto_candidates(const Problem& pr, const PlanOptions& options) {
   std::optional<Problem> interleaved;
   if (pr.chunks == 1) interleaved = split_into_chunks(pr, 2);
@@ -182,7 +183,7 @@ std::vector<AutoCandidate> auto_candidates(const Problem& pr, const PlanOptions&
     if ((method == "heuristic-v" || method == "ilp-v") && pr.chunks > 1) continue;
     const bool split = method == "1f1b-i" && pr.chunks == 1;
     if (split && !interleaved) continue;
-    candidates.push_back({method, method, split ? *interleaved : pr, split, false});
+    candidates.push_back({method, method, split ? *interleaved : pr, split, method == "heuristic-v"});
   }
   if (interleaved)
     candidates.push_back({"heuristic --placement interleaved", "heuristic", *interleaved, pr.chunks == 1, true});
