@@ -313,14 +313,13 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
     // where its order crosses them, the warm start stays, and the solve's summary says whose it is.
     // CBC's bound holds still (the order only narrows the schedules); the report's cost, and
     // whether it is optimal, are the kept schedule's (below).
-    const bool crossed = [&] {
-      auto crossing = validate_message_order(refined->schedule);
-      if (crossing.empty()) return false;
+    const auto crossing = validate_message_order(refined->schedule);
+    const bool crossed = !crossing.empty();
+    if (crossed) {
       notes.push_back("ilp: its schedule takes a link's inputs out of the order sent (" + format_diag(crossing[0]) +
                       "): discarded, the warm start is kept");
       refined->schedule = *s;
-      return true;
-    }();
+    }
     notes.push_back("ilp (CBC, " + format_quanta(*to_quanta(ilp.seconds)) + " s limit, minimising the " +
                     cost_name(compute) + (true_cost ? ", keeping a schedule by its " + ranked_by : std::string()) +
                     "), warm-started from " + warm_start + (crossed ? ", its schedule discarded: " : ": ") +
