@@ -417,15 +417,20 @@ std::optional<Generated> generate(const Problem& original, const std::string& me
     auto refined = refine_ilp(pr, *s, ilp, diags);
     if (!refined) return std::nullopt;
     // The model does not know that one link's messages arrive in order (interleaved placement):
-    // where its order crosses them, the warm start stays.
-    if (auto crossing = validate_message_order(refined->schedule); !crossing.empty()) {
+    // where its order crosses them, the warm start stays, and the solve's summary says whose it is.
+    // CBC's bound holds still (the order only narrows the schedules); the report's cost, and
+    // whether it is optimal, are the kept schedule's (below).
+    const auto crossing = validate_message_order(refined->schedule);
+    const bool crossed = !crossing.empty();
+    if (crossed) {
       notes.push_back("ilp: its schedule takes a link's inputs out of the order sent (" + format_diag(crossing[0]) +
-                      "); the warm start is kept");
+                      "): discarded, the warm start is kept");
       refined->schedule = *s;
     }
     notes.push_back("ilp (CBC, " + format_quanta(*to_quanta(ilp.seconds)) + " s limit, minimising the " +
                     cost_name(compute) + (true_cost ? ", keeping a schedule by its " + ranked_by : std::string()) +
-                    "), warm-started from " + warm_start + ": " + refined->summary());
+                    "), warm-started from " + warm_start + (crossed ? ", its schedule discarded: " : ": ") +
+                    refined->summary());
     // The MILP never returns a schedule worse than its warm start (by the true cost where given),
     // so its schedule replaces the warm start; its report carries CBC's bound on the model's cost.
     ilp_report = SolverReport{};  // its best_bound: the model's cost's
