@@ -1,5 +1,4 @@
 // Schedule file writing (see schedule_json.h): one op per line, figures exact.
-#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstring>
@@ -175,9 +174,7 @@ bool write_schedule_json(const Schedule& s, const Problem& pr, const Timeline& t
   if (later) {
     if (!sink(std::string_view(buffer.data(), static_cast<size_t>(at - buffer.data())))) return false;
     at = buffer.data();
-    // In the buffer's size of pieces: a file's writer may queue a copy of each (BackgroundWriter).
-    for (size_t from = 0; from < later_size; from += buffer.size())
-      if (!sink(std::string_view(later.get() + from, std::min(buffer.size(), later_size - from)))) return false;
+    if (!sink(std::string_view(later.get(), later_size))) return false;
   }
   if (!room(16)) return false;
   at = put(at, "  ]\n}\n");
