@@ -73,9 +73,9 @@ void print_figures(std::ostream& out, const Schedule& s, const Problem& pr, cons
 // the latencies of its messages (plan, import, simulate).
 struct IterationFlags {
   std::string optimizer = optimizer_name(kOptimizerPostValidation);
-  std::string validate_at = "first-backward";
+  std::string post_validation_at = "first-backward";
   std::string objective;  ///< empty: period with post-validation, wall with sync
-  bool optimizer_given = false;  ///< --optimizer or --validate-at given (else auto may choose them)
+  bool optimizer_given = false;  ///< --optimizer or --post-validation-at given (else auto may choose them)
   int iterations = 3;
   double state_latency = -1, allreduce_latency = -1;
 
@@ -84,8 +84,8 @@ struct IterationFlags {
     if (with_optimizer)
       app->add_option("--optimizer", optimizer,
                       "post-validation (each stage steps under the partial gradient state passed forward and is "
-                      "validated, rolled back if need be, in the next iteration; paper section 4) or sync (one all-reduce "
-                      "before every stage steps)")
+                      "post-validated, rolled back if need be, in the next iteration; paper section 4) or sync (one "
+                      "all-reduce before every stage steps)")
           ->transform(one_of({optimizer_name(kOptimizerPostValidation), optimizer_name(kOptimizerSync)}, "optimizer"));
     if (with_optimizer)
       app->add_option("--objective", objective,
@@ -93,12 +93,20 @@ struct IterationFlags {
                       "when iterations overlap; the default with post-validation) or wall (first op to last op: the time "
                       "per iteration with a synchronous step; the default with --optimizer sync)")
           ->transform(one_of({"period", "wall"}, "objective"));
-    if (with_optimizer)
-      app->add_option("--validate-at", validate_at,
-                      "post-validation: where each stage validates its previous step: first-backward (the warm-up "
-                      "forwards run speculatively and are replayed after a rollback) or start (hold the first forward "
-                      "until validated; for comparison)")
-          ->transform(one_of({"first-backward", "start"}, "place"));
+    if (with_optimizer) {
+      const CLI::Validator place = one_of({"first-backward", "start"}, "place");
+      CLI::Option* current =
+          app->add_option("--post-validation-at", post_validation_at,
+                          "post-validation: where each stage post-validates its previous step: first-backward (the "
+                          "warm-up forwards run speculatively and are replayed after a rollback) or start (hold the "
+                          "first forward until post-validated; for comparison)")
+              ->transform(place);
+      // The old spelling, kept working but not shown: "validate" now means the schedule checker only.
+      app->add_option("--validate-at", post_validation_at, "deprecated spelling of --post-validation-at")
+          ->transform(place)
+          ->excludes(current)
+          ->group("");
+    }
     if (drawn)
       app->add_option("--iterations", iterations,
                       "draw K iterations back to back, timed by the K-iteration simulation (default: one iteration "
@@ -124,7 +132,8 @@ struct IterationFlags {
   }
 
   LowerOptions lower_options() const {
-    return {parse_optimizer(optimizer).value_or(kOptimizerPostValidation), validate_at == "start" ? ValidateAt::kStart : ValidateAt::kFirstBackward};
+    return {parse_optimizer(optimizer).value_or(kOptimizerPostValidation),
+            post_validation_at == "start" ? PostValidationAt::kStart : PostValidationAt::kFirstBackward};
   }
 
   /// `op_times`: keep every op's times (show draws them), or the figures only.
@@ -399,9 +408,9 @@ int cmd_plan(const std::string& method, const ProblemFlags& flags, const Iterati
     // placement the user did not fix.
     with_objective.lowerings = {iteration_flags.lower_options()};
     if (method == "auto" && !iteration_flags.optimizer_given)
-      with_objective.lowerings = {{kOptimizerPostValidation, ValidateAt::kFirstBackward},
-                                  {kOptimizerPostValidation, ValidateAt::kStart},
-                                  {kOptimizerSync, ValidateAt::kFirstBackward}};
+      with_objective.lowerings = {{kOptimizerPostValidation, PostValidationAt::kFirstBackward},
+                                  {kOptimizerPostValidation, PostValidationAt::kStart},
+                                  {kOptimizerSync, PostValidationAt::kFirstBackward}};
   }
   auto planned = plan_schedule(*problem, method, &diags, with_objective);
   if (!planned) {
@@ -699,7 +708,8 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
 
   if (int code = parse_command_line(&app, argc, argv, out, err); code >= 0) return code;
   flags.tcomm_given = plan->count("--tcomm") > 0;
-  plan_iterations.optimizer_given = plan->count("--optimizer") + plan->count("--validate-at") > 0;
+  plan_iterations.optimizer_given =
+      plan->count("--optimizer") + plan->count("--post-validation-at") + plan->count("--validate-at") > 0;
 
   for (const auto& alias : kMethodAliases) {
     if (!plan->parsed() || method != alias.name) continue;

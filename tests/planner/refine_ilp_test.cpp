@@ -338,7 +338,7 @@ TEST_CASE("ilp (chunks): on V problems (p = 2..4, m = 4..8) the result validates
     for (const Optimizer optimizer : {kOptimizerSync, kOptimizerPostValidation}) {
       LowerOptions lowering;
       lowering.optimizer = optimizer;
-      lowering.validate_at = ValidateAt::kStart;
+      lowering.post_validation_at = PostValidationAt::kStart;
       test::check_invariants(lower_comms(r->schedule, lowering), pr);
     }
     improved += r->cost < warm->span;
