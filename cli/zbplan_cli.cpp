@@ -89,9 +89,9 @@ struct IterationFlags {
           ->transform(one_of({optimizer_name(kOptimizerPostValidation), optimizer_name(kOptimizerSync)}, "optimizer"));
     if (with_optimizer)
       app->add_option("--objective", objective,
-                      "what heuristic, ilp and auto minimise: period (the longest stage span: the time per iteration "
-                      "when iterations overlap; the default with post-validation) or wall (first op to last op: the time "
-                      "per iteration with a synchronous step; the default with --optimizer sync)")
+                      "what heuristic, ilp and auto minimise: period (the steady-state time per iteration of "
+                      "iterations back to back; the default with post-validation) or wall (one iteration alone, first "
+                      "op to last optimizer step; the default with --optimizer sync)")
           ->transform(one_of({"period", "wall"}, "objective"));
     if (with_optimizer) {
       const CLI::Validator place = one_of({"first-backward", "start"}, "place");

@@ -71,7 +71,7 @@ TEST_CASE("iterations: the first iteration's post-validation does nothing and se
   CHECK(it->ops[0][0][2].end == 1'000'000);
 }
 
-TEST_CASE("wall objective: the ramp bound by hand, and never above a real schedule's wall clock") {
+TEST_CASE("wall objective: the ramp bound by hand, and never above a real schedule's makespan") {
   // p=3, T_F=1, T_B=2, T_W=1, T_comm=0.5, m=4: the last stage starts at 2 * 1.5 and is busy 16.
   Problem pr = make_problem(3, 4, 1, 2, 1, 0.5);
   CHECK(wall_lower_bound(pr, {{0}, {1}, {2}}) == 19'000'000);
