@@ -308,7 +308,7 @@ TEST_CASE("ilp with chunks, and ilp-v: refine the V search (or 1f1b-i, interleav
 }
 #endif
 
-TEST_CASE("lower_planned: timed, the iterations' replay stands for the validation's; same plan, notes, figures") {
+TEST_CASE("lower_planned: timed, the iterations' replay stands for the validation's: same plan, notes, figures") {
   // Small shapes, and one big enough (p * m >= 1024) to be timed beside its checks.
   std::vector<std::pair<int, int>> shapes = {{16, 64}};
   for (int p : {2, 3, 4})

@@ -342,7 +342,7 @@ TEST_CASE("zbplan: --help lists the subcommands and exits 0") {
   CHECK(r.out.find("(default 3)") == std::string::npos);
 }
 
-TEST_CASE("zbplan: --post-validation-at places VALIDATE; its old spelling --validate-at still works, unlisted") {
+TEST_CASE("zbplan: --post-validation-at places VALIDATE, and its old spelling --validate-at still works, unlisted") {
   std::vector<std::string> problem = {"-p", "4", "-m", "8", "--tf", "1", "--tb", "1", "--tw", "1", "--tcomm", "0.5"};
   auto plan = [&](const std::string& method, const std::string& flag, const std::string& out) {
     std::vector<std::string> args = {"plan", "--method", method, flag, "start", "-o", tmp(out)};
@@ -620,7 +620,7 @@ TEST_CASE("zbplan: every plan records its certified bound, and ilp takes --time-
 // Issue 18: a lowered file's figures include the waits its SEND/RECV order causes. Moving stage 0's
 // RECV_B1 before W0 (lower_test.cpp times the same file by hand) makes the stage wait one unit:
 // validate refuses the recorded span, and without recorded figures simulate prints the longer one.
-TEST_CASE("zbplan: a RECV moved earlier lengthens the planned span; validate refuses the stale recorded figure") {
+TEST_CASE("zbplan: a RECV moved earlier lengthens the planned span, and validate refuses the stale recorded figure") {
   std::string s = tmp("cli_early_recv.json"), edited = tmp("cli_early_recv_edited.json");
   REQUIRE(zbplan({"plan", "--method", "zb-h1", "-p", "2", "-m", "2", "--tf", "1", "--tb", "1", "--tw", "1", "-o", s})
               .code == 0);
