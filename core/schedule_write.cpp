@@ -2,7 +2,10 @@
 #include <array>
 #include <charconv>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -14,7 +17,8 @@ namespace {
 
 // The op lines make up nearly all of a big file (56,508 ops, 3.3 MB at p=32, m=256): they are
 // written with to_chars and fixed-size copies into a 64 KB buffer handed to the sink whenever it is
-// full (an ostringstream took ten times as long, and holding the whole text costs fresh pages).
+// full (an ostringstream took ten times as long, and holding the whole text costs fresh pages);
+// a big file's later stages are made meanwhile on a second thread (kSplitFrom).
 constexpr size_t kMaxOpLine = 96;  // 6 + 10 + 10 ("VALIDATE") + 4 * (13 + 11) + 3 < 96
 
 template <size_t N>
@@ -60,6 +64,29 @@ char* put_op_line(char* at, const Op& op, bool last) {
   if (op.slot >= 0) at = put_field(at, ", \"slot\": ", op.slot);
   return last ? put(at, "}\n") : put(at, "},\n");
 }
+
+// Stages [from, to) of the "stages" array; `room(n)` makes room for n more bytes at `at` (and
+// may move it), false when it cannot.
+template <class Room>
+bool put_stages(const Schedule& s, size_t from, size_t to, char*& at, Room&& room) {
+  for (size_t st = from; st < to; ++st) {
+    if (!room(16)) return false;
+    at = put(at, "    [\n");
+    const auto& stage = s.stages[st];
+    for (size_t i = 0; i < stage.size(); ++i) {
+      if (!room(kMaxOpLine)) return false;
+      at = put_op_line(at, stage[i], i + 1 == stage.size());
+    }
+    if (!room(16)) return false;
+    at = st + 1 < s.stages.size() ? put(at, "    ],\n") : put(at, "    ]\n");
+  }
+  return true;
+}
+
+// From this many ops on, a second thread makes the text of the later stages while this one makes
+// and hands on the earlier ones' (the text is about 60 bytes an op: the later half is held whole,
+// 30 MB at a million ops, so past that the file is made by one thread).
+constexpr size_t kSplitFrom = 1u << 14, kSplitUpTo = 1u << 20;
 
 }  // namespace
 
@@ -115,16 +142,39 @@ bool write_schedule_json(const Schedule& s, const Problem& pr, const Timeline& t
     at = buffer.data();
     return ok;
   };
-  for (size_t st = 0; st < s.stages.size(); ++st) {
-    if (!room(16)) return false;
-    at = put(at, "    [\n");
-    const auto& stage = s.stages[st];
-    for (size_t i = 0; i < stage.size(); ++i) {
-      if (!room(kMaxOpLine)) return false;
-      at = put_op_line(at, stage[i], i + 1 == stage.size());
+  size_t ops = 0;
+  for (const auto& stage : s.stages) ops += stage.size();
+  // Where the later stages start: about half the ops before it.
+  size_t split = s.stages.size();
+  if (ops >= kSplitFrom && ops <= kSplitUpTo) {
+    size_t before = 0;
+    for (split = 0; split < s.stages.size() && 2 * before < ops; ++split) before += s.stages[split].size();
+  }
+  std::unique_ptr<char[]> later;  // not zeroed: sized for the longest lines, its unused pages stay untouched
+  size_t later_size = 0;
+  struct Joined {  // the thread ends before what it writes into goes, whatever happens here
+    std::thread thread;
+    ~Joined() {
+      if (thread.joinable()) thread.join();
     }
-    if (!room(16)) return false;
-    at = st + 1 < s.stages.size() ? put(at, "    ],\n") : put(at, "    ]\n");
+  } making;
+  if (split < s.stages.size()) {
+    size_t later_ops = 0;
+    for (size_t st = split; st < s.stages.size(); ++st) later_ops += s.stages[st].size();
+    later.reset(new char[later_ops * kMaxOpLine + 32 * (s.stages.size() - split)]);
+    making.thread = std::thread([&] {
+      char* end = later.get();
+      put_stages(s, split, s.stages.size(), end, [](size_t) { return true; });
+      later_size = static_cast<size_t>(end - later.get());
+    });
+  }
+  const bool earlier = put_stages(s, 0, split, at, room);
+  if (making.thread.joinable()) making.thread.join();
+  if (!earlier) return false;
+  if (later) {
+    if (!sink(std::string_view(buffer.data(), static_cast<size_t>(at - buffer.data())))) return false;
+    at = buffer.data();
+    if (!sink(std::string_view(later.get(), later_size))) return false;
   }
   if (!room(16)) return false;
   at = put(at, "  ]\n}\n");

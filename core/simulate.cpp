@@ -29,9 +29,23 @@ struct Sim {
   std::vector<Ticks> first_start;  // [stage] start of its first op
   bool keep_times;                 // simulate_cost needs the spans only
   std::vector<std::vector<OpTiming>> times;
+  // simulate_cost's early stop: once a cost (span: from the stage's first start; makespan: from
+  // the first start anywhere) of at least `bound` is sure, with `left` the work a stage has still
+  // to run; `bound` stays -1 while the cost may still come in at or under `above`.
+  Ticks above = -1;
+  bool makespan = false;
+  std::vector<Ticks> left;
+  Ticks earliest = -1;
+  Ticks bound = -1;
 
-  Sim(const Schedule& s, const Problem& pr, bool with_times)
-      : schedule(s), problem(pr), map(s.placement), m(s.m), keep_times(with_times) {
+  Sim(const Schedule& s, const Problem& pr, bool with_times, Ticks stop_above = -1, bool by_makespan = false)
+      : schedule(s), problem(pr), map(s.placement), m(s.m), keep_times(with_times), above(stop_above),
+        makespan(by_makespan) {
+    if (above >= 0) {
+      left.assign(s.p, 0);
+      for (int st = 0; st < s.p; ++st)
+        for (const Op& op : s.stages[st]) left[st] += op_duration(op, st, pr);
+    }
     size_t keys = static_cast<size_t>(kProducts) * map.virtual_stages() * m;
     produced_at.assign(keys, -1);
     first_waiting.assign(keys, -1);
@@ -65,9 +79,20 @@ struct Sim {
         }
         start = std::max(start, produced_at[k] + (dep->remote ? problem.t_comm : 0));
       }
-      clock = start + op_duration(op, st, problem);
+      const Ticks duration = op_duration(op, st, problem);
+      clock = start + duration;
       if (keep_times) times[st][i] = {start, clock};
       if (i == 0) first_start[st] = start;
+      if (above >= 0) {
+        left[st] -= duration;
+        if (earliest < 0 || start < earliest) earliest = start;
+        const Ticks sure = clock + left[st] - (makespan ? earliest : first_start[st]);
+        if (sure > above) {
+          bound = sure;
+          ++i;
+          break;
+        }
+      }
       if (auto what = product_of(op.type)) {
         size_t k = key(*what, map.vs(st, op.chunk), op.mb);
         produced_at[k] = clock;
@@ -83,11 +108,12 @@ struct Sim {
   bool run() {
     std::vector<int> work;
     for (int st = schedule.p - 1; st >= 0; --st) work.push_back(st);
-    while (!work.empty()) {
+    while (!work.empty() && bound < 0) {
       int st = work.back();
       work.pop_back();
       advance(st, &work);
     }
+    if (bound >= 0) return true;  // stopped early: the cost is known to be over `above`
     for (int st = 0; st < schedule.p; ++st)
       if (cursor[st] < static_cast<int>(schedule.stages[st].size())) return false;
     return true;
@@ -241,14 +267,16 @@ Ticks cost_of(const Timeline& t, Cost cost) {
   return cost == Cost::kMakespan ? t.makespan : t.span;
 }
 
-Ticks simulate_cost(const Schedule& schedule, const Problem& problem, Cost cost, std::vector<Diag>* deadlock) {
+Ticks simulate_cost(const Schedule& schedule, const Problem& problem, Cost cost, std::vector<Diag>* deadlock,
+                    Ticks above) {
   if (!is_compute_cost(cost))
     throw std::logic_error("simulate_cost: the period and the wall need iterations back to back");
-  Sim sim(schedule, problem, false);
+  Sim sim(schedule, problem, false, above, cost == Cost::kMakespan);
   if (!sim.run()) {
     if (deadlock) deadlock->push_back(sim.deadlock());
     return -1;
   }
+  if (sim.bound >= 0) return sim.bound;
   Ticks span = 0, first = -1, last = 0;
   for (int st = 0; st < schedule.p; ++st) {
     if (schedule.stages[st].empty()) continue;

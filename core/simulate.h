@@ -79,8 +79,12 @@ using CostFn = std::function<Ticks(const Schedule&)>;
 /// A compute cost (is_compute_cost) of a timeline: its span or its makespan.
 Ticks cost_of(const Timeline& timeline, Cost cost);
 /// simulate_span's counterpart for either compute cost; -1 on deadlock, then with its diagnostic
-/// (as simulate_timeline's) appended to `deadlock` when given.
-Ticks simulate_cost(const Schedule& schedule, const Problem& problem, Cost cost, std::vector<Diag>* deadlock = nullptr);
+/// (as simulate_timeline's) appended to `deadlock` when given. With `above` >= 0 it stops as soon
+/// as the cost is sure to exceed `above` (a stage's end so far plus its work still to run) and
+/// returns that lower bound, which exceeds `above` (also where the rest would deadlock): searches
+/// drop such candidates without simulating them whole.
+Ticks simulate_cost(const Schedule& schedule, const Problem& problem, Cost cost, std::vector<Diag>* deadlock = nullptr,
+                    Ticks above = -1);
 /// Builds a timeline op by op, for generators that place ops in an order where each op's input
 /// is already placed (the heuristic does). Same rule as simulate_timeline (deps.h), no parking.
 /// It keeps the times, not the ops: the generator records its order as it likes.

@@ -9,6 +9,7 @@
 
 #include "core/deps.h"
 #include "core/lowered.h"
+#include "core/message_order.h"
 #include "core/replay.h"
 #include "core/simulate.h"
 
@@ -114,44 +115,19 @@ std::vector<Diag> validate_structure(const Schedule& s, const Problem& pr) {
 
 std::vector<Diag> validate_message_order(const Schedule& s) {
   std::vector<Diag> out;
-  if (s.placement.empty()) return out;
+  const auto crossings = find_message_crossings(s);
+  if (crossings.empty()) return out;
   const VirtualStageMap map(s.placement);
-  // Per channel (from, to, product): what the producer sends, in its order, and what the consumer
-  // needs, in its order: the (consumer virtual stage, microbatch) of each message, with the op.
-  struct Message {
-    int vs, mb, index;
-  };
-  std::vector<std::vector<Message>> sent(static_cast<size_t>(s.p) * s.p * kProducts), needed(sent.size());
-  auto channel = [&](int from, int to, Product what) {
-    return (static_cast<size_t>(from) * s.p + to) * kProducts + static_cast<size_t>(what);
-  };
-  for (int st = 0; st < s.p; ++st)
-    for (int i = 0; i < static_cast<int>(s.stages[st].size()); ++i) {
-      const Op& op = s.stages[st][i];
-      if (auto c = consumer_of(op, st, map); c && c->remote) sent[channel(st, c->stage, c->what)].push_back({c->vs, op.mb, i});
-      if (auto d = dependency_of(op, st, map); d && d->remote)
-        needed[channel(map.stage_of[d->vs], st, d->what)].push_back({map.vs(st, op.chunk), op.mb, i});
-    }
-  for (int from = 0; from < s.p; ++from)
-    for (int to = 0; to < s.p; ++to)
-      for (Product what : {Product::Forward, Product::InputGrad}) {
-        const auto& out_order = sent[channel(from, to, what)];
-        const auto& in_order = needed[channel(from, to, what)];
-        for (size_t k = 0; k < std::min(out_order.size(), in_order.size()); ++k) {
-          const Message& got = in_order[k];
-          const Message& first = out_order[k];
-          if (got.vs == first.vs && got.mb == first.mb) continue;
-          const Op& op = s.stages[to][got.index];
-          const Op& sender = s.stages[from][first.index];
-          const Op first_needs{what == Product::Forward ? OpType::F : OpType::B, first.mb, map.chunk_of[first.vs]};
-          add_diag(&out, at(to, got.index, op,
-                            "stage " + std::to_string(from) + " sends the input of " + op_short(first_needs) +
-                                " first (made by its op " + std::to_string(first.index) + ", " + op_short(sender) +
-                                "), but this stage runs " + op_short(op) + " before it: one stage's messages to "
-                                "another arrive in the order sent, so the ops that need them run in that order"));
-          break;  // the first crossing per link says it
-        }
-      }
+  for (const MessageCrossing& c : crossings) {
+    const Op& op = s.stages[c.to][c.receiver_op];
+    const Op& sender = s.stages[c.from][c.sender_op];
+    const Op first_needs{c.what == Product::Forward ? OpType::F : OpType::B, sender.mb, map.chunk_of[c.sent_for_vs]};
+    add_diag(&out, at(c.to, c.receiver_op, op,
+                      "stage " + std::to_string(c.from) + " sends the input of " + op_short(first_needs) +
+                          " first (made by its op " + std::to_string(c.sender_op) + ", " + op_short(sender) +
+                          "), but this stage runs " + op_short(op) + " before it: one stage's messages to "
+                          "another arrive in the order sent, so the ops that need them run in that order"));
+  }
   return out;
 }
 
@@ -482,8 +458,10 @@ std::vector<Diag> validate_lowered_but_replay(const Schedule& s, const Problem& 
   return check_lowered(s, pr, false);
 }
 
-std::vector<Diag> validate(const Schedule& s, const Problem& pr, const std::string& file,
-                           std::optional<Timeline>* timeline) {
+namespace {
+
+std::vector<Diag> check_all(const Schedule& s, const Problem& pr, const std::string& file,
+                            std::optional<Timeline>* timeline, bool message_order) {
   std::vector<Diag> out;
   if (s.level == kLevelLowered) {
     out = validate_lowered(s, pr);
@@ -495,12 +473,23 @@ std::vector<Diag> validate(const Schedule& s, const Problem& pr, const std::stri
       if (timeline) simulated = simulate_timeline(s, pr, &out);
       else simulate_cost(s, pr, Cost::kSpan, &out);  // the deadlock check alone keeps no op times
       // After the deadlock check: a deadlock's wait chain says more than the crossing it also has.
-      if (out.empty()) out = validate_message_order(s);
+      if (out.empty() && message_order) out = validate_message_order(s);
       if (out.empty() && timeline) *timeline = std::move(simulated);
     }
   }
   for (Diag& d : out) d.file = file;
   return out;
+}
+
+}  // namespace
+
+std::vector<Diag> validate(const Schedule& s, const Problem& pr, const std::string& file,
+                           std::optional<Timeline>* timeline) {
+  return check_all(s, pr, file, timeline, true);
+}
+
+std::vector<Diag> validate_but_message_order(const Schedule& s, const Problem& pr, const std::string& file) {
+  return check_all(s, pr, file, nullptr, false);
 }
 
 std::vector<Diag> validate_warnings(const Schedule& s, const std::string& file) {

@@ -18,9 +18,9 @@ namespace zbpp {
 std::vector<Diag> validate_structure(const Schedule& schedule, const Problem& problem);
 /// The inputs one stage sends another, per kind (activations, gradients), are needed there in the
 /// order they are sent: a lowered file's messages on one link arrive in the order sent (lower.h),
-/// so a compute schedule whose stage runs them in another order cannot be lowered. Only schedules
-/// where one stage sends another the inputs of several chunks (the interleaved placement) can
-/// break it, as long as each chunk's ops of one kind run in microbatch order.
+/// so a compute schedule whose stage runs them in another order cannot be lowered. The first
+/// crossing of each link (message_order.h's find_message_crossings), named by the op that needs
+/// another message than the one that comes.
 std::vector<Diag> validate_message_order(const Schedule& schedule);
 /// Peak activation memory of every stage within the problem's limit (no-op without a limit).
 std::vector<Diag> validate_memory(const Schedule& schedule, const Problem& problem);
@@ -46,6 +46,10 @@ bool lowered_replayable(const Schedule& schedule, const Problem& problem);
 /// (the deadlock check's), so a pass that needs it does not simulate again.
 std::vector<Diag> validate(const Schedule& schedule, const Problem& problem, const std::string& file = "",
                            std::optional<Timeline>* timeline = nullptr);
+/// validate() but its last check, validate_message_order, for a reader that says a crossing in its
+/// own terms after the rest passes (zbplan import names the CSV's cells: io/export_csv.h).
+std::vector<Diag> validate_but_message_order(const Schedule& schedule, const Problem& problem,
+                                             const std::string& file = "");
 
 /// What does not stop a replay but breaks the promise that every schedule trains bit-identical
 /// weights: a stage's W (or BW) ops of one chunk out of microbatch order add that chunk's weight

@@ -48,10 +48,11 @@ struct CsvImport {
 std::optional<CsvImport> import_pytorch_csv(const std::string& text, const std::string& file,
                                             std::vector<Diag>* diags);
 
-/// For an imported schedule that validated: whether every rank consumes the activations and
-/// gradients another rank sends it in the order they are sent. zbrun pairs the n-th send between
-/// two ranks with the n-th receive, so a CSV that, say, sends 1I1 before 1I0 to a rank that runs
-/// 0I0 first cannot be lowered; false with a diagnostic naming both actions otherwise.
+/// For an imported schedule that passed validate_but_message_order (core/validate.h): whether every
+/// rank consumes the activations and gradients another rank sends it in the order they are sent
+/// (core/message_order.h). zbrun pairs the n-th send between two ranks with the n-th receive, so a
+/// CSV that, say, sends 1I1 before 1I0 to a rank that runs 0I0 first cannot be lowered, nor read
+/// back by the validator; false with a diagnostic naming both actions' cells otherwise.
 bool check_message_order(const CsvImport& imported, const std::string& file, std::vector<Diag>* diags);
 
 /// For an imported schedule that validated, and whose CSV has communication cells: whether they

@@ -27,6 +27,29 @@ const std::vector<std::string>& plan_methods() {
 
 namespace {
 
+// Runs `second` on another thread while `first` runs on this one; an exception from either is
+// rethrown here once both ended.
+template <class First, class Second>
+void run_beside(First&& first, Second&& second) {
+  std::exception_ptr failed;
+  std::thread other([&] {
+    try {
+      second();
+    } catch (...) {
+      failed = std::current_exception();
+    }
+  });
+  try {
+    first();
+  } catch (...) {
+    other.join();
+    throw;
+  }
+  other.join();
+  if (failed) std::rethrow_exception(failed);
+}
+
+
 // The methods that refine their warm start with the ILP: ilp, and ilp-v from the V search.
 bool is_ilp(const std::string& method) { return method == "ilp" || method == "ilp-v"; }
 
@@ -266,9 +289,13 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
     if (!found) return std::nullopt;
     s = std::move(found->schedule);
     warm_start = "the heuristic";
-    notes.push_back("search: " + std::to_string(found->feasible) + " of " + std::to_string(found->candidates) +
-                    " candidates fit the memory limit (8 switch combinations, 3 handcrafted seeds); best by " +
-                    ranked_by + ": " + found->winner);
+    const int over = found->candidates - found->feasible - found->pruned;
+    notes.push_back("search: " + std::to_string(found->candidates) +
+                    " candidates (8 switch combinations, 3 handcrafted seeds): " + std::to_string(found->feasible) +
+                    " finished within the memory limit" +
+                    (found->pruned ? ", " + std::to_string(found->pruned) + " stopped once sure to lose" : "") +
+                    (over ? ", " + std::to_string(over) + " could not keep it" : "") + "; best by " + ranked_by +
+                    ": " + found->winner);
   } else if (method == "1f1b" || method == "zb-h1" || method == "zb-h2") {
     if (!check_shape(pr, method, 1, diags)) return std::nullopt;
     s = method == "1f1b" ? generate_1f1b(pr) : method == "zb-h1" ? generate_zb_h1(pr) : generate_zb_h2(pr);
@@ -310,15 +337,20 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
     auto refined = refine_ilp(pr, *s, ilp, diags);
     if (!refined) return std::nullopt;
     // The model does not know that one link's messages arrive in order (interleaved placement):
-    // where its order crosses them, the warm start stays.
-    if (auto crossing = validate_message_order(refined->schedule); !crossing.empty()) {
+    // where its order crosses them, the warm start stays, and the solve's summary says whose it is.
+    // CBC's bound holds still (the order only narrows the schedules); the report's cost, and
+    // whether it is optimal, are the kept schedule's (below).
+    const auto crossing = validate_message_order(refined->schedule);
+    const bool crossed = !crossing.empty();
+    if (crossed) {
       notes.push_back("ilp: its schedule takes a link's inputs out of the order sent (" + format_diag(crossing[0]) +
-                      "); the warm start is kept");
+                      "): discarded, the warm start is kept");
       refined->schedule = *s;
     }
     notes.push_back("ilp (CBC, " + format_quanta(*to_quanta(ilp.seconds)) + " s limit, minimising the " +
                     cost_name(compute) + (true_cost ? ", keeping a schedule by its " + ranked_by : std::string()) +
-                    "), warm-started from " + warm_start + ": " + refined->summary());
+                    "), warm-started from " + warm_start + (crossed ? ", its schedule discarded: " : ": ") +
+                    refined->summary());
     // The MILP never returns a schedule worse than its warm start (by the true cost where given),
     // so its schedule replaces the warm start; its report carries CBC's bound on the model's cost.
     ilp_report = SolverReport{};  // its best_bound: the model's cost's
@@ -338,11 +370,15 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
     return std::nullopt;
   }
   std::optional<Timeline> timeline;  // a compute-only plan's cost; a lowered one is timed lowered
-  auto found = validate(*s, pr, "", lowering ? nullptr : &timeline);
-  if (!found.empty()) {
+  std::vector<Diag> found;            // what the validator finds in the planned schedule
+  auto does_not_fit = [&] {
     diags->push_back({"", "", -1, -1, "", "the " + method + " schedule does not fit this problem:"});
     diags->insert(diags->end(), found.begin(), found.end());
     return std::nullopt;
+  };
+  if (!lowering) {
+    found = validate(*s, pr, "", &timeline);
+    if (!found.empty()) return does_not_fit();
   }
   PlanResult planned{std::move(*s), pr, std::move(notes), {}, std::nullopt};
   // Every plan says how far from optimal it can be: its cost (the true one when lowered, else the
@@ -352,7 +388,10 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
   if (lowering) {
     IterationOptions figures = options.iterations;
     figures.op_times = false;  // the plan's figures; show and simulate time the ops themselves
-    if (!lower_planned(&planned, diags, *lowering, &figures)) return std::nullopt;
+    // The planned schedule is validated as it is lowered (beside it, when big).
+    const bool lowered = lower_planned(&planned, diags, *lowering, &figures, &found);
+    if (!found.empty()) return does_not_fit();
+    if (!lowered) return std::nullopt;
     cost = cost_of(options.objective);
     value = true_cost_in(*planned.iterations, options.objective);
     if (planned.schedule.optimizer == kOptimizerSync) allreduce = planned.iterations->allreduce_latency;
@@ -384,15 +423,15 @@ std::optional<PlanResult> plan_schedule(const Problem& original, const std::stri
 }
 
 bool lower_planned(PlanResult* planned, std::vector<Diag>* diags, const LowerOptions& given,
-                   const IterationOptions* timing) {
+                   const IterationOptions* timing, std::vector<Diag>* planned_found) {
   LowerOptions options = given;
   const Problem& pr = planned->problem;
   std::optional<IterationTimeline> timed;
   std::vector<Diag> timing_failed;  // the iterations' deadlock, where the validation's replay finishes
   // Lowered and validated. Timed, the iterations' replay stands for the validation's, which runs
   // only to name a finding (validate_lowered_but_replay).
-  auto lower_checked = [&](const LowerOptions& o, Schedule* lowered) {
-    *lowered = lower_comms(planned->schedule, o);
+  const bool big = planned->schedule.p * planned->schedule.m >= 1024;  // pays for a second thread
+  auto checked = [&](const Schedule* lowered) {
     if (!timing) return validate(*lowered, pr);
     timed.reset();
     timing_failed.clear();
@@ -400,23 +439,12 @@ bool lower_planned(PlanResult* planned, std::vector<Diag>* diags, const LowerOpt
     // A big plan is timed on a second thread while it is checked (the two take about as long);
     // what the timing found counts only once the checks passed. The replay needs indices in range
     // (lowered_replayable); where they are not, the checks say so.
-    if (lowered->p * lowered->m >= 1024) {
-      std::exception_ptr failed;
-      std::thread time([&] {
-        try {
-          if (lowered_replayable(*lowered, pr)) timed = simulate_iterations(*lowered, pr, *timing, &timing_failed);
-        } catch (...) {
-          failed = std::current_exception();
-        }
-      });
-      try {
-        found = validate_lowered_but_replay(*lowered, pr);
-      } catch (...) {
-        time.join();
-        throw;
-      }
-      time.join();
-      if (failed) std::rethrow_exception(failed);
+    if (big) {
+      run_beside([&] { found = validate_lowered_but_replay(*lowered, pr); },
+                 [&] {
+                   if (lowered_replayable(*lowered, pr))
+                     timed = simulate_iterations(*lowered, pr, *timing, &timing_failed);
+                 });
       if (!found.empty()) timed.reset();
     } else {
       found = validate_lowered_but_replay(*lowered, pr);
@@ -425,11 +453,25 @@ bool lower_planned(PlanResult* planned, std::vector<Diag>* diags, const LowerOpt
     return timed ? found : validate(*lowered, pr);
   };
   Schedule lowered;
-  auto found = lower_checked(options, &lowered);
+  auto lower = [&] { lowered = lower_comms(planned->schedule, options); };
+  if (planned_found) {
+    // The planned schedule is validated as it is lowered; the lowering counts once it passed.
+    auto check_planned = [&] { *planned_found = validate(planned->schedule, pr); };
+    if (big) {
+      run_beside(lower, check_planned);
+    } else {
+      check_planned();
+      if (planned_found->empty()) lower();
+    }
+    if (!planned_found->empty()) return false;
+  } else {
+    lower();
+  }
+  auto found = checked(&lowered);
   if (!found.empty() && options.optimizer == kOptimizerPostValidation && options.post_validation_at != PostValidationAt::kStart) {
     options.post_validation_at = PostValidationAt::kStart;
-    Schedule held;
-    if (lower_checked(options, &held).empty()) {
+    Schedule held = lower_comms(planned->schedule, options);
+    if (checked(&held).empty()) {
       planned->notes.push_back("post-validation: VALIDATE before the first B would deadlock here (" + found[0].message +
                                "); each stage validates before its first F instead");
       lowered = std::move(held);

@@ -9,9 +9,10 @@
 // window after window; each improvement is re-simulated exactly before it is kept. The run stops
 // at the time limit, or as soon as the schedule meets a certified lower bound (bounds.h).
 //
-// The solver lives in a module of its own (libzbpp_ilp.so: refine_ilp.cpp, linked with CBC), which
-// refine_ilp() loads on its first call (ilp_module.cpp). A plan that runs no ILP never loads CBC,
-// Clp or the OpenBLAS threads their LAPACK starts, and zbrun links none of them.
+// The solver lives in a module of its own (libzbpp_ilp.so: refine_ilp.cpp and ilp_model.cpp,
+// linked with CBC), which refine_ilp() loads on its first call (ilp_module.cpp). A plan that runs
+// no ILP never loads CBC, Clp or the OpenBLAS threads their LAPACK starts, and zbrun links none of
+// them.
 #pragma once
 
 #include <functional>

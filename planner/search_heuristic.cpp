@@ -52,9 +52,17 @@ class Heuristic {
     bubble_.assign(p_, 0);
     max_bubble_ = 0;
     broken_.clear();
+    pruned_ = false;
+    first_start_ = std::numeric_limits<Ticks>::max();
+    left_.resize(p_);
+    for (int j = 0; j < p_; ++j) left_[j] = m_ * (pr_.t_f[j] + pr_.t_b[j] + pr_.t_w[j]);
     for (int i = 0; i < m_; ++i) {
       if (i == 0 ? !warm_up() : !steady_round(i)) {
         *why = why_;
+        return false;
+      }
+      if (pruned_) {
+        *why = "its cost already exceeds the best candidate's";
         return false;
       }
     }
@@ -67,6 +75,15 @@ class Heuristic {
   /// The exact span of what was placed: TimelineBuilder applies the simulator's rule as it goes.
   Ticks span() const { return tl_.span(); }
   Ticks cost(Cost cost) const { return tl_.cost(cost); }
+
+  /// From the next run() on, stops a run as soon as its `cost` (a compute cost) is sure to exceed
+  /// `limit` (none when negative): see put().
+  void prune_above(Ticks limit, Cost cost) {
+    prune_above_ = limit;
+    prune_cost_ = cost;
+  }
+  /// Whether the last run() stopped that way.
+  bool pruned() const { return pruned_; }
 
   /// Keeps what the last run() placed, with its figures (the next run records in other buffers).
   void keep() {
@@ -119,12 +136,21 @@ class Heuristic {
     }
     // The order is all a stage's list holds: each kind runs in microbatch order (kept_schedule).
     order_[j].push_back(static_cast<std::uint8_t>(type));
+    const Ticks duration = op_duration(op, j, pr_);
     if (f_[j] > 0) {
-      bubble_[j] += end - (before + op_duration(op, j, pr_));
+      bubble_[j] += end - (before + duration);
       max_bubble_ = std::max(max_bubble_, bubble_[j]);
     }
     mem_[j] += delta(type, j);
     ++counter;
+    // The stage still has `left_` of work, which can only end later than now: its span will be at
+    // least (end + left - its start), the makespan at least (end + left - the first start).
+    left_[j] -= duration;
+    first_start_ = std::min(first_start_, end - duration);
+    if (prune_above_ >= 0) {
+      const Ticks from = prune_cost_ == Cost::kMakespan ? first_start_ : tl_.stage_start(j);
+      if (end + left_[j] - from > prune_above_) pruned_ = true;
+    }
   }
 
   // Runs W's until `extra` more memory fits; false (with the reason) when no W is left to run.
@@ -252,6 +278,11 @@ class Heuristic {
   // list per candidate cost more in fresh pages than the search itself).
   std::vector<std::vector<std::uint8_t>> order_, kept_;
   Ticks kept_span_ = 0;
+  Ticks prune_above_ = -1;      // see prune_above()
+  Cost prune_cost_ = Cost::kSpan;
+  bool pruned_ = false;
+  std::vector<Ticks> left_;     // per stage, the busy time of the ops not yet placed
+  Ticks first_start_ = 0;       // the earliest start placed
 };
 
 }  // namespace
@@ -289,16 +320,19 @@ std::optional<SearchResult> search_heuristic(const Problem& problem, std::vector
     for (bool b : {true, false})
       for (bool c : {true, false}) grid.push_back({a, b, c});
 
-  // Each worker takes grid points from a shared counter and builds them in one reusable workspace,
-  // keeping its best run's order by swapping buffers (no copy, no second run); the calling thread
-  // also tries the handcrafted seeds. Which worker ran which point does not matter: the best
-  // cost wins, ties go to the lower grid index. The calling thread runs point 0 first, so its
-  // first failure, reported when nothing fits, is point 0's.
+  // Points 0 and 1 run first (two threads: one each); their best cost then prunes the other
+  // points and the handcrafted seeds, which stop as soon as their cost is sure to exceed it. The
+  // threshold does not depend on timing or on the thread count, so neither do the result or the
+  // counts. Each worker builds its points in one reusable workspace, keeping its best run's
+  // order by swapping buffers (no copy, no second run). The best cost wins, ties go to the lower
+  // grid index. The calling thread runs point 0, so its failure, reported when nothing fits, is
+  // point 0's.
   struct Worker {
     std::unique_ptr<Heuristic> space;
     Ticks best_cost = -1;
     size_t best_index = 0;
     int feasible = 0;
+    int pruned = 0;
     std::string first_why;
     std::optional<Schedule> best_seed;  // the best handcrafted seed this worker tried
     Ticks best_seed_cost = -1;
@@ -310,11 +344,12 @@ std::optional<SearchResult> search_heuristic(const Problem& problem, std::vector
   std::vector<Worker> workers(threads);
   // Workspaces are allocated here, in the calling thread, so worker threads only fill them.
   for (Worker& wk : workers) wk.space = std::make_unique<Heuristic>(problem);
-  std::atomic<size_t> next_point{1};  // point 0 is the calling thread's
+  Ticks threshold = -1;  // prune above this; none while negative
   auto run_point = [&](Worker& wk, size_t k) {
     std::string why;
     if (!wk.space->run(grid[k], &why)) {
-      if (wk.first_why.empty()) wk.first_why = why;
+      if (wk.space->pruned()) ++wk.pruned;
+      else if (wk.first_why.empty()) wk.first_why = why;
       return;
     }
     Ticks cost = true_cost ? true_cost(wk.space->last_schedule()) : wk.space->cost(cost_kind);
@@ -329,26 +364,46 @@ std::optional<SearchResult> search_heuristic(const Problem& problem, std::vector
       wk.space->keep();
     }
   };
-  auto work = [&](int t) {
-    Worker& wk = workers[t];
-    if (t == 0) {
-      run_point(wk, 0);
-      // Seeds: the handcrafted orders, where they fit the memory limit. The calling thread runs
-      // them: their schedules are allocated, and fresh pages in a worker's arena cost more.
-      for (size_t k = 0; k < std::size(kSeeds); ++k) {
-        Schedule seed = kSeeds[k](problem);
-        if (!validate_memory(seed, problem).empty()) continue;
-        Ticks cost = true_cost ? true_cost(seed) : simulate_cost(seed, problem, cost_kind);
-        if (cost < 0) continue;
-        ++wk.feasible;
-        if (wk.best_seed_cost < 0 || cost < wk.best_seed_cost) {
-          wk.best_seed_cost = cost;
-          wk.best_seed_index = k;
-          wk.best_seed = std::move(seed);
-        }
-      }
+  // A seed, where it fits the memory limit.
+  auto run_seed = [&](Worker& wk, size_t k) {
+    Schedule seed = kSeeds[k](problem);
+    if (!validate_memory(seed, problem).empty()) return;
+    Ticks cost = true_cost ? true_cost(seed) : simulate_cost(seed, problem, cost_kind, nullptr, threshold);
+    if (cost < 0) return;
+    if (threshold >= 0 && cost > threshold) {
+      ++wk.pruned;
+      return;
     }
-    for (size_t k; (k = next_point.fetch_add(1)) < grid.size();) run_point(wk, k);
+    ++wk.feasible;
+    if (wk.best_seed_cost < 0 || cost < wk.best_seed_cost || (cost == wk.best_seed_cost && k < wk.best_seed_index)) {
+      wk.best_seed_cost = cost;
+      wk.best_seed_index = k;
+      wk.best_seed = std::move(seed);
+    }
+  };
+  constexpr size_t kFirst = 2;  // points run unpruned
+  if (threads > 1) {
+    std::thread second(run_point, std::ref(workers[1]), 1);
+    run_point(workers[0], 0);
+    second.join();
+  } else {
+    run_point(workers[0], 0);
+    run_point(workers[0], 1);
+  }
+  // A compute cost only grows as ops are placed; a true cost (lowered, timed) is known at the end.
+  if (!true_cost && is_compute_cost(cost_kind)) {
+    for (const Worker& wk : workers)
+      if (wk.best_cost >= 0 && (threshold < 0 || wk.best_cost < threshold)) threshold = wk.best_cost;
+    for (Worker& wk : workers) wk.space->prune_above(threshold, cost_kind);
+  }
+  // The other points, then the seeds, from a shared counter.
+  std::atomic<size_t> next{kFirst};
+  const size_t items = grid.size() + std::size(kSeeds);
+  auto work = [&](int t) {
+    for (size_t k; (k = next.fetch_add(1)) < items;) {
+      if (k < grid.size()) run_point(workers[t], k);
+      else run_seed(workers[t], k - grid.size());
+    }
   };
   std::vector<std::thread> pool;
   for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
@@ -373,6 +428,7 @@ std::optional<SearchResult> search_heuristic(const Problem& problem, std::vector
   Worker* winner = nullptr;
   for (Worker& wk : workers) {
     result.feasible += wk.feasible;
+    result.pruned += wk.pruned;
     if (wk.best_cost < 0) continue;
     if (!winner || wk.best_cost < winner->best_cost ||
         (wk.best_cost == winner->best_cost && wk.best_index < winner->best_index))

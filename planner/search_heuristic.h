@@ -33,6 +33,7 @@ struct SearchResult {
   std::string winner;           ///< the switches that produced it ("bubble-before-b,...") or the seed ("zb-h1")
   int candidates = 0;           ///< grid points and seeds tried
   int feasible = 0;             ///< those that kept the memory limit
+  int pruned = 0;               ///< those stopped once their compute cost was sure to exceed the best
 };
 
 /// Grid search over all switch combinations, in `threads` threads (0: two when the problem is
@@ -40,8 +41,10 @@ struct SearchResult {
 /// when they fit the memory limit, so the result is never worse than any of them. Keeps the
 /// smallest `cost` (a compute cost: the span or the makespan), or, when `true_cost` is given, the
 /// smallest true cost it gives (a candidate it gives -1 is left out). Ties: the first in grid order,
-/// then the seeds, so the result never depends on the thread count. Nothing, with a diagnostic,
-/// when no candidate fits the memory limit.
+/// then the seeds, so the result never depends on the thread count. Candidates other than the
+/// first two grid points stop once their compute cost is sure to exceed the best of those two
+/// (`pruned`; never with `true_cost`): the result is the one the whole grid gives. Nothing, with a
+/// diagnostic, when no candidate fits the memory limit.
 std::optional<SearchResult> search_heuristic(const Problem& problem, std::vector<Diag>* diags, int threads = 0,
                                              Cost cost = Cost::kSpan, const CostFn& true_cost = {});
 

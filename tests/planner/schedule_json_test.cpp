@@ -48,6 +48,45 @@ TEST_CASE("schedule file: written file reads back to the same schedule and probl
   CHECK(text.find("      {\"type\": \"F\", \"mb\": 1, \"chunk\": 0},\n") != std::string::npos);
 }
 
+// From 16,384 ops on, a second thread makes the later stages' text (schedule_write.cpp): the file
+// must read back the same, and be the same text as the one-thread writer's, stage by stage.
+TEST_CASE("schedule file: a big schedule, its later stages made on a second thread, reads back the same") {
+  Problem pr = test::make_problem(13, 450, 1.0, 1.1, 0.7, 0.1, 1, 0.5, "");
+  Schedule s = generate_zb_h1(pr);  // 17,550 ops over 13 stages: the split falls inside
+  std::vector<Diag> diags;
+  auto t = simulate_timeline(s, pr, &diags);
+  REQUIRE(t);
+  std::vector<std::string> pieces;
+  std::string text;
+  REQUIRE(write_schedule_json(s, pr, *t, [&](std::string_view piece) {
+    pieces.emplace_back(piece);
+    text += piece;
+    return true;
+  }));
+  CHECK(pieces.size() > 3);
+  CHECK(text == schedule_to_json_text(s, pr, *t));
+  auto j = parse_json_text(text, "big.json", &diags);
+  REQUIRE(j);
+  auto file = schedule_from_json(*j, "big.json", &diags);
+  INFO(format_diags(diags));
+  REQUIRE(file);
+  CHECK(file->schedule.stages == s.stages);
+  // Each stage's text is the small writer's: the same lines, in order, with one "[" and "]" each.
+  for (int st : {0, 6, 7, 12}) {
+    Schedule one = s;
+    one.stages = {s.stages[st]};
+    one.p = 1;
+    const std::string alone = schedule_to_json_text(one, pr, *t);
+    const size_t from = alone.find("    [\n"), to = alone.rfind("    ]\n");
+    CHECK(text.find(alone.substr(from, to - from)) != std::string::npos);
+  }
+  // A sink that refuses part way: false, whichever half it refuses in.
+  for (int refuse_at : {1, 3, static_cast<int>(pieces.size()) - 1}) {
+    int calls = 0;
+    CHECK_FALSE(write_schedule_json(s, pr, *t, [&](std::string_view) { return ++calls < refuse_at + 1; }));
+  }
+}
+
 TEST_CASE("schedule file: a JSON syntax error points at line and column with a caret") {
   std::string bad = "{\n  \"p\": 2,\n  \"m\": 2 \"stages\": []\n}\n";
   CHECK(load_error(bad) ==

@@ -243,3 +243,68 @@ TEST_CASE("heuristic: the compute cost ranks every candidate as its true cost do
   CHECK(uneven_candidates > 100);
   CHECK(uneven_below_span > 0);
 }
+
+// The search stops candidates once their cost is sure to exceed the best of the first two grid
+// points (search_heuristic.h): its result must be the one the whole grid and the seeds give, run
+// to the end and ranked by the same rule (lowest cost, ties to the lower grid index, a seed only
+// when strictly better), for both compute costs, and the counts must add up.
+TEST_CASE("heuristic: pruned candidates never change the result of the whole grid") {
+  std::mt19937 rng(20261127);
+  auto uniform = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
+  auto integer = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int pruned = 0, searched = 0;
+  for (int trial = 0; trial < 120; ++trial) {
+    ProblemInput in;
+    in.p = integer(2, 12);
+    in.m = integer(in.p, 4 * in.p);
+    for (auto* field : {&in.t_f, &in.t_b, &in.t_w}) {
+      field->clear();
+      for (int s = 0; s < (trial % 2 == 0 ? in.p : 1); ++s)
+        field->push_back(std::round(uniform(0.5, 3.0) * 1000) / 1000);
+    }
+    in.t_comm = std::round(uniform(0, 0.5) * 1000) / 1000;
+    in.mem_b = {1};
+    in.mem_w = {std::round(uniform(0.2, 0.9) * 100) / 100};
+    if (trial % 4 != 0) in.mem_limit = std::to_string(std::round(uniform(0.8, 3.0) * 10) / 10).substr(0, 3) + "p";
+    std::vector<Diag> diags;
+    auto pr = build_problem(in, "", &diags);
+    if (!pr) continue;
+    for (Cost cost : {Cost::kSpan, Cost::kMakespan}) {
+      INFO("trial " << trial << ": p=" << pr->p << " m=" << pr->m << " limit " << in.mem_limit << " cost "
+                    << cost_name(cost));
+      // The whole grid, each point to its end, then the seeds.
+      std::optional<Schedule> best;
+      Ticks best_cost = -1;
+      int feasible = 0;
+      for (bool a : {true, false})
+        for (bool b : {true, false})
+          for (bool c : {true, false}) {
+            std::string why;
+            auto s = heuristic_schedule(*pr, {a, b, c}, &why);
+            if (!s) continue;
+            ++feasible;
+            Ticks v = simulate_cost(*s, *pr, cost);
+            if (best_cost < 0 || v < best_cost) best_cost = v, best = s;
+          }
+      for (Schedule seed : {generate_zb_h1(*pr), generate_zb_h2(*pr), generate_1f1b(*pr)}) {
+        if (!validate_memory(seed, *pr).empty()) continue;
+        ++feasible;
+        Ticks v = simulate_cost(seed, *pr, cost);
+        if (best_cost < 0 || v < best_cost) best_cost = v, best = seed;
+      }
+      for (int threads : {1, 2}) {
+        auto found = search_heuristic(*pr, &diags, threads, cost);
+        REQUIRE(found.has_value() == best.has_value());
+        if (!found) continue;
+        ++searched;
+        CHECK(found->cost == best_cost);
+        CHECK(found->schedule.stages == best->stages);
+        CHECK(found->feasible + found->pruned <= found->candidates);
+        CHECK(found->feasible + found->pruned >= feasible);  // a pruned one may or may not fit
+        pruned += found->pruned;
+      }
+    }
+  }
+  CHECK(searched >= 150);
+  CHECK(pruned >= searched);  // pruning happens: more than one candidate stopped per search on average
+}

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "planner/gen_baseline.h"
 #include "test_util.h"
 
 using namespace zbpp;
@@ -92,4 +93,23 @@ TEST_CASE("simulate: the fast span agrees with the full timeline") {
   auto t = simulate_timeline(s, pr, &diags);
   REQUIRE(t);
   CHECK(simulate_span(s, pr) == t->span);
+}
+
+TEST_CASE("simulate_cost: with a threshold, the cost itself at or under it, a lower bound over it above") {
+  for (Cost cost : {Cost::kSpan, Cost::kMakespan}) {
+    for (const Problem& pr : {make_problem(4, 12, 1.0, 1.2, 0.6, 0.1, 1, 0.5, ""),
+                              make_problem(6, 9, 1.7, 1.1, 0.9, 0.3, 1, 0.5, "")}) {
+      for (const Schedule& s : {generate_1f1b(pr), generate_zb_h1(pr), generate_zb_h2(pr)}) {
+        const Ticks exact = simulate_cost(s, pr, cost);
+        REQUIRE(exact > 0);
+        CHECK(simulate_cost(s, pr, cost, nullptr, exact) == exact);
+        CHECK(simulate_cost(s, pr, cost, nullptr, exact + 7) == exact);
+        const Ticks stopped = simulate_cost(s, pr, cost, nullptr, exact - 1);
+        CHECK(stopped > exact - 1);
+        CHECK(stopped <= exact);  // a lower bound of the cost
+        // Far under the cost, it stops early with the bound it had then.
+        CHECK(simulate_cost(s, pr, cost, nullptr, exact / 3) <= exact);
+      }
+    }
+  }
 }

@@ -277,7 +277,7 @@ TEST_CASE("zbplan: heuristic at 2p and auto at 1p on 1.5B/p8/m24") {
   INFO(h.err);
   REQUIRE(h.code == 0);
   CHECK(h.out.find("span bubble rate  0.0433") != std::string::npos);
-  CHECK(h.out.find("search: 11 of 11 candidates fit the memory limit") != std::string::npos);
+  CHECK(h.out.find("search: 11 candidates (8 switch combinations, 3 handcrafted seeds): 3 finished within the memory limit, 8 stopped once sure to lose;") != std::string::npos);
   Run sim = zbplan({"simulate", tmp("cli_zb2p.json")});
   CHECK(sim.out.find("span bubble rate  0.0433") != std::string::npos);
 
@@ -428,6 +428,24 @@ TEST_CASE("zbplan: show writes SVG and self-contained HTML, export/import round-
   Run unknown = zbplan({"export", s, "--format", "csv2", "-o", tmp("x.csv")});
   CHECK(unknown.code == 2);
   CHECK(unknown.err == "zbplan: --format: unknown format 'csv2' (known: pytorch-csv)\nrun 'zbplan export --help' for usage\n");
+}
+
+TEST_CASE("zbplan import: a rank that takes another's messages out of the order sent is named by CSV cell") {
+  // Rank 1 sends the gradient of microbatch 1 first; rank 0 needs microbatch 0's first. The
+  // validator would name "stage 0, op 2"; the CSV's reader is told its row, column and cell, with
+  // or without lowering (a compute-only file that crosses would not validate when read back).
+  write(tmp("cli_crossing.csv"), "0F0,0F1,0I0,0I1,0W0,0W1\n1F0,1F1,1I1,1I0,1W0,1W1\n");
+  for (bool compute_only : {false, true}) {
+    std::vector<std::string> args = {"import", tmp("cli_crossing.csv"), "-o", tmp("cli_crossing.json")};
+    if (compute_only) args.push_back("--compute-only");
+    Run r = zbplan(args);
+    INFO(compute_only);
+    CHECK(r.code == 1);
+    CHECK(r.err == "zbplan: " + tmp("cli_crossing.csv") +
+                       ": row 1 (rank 0), column 3 (step 2), cell '0I0': 0I0 needs stage 1's gradient of microbatch 0 "
+                       "from rank 1, which sends 1I1's first (column 3): messages between two ranks arrive in the "
+                       "order they are sent\n");
+  }
 }
 
 TEST_CASE("zbplan: show keys only the kinds present, shades a V schedule's chunks, outlines only wide blocks") {

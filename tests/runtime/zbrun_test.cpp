@@ -417,3 +417,45 @@ TEST_CASE("zbrun: stages that hold no transformer block are named in a warning, 
   CHECK(r.code == 0);
   CHECK(r.err.empty());
 }
+
+// Issue 18: a lowered file's planned figures include the waits its SEND/RECV order causes, and the
+// run agrees. Moving stage 0's RECV_B1 before its W0 (zbplan_cli_test.cpp: the planned span goes
+// from 7 to 8) makes rank 0 wait for stage 1's B1 before W0. Paced (each compute op lasts its
+// planned time or longer, waits follow the file), stage 0's measured span cannot be under 8 units:
+// the chain F0, ..., B1 on stage 1, RECV_B1, W0, ... runs through the wait.
+TEST_CASE("zbrun: a RECV moved earlier makes the paced run wait as planned (trace span >= the planned 8)") {
+  std::string s = tmp("early_recv_run.json"), edited = tmp("early_recv_run_edited.json");
+  Run planned = call(run_zbplan, {"zbplan", "plan", "--method", "zb-h1", "-p", "2", "-m", "2", "--tf", "1", "--tb", "1",
+                                  "--tw", "1", "-o", s});
+  REQUIRE(planned.code == 0);
+  auto j = nlohmann::json::parse(std::ifstream(s));
+  REQUIRE(j["span"] == 7.0);
+  auto& st0 = j["stages"][0];
+  REQUIRE(st0[8]["type"] == "W");
+  REQUIRE(st0[9]["type"] == "RECV_B");
+  auto recv = st0[9];
+  st0.erase(9);
+  st0.insert(st0.begin() + 8, recv);
+  for (const char* figure : {"makespan", "span", "span_bubble_rate", "peak_memory", "wall_lower_bound", "objective",
+                             "iterations", "solver"})
+    j.erase(figure);
+  std::ofstream(edited) << j.dump(1);
+  const double pace = 0.02;  // seconds per time unit
+  std::string trace = tmp("early_recv_run_trace.json");
+  Run r = call(zbrun_local, {"zbrun", edited, "--local", "--steps", "1", "--pace", "0.02", "--trace", trace});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("planned per iteration: period 8 (steady state), one alone 8 ") != std::string::npos);
+  auto events = nlohmann::json::parse(std::ifstream(trace))["traceEvents"];
+  double planned_end = 0, first = 1e300, last = 0;
+  for (const auto& e : events) {
+    if (e["ph"] != "X" || e["tid"] != 0) continue;
+    if (e["pid"] == 0) planned_end = std::max(planned_end, e["ts"].get<double>() + e["dur"].get<double>());
+    if (e["pid"] == 1) {
+      first = std::min(first, e["ts"].get<double>());
+      last = std::max(last, e["ts"].get<double>() + e["dur"].get<double>());
+    }
+  }
+  CHECK(planned_end == Approx(8e3));  // 8 units, drawn as ms
+  CHECK((last - first) / 1e6 >= 8 * pace * 0.999);
+}

@@ -1,0 +1,354 @@
+// One rank's run (see rank_run.h): start-up checks, resume, the step loop, checkpoints, the
+// gathered summary.
+#include "runtime/rank_run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+#include "core/deps.h"
+#include "core/output_file.h"
+#include "runtime/checkpoint.h"
+
+namespace zbpp {
+
+namespace {
+
+// A 48-bit digest per parameter tensor (in global order, exact in a double) so ranks can compare
+// weights through the same all-reduce that carries everything else.
+std::vector<double> weight_digests(const Compute& compute, int tensors) {
+  std::vector<double> out(tensors, 0.0);
+  for (const auto& [id, values] : compute.parameters()) {
+    std::uint64_t h = 1469598103934665603ULL;
+    for (float f : values) {
+      std::uint32_t bits;
+      std::memcpy(&bits, &f, sizeof bits);
+      h = (h ^ bits) * 1099511628211ULL;
+    }
+    out[id] = static_cast<double>(h >> 16);
+  }
+  return out;
+}
+
+// Each rank writes its tensors as DIR/tensor<id>.f32 (raw little-endian floats), for comparing
+// runs to the last bit (tests measure ulps between optimizers with it).
+bool dump_weights(const std::string& dir, const Compute& compute, std::string* why) {
+  for (const auto& [id, values] : compute.parameters()) {
+    std::string path = dir + "/tensor" + std::to_string(id) + ".f32";
+    std::string bytes(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+    if (!write_file_replacing(path, bytes, why)) {
+      *why = "--dump-weights: cannot write " + *why;
+      return false;
+    }
+  }
+  return true;
+}
+
+// Per-op means a rank measures over the steps after the first: what RunOptions::profile gathers.
+struct Profile {
+  double sum[3] = {0, 0, 0};  // seconds of F, B, W ops
+  int count[3] = {0, 0, 0};
+  double mem_f = 0, mem_b = 0;  // bytes an F adds, bytes a B adds
+  int mem_f_ops = 0, mem_b_ops = 0;
+  void add(const std::vector<Op>& ops, const StepReport& r) {
+    for (const OpSpan& span : r.spans) {
+      OpType t = ops[span.op_index].type;
+      int k = t == OpType::F ? 0 : t == OpType::B ? 1 : t == OpType::W ? 2 : -1;
+      if (k < 0) continue;
+      sum[k] += span.end - span.start;
+      ++count[k];
+    }
+    mem_f += r.mem_after_f;
+    mem_b += r.mem_after_b;
+    mem_f_ops += r.f_ops;
+    mem_b_ops += r.b_ops;
+  }
+};
+
+// One rank's whole run. Every failure is recorded as the result's error, reported to the
+// observer, and told to the other ranks (so each of their errors names this one).
+class RankRun {
+ public:
+  RankRun(const TrainInputs& in, const RunOptions& o, const RankBackend& backend, Transport* transport,
+          RunObserver& observer)
+      : in_(in), s_(in.schedule), o_(o), backend_(backend), transport_(transport), observer_(observer),
+        rank_(transport->rank()) {
+    result_.rank = rank_;
+  }
+
+  // Anything thrown below (an allocation that fails, say) becomes an error and a stopped run, not
+  // an abort.
+  RankResult run() {
+    try {
+      run_unguarded();
+    } catch (const std::exception& e) {
+      stop(e.what());
+    }
+    return std::move(result_);
+  }
+
+ private:
+  // Records and reports `error`, then tells the other ranks `abort_text`. Returns false.
+  bool fail(RunError error, const std::string& abort_text) {
+    observer_.failed(error);
+    transport_->abort(abort_text);
+    result_.error = std::move(error);
+    return false;
+  }
+  // "rank R: why", not in a step.
+  bool stop(const std::string& why) {
+    const std::string who = "rank " + std::to_string(rank_);
+    return fail(RunError{rank_, -1, -1, "", why, who + ": " + why}, who + " failed: " + why);
+  }
+  // "rank R, what: why": a collective step of the run (`what`) failed.
+  bool stop_in(const std::string& what, const std::string& why) {
+    const std::string text = "rank " + std::to_string(rank_) + ", " + what + ": " + why;
+    return fail(RunError{rank_, -1, -1, "", why, text}, "rank " + std::to_string(rank_) + " failed, " + what + ": " + why);
+  }
+  // The interpreter failed during `what` of step `step`: its message names the rank and the op
+  // ("step 3, rank 1, op 7 (F0.3): ...").
+  bool failed_op(int step, const std::string& what, const std::string& why) {
+    const int index = interp_->failed_op();
+    RunError error{rank_, step, index, index >= 0 ? op_short(s_.stages[rank_][index]) : "",
+                   index >= 0 ? interp_->failure() : why, what + ", " + why};
+    std::string abort_text = "rank " + std::to_string(rank_) + " failed: " + error.text;
+    return fail(std::move(error), abort_text);
+  }
+  // All-reduces `values` (each rank fills its own part).
+  bool gather(std::vector<double>* values, const char* what) {
+    std::string why;
+    return transport_->allreduce_sum(values, o_.timeout_s, &why) || stop_in(what, why);
+  }
+
+  bool run_unguarded();
+  bool start(int* first_step);
+  bool report_finished();
+  bool measure_comm(double* seconds);
+  bool summarise();
+
+  const TrainInputs& in_;
+  const Schedule& s_;
+  const RunOptions& o_;
+  const RankBackend& backend_;
+  Transport* transport_;
+  RunObserver& observer_;
+  const int rank_;
+  std::unique_ptr<Compute> compute_;
+  std::unique_ptr<Interpreter> interp_;
+  RankResult result_;
+  Profile profile_;
+  // When each step's run_step returned: the steady-state period is the mean gap after the first.
+  std::vector<std::chrono::steady_clock::time_point> step_ends_;
+  double measured_sum_ = 0, seconds_sum_ = 0;
+  size_t peak_bytes_ = 0;
+};
+
+bool RankRun::run_unguarded() {
+  std::vector<int> vss;
+  for (int c = 0; c < s_.chunks; ++c) vss.push_back(s_.placement[rank_][c]);
+  compute_ = backend_.make_compute(vss);
+  interp_ = std::make_unique<Interpreter>(s_, rank_, compute_.get(), transport_, o_.adamw, o_.timeout_s);
+  if (o_.pace > 0) {
+    std::vector<double> min_seconds;
+    for (const Op& op : s_.stages[rank_])
+      min_seconds.push_back(is_compute(op.type) ? o_.pace * from_quanta(op_duration(op, rank_, in_.problem)) : 0.0);
+    interp_->set_pace(std::move(min_seconds));
+  }
+  // Held for the whole run: another run given this directory is refused, naming this one.
+  std::unique_ptr<CheckpointLock> checkpoint_lock;
+  if (!o_.checkpoint.empty()) {
+    std::string why;
+    if (!(checkpoint_lock = lock_checkpoints(o_.checkpoint, rank_, &why))) return stop(why);
+  }
+  int first_step = 0;
+  if (!start(&first_step)) return false;
+  result_.summary.first_step = first_step;
+  if (std::string why = observer_.started(rank_, first_step); !why.empty()) return stop(why);
+  if (o_.profile && !measure_comm(&result_.summary.comm_seconds)) return false;
+  for (int step = first_step; step < o_.steps; ++step) {
+    std::string why;
+    if (step == o_.inject_step && rank_ == o_.inject_rank) interp_->inject_nonfinite_next_step();
+    interp_->set_fault(rank_ == o_.fail_rank && step == o_.fail_step ? o_.fail_op : -1, o_.fault);
+    if (!interp_->run_step(in_.data.step_batches(in_.model, step, s_.m), &why))
+      return failed_op(step, "step " + std::to_string(step), why);
+    step_ends_.push_back(std::chrono::steady_clock::now());
+    if (!report_finished()) return false;
+    if (!o_.checkpoint.empty() && (step + 1) % o_.every == 0) {
+      // Post-validate the last step first, so the checkpoint holds final weights.
+      std::string state;
+      if (!interp_->finish(&why))
+        return failed_op(step, "post-validating step " + std::to_string(step) + " for its checkpoint", why);
+      if (!report_finished()) return false;
+      if (!compute_->save_state(&state)) return stop("this backend cannot write checkpoints");
+      if (!write_checkpoint(o_.checkpoint, rank_, step + 1, o_.schedule_hash, state, &why)) return stop(why);
+    }
+  }
+  std::string why;
+  if (!interp_->finish(&why)) return failed_op(o_.steps - 1, "post-validating the last step", why);
+  if (!report_finished()) return false;
+  // A failed output stops every rank at once (stop tells them), whichever rank it was on.
+  if (!o_.dump_weights.empty() && !dump_weights(o_.dump_weights, *compute_, &why)) return stop(why);
+  if (!summarise()) return false;
+  if (std::string why = observer_.finished(rank_, result_.summary); !why.empty()) return stop(why);
+  return true;
+}
+
+// Checks that every rank replays the same file and, with `resume`, loads the checkpoint every
+// rank has; *first_step is the step to run first.
+bool RankRun::start(int* first_step) {
+  // Every rank must replay the same file: compare the hashes of their texts (as two exact halves).
+  std::vector<double> hashes(2 * static_cast<size_t>(s_.p), 0.0);
+  hashes[2 * rank_] = static_cast<double>(o_.schedule_hash >> 32);
+  hashes[2 * rank_ + 1] = static_cast<double>(o_.schedule_hash & 0xffffffffULL);
+  if (!gather(&hashes, "comparing schedule files")) return false;
+  for (int r = 0; r < s_.p; ++r)
+    if (hashes[2 * r] != hashes[0] || hashes[2 * r + 1] != hashes[1])
+      return stop("rank " + std::to_string(r) + " replays another schedule file than rank 0 (their texts differ)");
+  *first_step = 0;
+  if (!o_.resume) return true;
+  // Resume where every rank has a checkpoint: the smallest of the ranks' latest.
+  std::vector<int> steps = checkpoint_steps(o_.checkpoint, rank_);
+  std::vector<double> latest(s_.p, 0.0);
+  latest[rank_] = steps.empty() ? -1 : steps.back();
+  if (!gather(&latest, "finding the checkpoint to resume")) return false;
+  *first_step = static_cast<int>(*std::min_element(latest.begin(), latest.end()));
+  if (*first_step < 0) return stop(o_.checkpoint + ": no checkpoint of this rank or another to resume from");
+  if (*first_step >= o_.steps) {
+    // Every rank gathered the same step, so every rank ends here alike: no one waits, rank 0 says why.
+    const std::string why = "--resume: " + o_.checkpoint + " holds the state after " + std::to_string(*first_step) +
+                            " steps, and --steps " + std::to_string(o_.steps) + " asks for no more; give --steps above " +
+                            std::to_string(*first_step);
+    result_.error = RunError{rank_, -1, -1, "", why, why};
+    if (rank_ == 0) observer_.failed(*result_.error);
+    return false;
+  }
+  std::string state, why;
+  if (!read_checkpoint(o_.checkpoint, rank_, *first_step, o_.schedule_hash, &state, &why) ||
+      !compute_->load_state(state, &why))
+    return stop("cannot resume: " + why);
+  interp_->start_at(*first_step);
+  return true;
+}
+
+// Keeps and sums the steps whose figures are complete (with post-validation, a step later).
+bool RankRun::report_finished() {
+  RunSummary& sum = result_.summary;
+  for (StepReport& report : interp_->take_reports()) {
+    const int step = report.step;
+    peak_bytes_ = std::max(peak_bytes_, report.peak_activation_bytes);
+    sum.rolled_back += report.chain_start_rolled_back ? 1 : 0;
+    sum.replays += report.replays;
+    sum.held += report.held ? 1 : 0;
+    if (step > 0 || o_.steps == 1) profile_.add(s_.stages[rank_], report);
+    if (step > 0) {  // the first step includes allocation; leave it out of the averages
+      measured_sum_ += report.measured_bubble;
+      seconds_sum_ += report.seconds;
+      ++sum.measured_steps;
+    }
+    result_.steps.push_back(std::move(report));
+    if (std::string why = observer_.step_done(rank_, result_.steps.back()); !why.empty()) return stop(why);
+  }
+  return true;
+}
+
+// One-way latency of an activation-sized message between neighbours: rank r first answers its
+// left neighbour's pings, then pings its right neighbour, so the chain cannot deadlock.
+bool RankRun::measure_comm(double* seconds) {
+  const int p = transport_->size(), rounds = 20;
+  std::string why;
+  bool ok = true;
+  Message got;
+  if (rank_ > 0)
+    for (int i = 0; i < rounds && ok; ++i)
+      ok = transport_->recv(rank_ - 1, kActivation, &got, o_.timeout_s, &why) &&
+           transport_->send(rank_ - 1, kGradient, got, &why);
+  double one_way = 0;
+  if (ok && rank_ + 1 < p) {
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < rounds && ok; ++i)
+      ok = transport_->send(rank_ + 1, kActivation, Message{0, 0, backend_.payload()}, &why) &&
+           transport_->recv(rank_ + 1, kGradient, &got, o_.timeout_s, &why) && (backend_.release(got.data), true);
+    one_way = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / (2.0 * rounds);
+  }
+  std::vector<double> all(p, 0.0);
+  all[rank_] = one_way;
+  if (ok) ok = transport_->allreduce_sum(&all, o_.timeout_s, &why);
+  if (!ok) return stop_in("measuring T_comm", why);
+  double sum = 0;
+  for (int r = 0; r + 1 < p; ++r) sum += all[r];
+  *seconds = p > 1 ? sum / (p - 1) : 0.0;
+  return true;
+}
+
+// Gathers what the summary shows of every rank, in the order every rank gathers it.
+bool RankRun::summarise() {
+  RunSummary& sum = result_.summary;
+  sum.state_chain_start = interp_->state_chain_start();
+  if (sum.measured_steps > 0) {
+    sum.mean_seconds = seconds_sum_ / sum.measured_steps;
+    sum.mean_bubble = measured_sum_ / sum.measured_steps;
+  }
+  if (o_.gather_trace) {
+    // The last step's compute-op spans, each rank filling its own part of one all-reduced vector.
+    std::vector<size_t>& offset = sum.trace_offset;
+    offset.assign(s_.p + 1, 0);
+    for (int r = 0; r < s_.p; ++r) {
+      size_t ops = std::count_if(s_.stages[r].begin(), s_.stages[r].end(), [](const Op& op) { return is_compute(op.type); });
+      offset[r + 1] = offset[r] + 2 * ops;
+    }
+    sum.trace_spans.assign(offset[s_.p], 0.0);
+    const std::vector<OpSpan> none;
+    const std::vector<OpSpan>& spans = result_.steps.empty() ? none : result_.steps.back().spans;
+    for (size_t k = 0; k < spans.size() && 2 * k + 1 < offset[rank_ + 1] - offset[rank_]; ++k) {
+      sum.trace_spans[offset[rank_] + 2 * k] = spans[k].start;
+      sum.trace_spans[offset[rank_] + 2 * k + 1] = spans[k].end;
+    }
+    if (!gather(&sum.trace_spans, "gathering the trace")) return false;
+    // Written now, so a failed write stops the other ranks in the gathers that follow.
+    if (std::string why = observer_.trace_gathered(rank_, sum); !why.empty()) return stop(why);
+  }
+  if (o_.profile) {
+    const int fields = RunSummary::kProfileFields;
+    sum.profile.assign(static_cast<size_t>(s_.p) * fields, 0.0);
+    auto mean = [](double total, int n) { return n > 0 ? total / n : 0.0; };
+    double* mine = &sum.profile[static_cast<size_t>(rank_) * fields];
+    for (int k = 0; k < 3; ++k) mine[k] = mean(profile_.sum[k], profile_.count[k]) * 1e3;
+    mine[3] = mean(profile_.mem_f, profile_.mem_f_ops) / (1 << 20);
+    mine[4] = mine[3] + mean(profile_.mem_b, profile_.mem_b_ops) / (1 << 20);
+    if (!gather(&sum.profile, "gathering the profile")) return false;
+    if (std::string why = observer_.profile_gathered(rank_, sum); !why.empty()) return stop(why);
+  }
+  // Measured steady-state period per rank (iterations back to back, the first left out: it
+  // allocates); the slowest rank's is the run's.
+  std::vector<double> periods(s_.p, 0.0);
+  sum.period_gaps = static_cast<int>(step_ends_.size()) - 1;
+  if (sum.period_gaps > 0)
+    periods[rank_] = std::chrono::duration<double>(step_ends_.back() - step_ends_.front()).count() / sum.period_gaps;
+  else
+    sum.period_gaps = 0;
+  if (!gather(&periods, "gathering measured periods")) return false;
+  sum.measured_period = *std::max_element(periods.begin(), periods.end());
+  sum.peak_activation_bytes.assign(s_.p, 0.0);
+  sum.peak_activation_bytes[rank_] = static_cast<double>(peak_bytes_);
+  if (!gather(&sum.peak_activation_bytes, "gathering peak memory")) return false;
+  // Final weights, digested per tensor and gathered, so runs can be compared exactly.
+  std::vector<double> digests = weight_digests(*compute_, global_tensor_count(in_.model));
+  if (!gather(&digests, "final weight digest")) return false;
+  std::uint64_t h = 1469598103934665603ULL;
+  for (double d : digests) h = (h ^ static_cast<std::uint64_t>(d)) * 1099511628211ULL;
+  char digest[32];
+  std::snprintf(digest, sizeof digest, "%016llx", static_cast<unsigned long long>(h));
+  sum.weights_digest = digest;
+  return true;
+}
+
+}  // namespace
+
+RankResult run_rank(const TrainInputs& in, const RunOptions& o, const RankBackend& backend, Transport* transport,
+                    RunObserver& observer) {
+  return RankRun(in, o, backend, transport, observer).run();
+}
+
+}  // namespace zbpp
