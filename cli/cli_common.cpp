@@ -77,9 +77,21 @@ std::string explain_extras(CLI::App* app, CLI::App* active) {
          (extras.size() > 1 ? " (and " + std::to_string(extras.size() - 1) + " more)" : "");
 }
 
+// CLI11 leaves a hidden option's name (group "", an old spelling kept working) out of its
+// messages (": unknown place 'x'", "--new excludes "); the one given on the line is that name.
+std::string name_hidden_option(const CLI::App* active, const std::string& what) {
+  std::string name;
+  for (const CLI::Option* opt : active->get_options())
+    if (opt->get_group().empty() && opt->count() > 0 && !opt->get_lnames().empty())
+      name = "--" + opt->get_lnames().front();
+  if (name.empty() || what.empty()) return what;
+  if (what.front() == ':' || what.front() == ' ') return name + what;
+  return what.back() == ' ' ? what + name : what;
+}
+
 // CLI11's message for a parse error, reworded where it does not say what to do.
 std::string explain(CLI::App* app, CLI::App* active, const CLI::ParseError& e) {
-  const std::string what = e.what();
+  const std::string what = name_hidden_option(active, e.what());
   if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
     std::string said = explain_extras(app, active);
     if (!said.empty()) return said;

@@ -1,5 +1,6 @@
-// zbrun command line: load and check the schedule, build each rank's backend and transport, run
-// the steps, report losses and planned vs measured bubble rates.
+// zbrun's command line: parses the flags, has them and the inputs checked (zbrun_inputs.h), starts
+// MPI and drives the launch mode's run, printing the steps' losses, planned vs measured bubble
+// rates, metrics, the trace and the profile.
 #include "cli/zbrun_cli.h"
 
 #include <algorithm>
@@ -7,7 +8,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <limits>
 #include <mutex>
 #include <sstream>
 
@@ -16,17 +16,14 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_common.h"
-#include "cli/cli_file_name.h"
-#include "cli/cli_numbers.h"
+#include "cli/zbrun_inputs.h"
 #include "core/lowered.h"
 #include "core/output_file.h"
 #include "core/schedule_json.h"
 #include "core/simulate.h"
 #include "core/simulate_iterations.h"
 #include "core/trace.h"
-#include "core/validate.h"
 #include "runtime/backend/cpu/compute_cpu.h"
-#include "runtime/checkpoint.h"
 #include "runtime/data.h"
 #include "runtime/interpreter.h"
 #include "runtime/trainer.h"
@@ -39,40 +36,9 @@
 
 namespace zbpp {
 
+namespace zbrun {
+
 namespace {
-
-struct Options {
-  std::string schedule_file, model = "tiny", data = "synthetic", metrics, trace, profile;
-  bool local = false, quiet = false;
-  bool check = false;  ///< check every input, say what would run, and stop before training
-  std::string backend = "cpu";  ///< "cpu" or "cuda"
-  int blas_threads = 1;         ///< OpenBLAS threads per process (the CPU backend's GEMMs)
-  bool single_gpu = false;      ///< every stage in this process on GPU 0, one SM partition each
-  std::string fail_at;  ///< "RANK:OP": that rank fails at that op index (tests of error handling)
-  std::string fault = "error";  ///< how it fails: "error", "hang" or "truncate" (a send)
-  std::string layer_split;  ///< "a,b,...": blocks per virtual stage
-  std::string inject;       ///< "STEP:RANK": a NaN gradient on RANK at STEP
-  RunOptions run;           ///< the flags the driver takes as they are (run_options adds the others)
-};
-
-// "A:B@C" style values: integers (0..INT_MAX) between the separators `seps`, in order; the first
-// `required` fields must be there, the rest may be left out. "" or why.
-std::string parse_fields(const std::string& text, const std::string& seps, size_t required,
-                         const std::vector<int*>& fields) {
-  size_t from = 0;
-  for (size_t k = 0; k < fields.size(); ++k) {
-    size_t end = k < seps.size() ? text.find(seps[k], from) : std::string::npos;
-    if (end == std::string::npos && k + 1 < required) return "no '" + std::string(1, seps[k]) + "'";
-    long long v = 0;
-    std::string bad = parse_integer(text.substr(from, end == std::string::npos ? std::string::npos : end - from), 0,
-                                    std::numeric_limits<int>::max(), &v);
-    if (!bad.empty()) return bad;
-    *fields[k] = static_cast<int>(v);
-    if (end == std::string::npos) return "";
-    from = end + 1;
-  }
-  return "";
-}
 
 std::string g9(double v) {
   char buf[40];
@@ -297,262 +263,12 @@ RunOptions run_options(const Options& o) {
   return r;
 }
 
-
 }  // namespace
 
-namespace {
-
-// Virtual stages between the first (which embeds) and the last (which computes the loss) that hold
-// no transformer block compute nothing: a schedule that plans them as busy as the others does not
-// describe the run. "" when every one holds a block.
-std::string empty_stages_warning(const GptConfig& model, const Schedule& s) {
-  const int virtual_stages = s.p * s.chunks;
-  const LayerSplit split = layer_split(model, virtual_stages);
-  std::vector<std::string> empty;
-  for (int vs = 1; vs + 1 < virtual_stages; ++vs) {
-    if (split.count[vs] > 0) continue;
-    std::string name = std::to_string(vs);
-    if (s.chunks > 1)
-      for (int r = 0; r < s.p; ++r)
-        if (std::find(s.placement[r].begin(), s.placement[r].end(), vs) != s.placement[r].end())
-          name += " (rank " + std::to_string(r) + ")";
-    empty.push_back(name);
-  }
-  if (empty.empty()) return "";
-  std::string list;
-  for (size_t i = 0; i < empty.size(); ++i)
-    list += (i == 0 ? "" : i + 1 == empty.size() ? " and " : ", ") + empty[i];
-  const std::string stages = s.chunks > 1 ? "virtual stages" : "stages";
-  return "model " + model.name + " has " + std::to_string(model.layers) + " transformer blocks for " +
-         std::to_string(virtual_stages) + " " + stages + ": " + (empty.size() == 1 ? stages.substr(0, stages.size() - 1) : stages) +
-         " " + list + (empty.size() == 1 ? " holds" : " hold") +
-         " none and only pass activations on, so the run does not follow the plan's times; " +
-         (model.split.empty() ? "use a model with at least " + std::to_string(virtual_stages - 2) +
-                                    " layers, or plan fewer stages"
-                              : "give every stage a block in --layer-split");
-}
-
-// zbrun's flags, each bound to its field of `o`.
-void add_flags(CLI::App* app, Options* o) {
-  app->add_option("schedule", o->schedule_file, "lowered schedule file from zbplan plan")->required()->check(file_name());
-  app->add_option("--model", o->model,
-                 std::string("a preset (") + kGptPresets + ") or a model JSON file {vocab, seq, channels, heads, "
-                 "layers, batch}")
-      ->check(file_name())
-      ->option_text("PRESET|FILE");
-  // Every number goes through cli_numbers.h: decimal, whole token, finite, in range.
-  const auto positive = real_in(0, kAnyReal, true);
-  app->add_option("--steps", o->run.steps, "training steps")->check(integer_in(1, 100000000));
-  app->add_option("--seed", o->run.seed, "initialisation seed")->check(integer_in(0, std::numeric_limits<long long>::max()));
-  app->add_option("--threads", o->blas_threads,
-                 "OpenBLAS threads of the CPU backend's GEMMs, per process (more for a rank that owns several cores; "
-                 "results are the same bits)")
-      ->check(integer_in(1, 256));
-  app->add_option("--data", o->data, "\"synthetic\" or a text file, read as bytes")
-      ->check(file_name())
-      ->option_text("synthetic|FILE");
-  app->add_option("--metrics", o->metrics, "write one JSON object per step (JSON lines)")->check(file_name());
-  app->add_option("--profile", o->profile,
-                 "measure T_F, T_B, T_W, T_comm (ms) and M_B, M_W (MiB) per stage and write them as a problem file "
-                 "for zbplan")
-      ->check(file_name());
-  app->add_option("--dump-weights", o->run.dump_weights,
-                 "after training, write every weight tensor to DIR/tensor<id>.f32 (raw floats)")
-      ->check(dir_name());
-  app->add_option("--trace", o->trace,
-                 "write a Chrome/Perfetto trace of the last step: measured ops per rank, planned beside")
-      ->check(file_name());
-  // A wait's deadline is now + timeout: a week at most keeps it far from overflowing the clock.
-  app->add_option("--timeout", o->run.timeout_s, "seconds any wait may take before the run fails")
-      ->check(real_in(0, 7 * 86400, true));
-  app->add_option("--lr", o->run.adamw.lr, "AdamW learning rate")->check(positive);
-  app->add_option("--clip-norm", o->run.adamw.clip_norm, "global gradient-norm clip (<= 0: off)")
-      ->check(real_in(-kAnyReal, kAnyReal));
-  app->add_flag("--local", o->local, "run all ranks as threads in this process (no mpirun)");
-  app->add_option("--backend", o->backend, "compute backend: cpu, or cuda (bf16 on GPUs; NCCL under mpirun)")
-      ->transform(one_of({"cpu", "cuda"}, "backend"));
-  app->add_flag("--single-gpu", o->single_gpu,
-               "--backend cuda with every stage in this process on GPU 0, each on its own SM partition "
-               "(green contexts) or, where those are unavailable, its own stream");
-  app->add_flag("--quiet", o->quiet, "print only the summary");
-  app->add_flag("--check", o->check,
-               "check the schedule, model, data, output paths and rank count, say what would run, and exit (0: ok)");
-  app->add_option("--layer-split", o->layer_split,
-                 "blocks per virtual stage, e.g. 1,2,2,1 (default: even, the first and last take fewer)")
-      ->check(integer_list_in(0, std::numeric_limits<int>::max()));
-  app->add_option("--inject-nonfinite", o->inject,
-                 "a NaN in that rank's gradients at that step (the step is skipped on every rank)")
-      ->type_name("STEP:RANK");
-  app->add_option("--fail-at", o->fail_at,
-                 "make that rank fail at that op of that step (default step 0), to test error handling")
-      ->type_name("RANK:OP[@STEP]");
-  app->add_option("--fault", o->fault,
-                 "how --fail-at fails: error (the op fails), hang (the rank stops answering), truncate (a send op "
-                 "sends half its message)")
-      ->transform(one_of({"error", "hang", "truncate"}, "fault"));
-  app->add_option("--pace", o->run.pace,
-                 "every compute op lasts at least S seconds per time unit of its planned duration (sleeping the "
-                 "rest), so a run follows the plan's timing where cores are too few for one rank each (default: off)")
-      ->check(positive)
-      ->option_text("S")
-      ->default_str("");
-  app->add_option("--checkpoint", o->run.checkpoint,
-                 "directory for checkpoints: DIR/step<N>.rank<R>.ckpt, the weights and optimizer state after N steps, "
-                 "written atomically")->check(dir_name());
-  app->add_option("--every", o->run.every, "with --checkpoint: write one after every N steps (default: one, at the end)")
-      ->check(integer_in(1, 1 << 30))
-      ->option_text("N")
-      ->default_str("");
-  app->add_flag("--resume", o->run.resume, "with --checkpoint: continue from the latest checkpoint every rank has");
-}
-
-// The flags' own checks, before MPI starts or any file is read: "" or the usage error. Completes
-// what the flags imply (--single-gpu: CUDA in one process; --checkpoint: one at the end at least).
-std::string check_flags(Options* op) {
-  Options& o = *op;
-  if (!o.fail_at.empty()) {
-    std::string bad = parse_fields(o.fail_at, ":@", 2, {&o.run.fail_rank, &o.run.fail_op, &o.run.fail_step});
-    if (!bad.empty()) return "--fail-at: expected RANK:OP or RANK:OP@STEP, got '" + o.fail_at + "': " + bad;
-    if (o.run.fail_step >= o.run.steps)
-      return "--fail-at " + o.fail_at + ": no step " + std::to_string(o.run.fail_step) + " (--steps " +
-             std::to_string(o.run.steps) + " runs steps 0.." + std::to_string(o.run.steps - 1) + ")";
-  }
-  if (o.fault != "error" && o.run.fail_rank < 0) return "--fault " + o.fault + " needs --fail-at RANK:OP";
-  if (o.fault == "truncate" && (o.backend == "cuda" || o.single_gpu))
-    return "--fault truncate: only with --backend cpu (CUDA messages carry device handles)";
-  if ((o.run.every > 0 || o.run.resume) && o.run.checkpoint.empty()) return "--every and --resume need --checkpoint DIR";
-  if (!o.run.checkpoint.empty() && o.run.every == 0) o.run.every = o.run.steps;  // at least one, at the end
-  if (!o.inject.empty()) {
-    std::string bad = parse_fields(o.inject, ":", 2, {&o.run.inject_step, &o.run.inject_rank});
-    if (!bad.empty()) return "--inject-nonfinite: expected STEP:RANK, got '" + o.inject + "': " + bad;
-    if (o.run.inject_step >= o.run.steps)
-      return "--inject-nonfinite " + o.inject + ": no step " + std::to_string(o.run.inject_step) + " (--steps " +
-             std::to_string(o.run.steps) + " runs steps 0.." + std::to_string(o.run.steps - 1) + ")";
-  }
-  if (o.single_gpu) {
-    o.backend = "cuda";
-    o.local = true;
-  }
-  // Under mpirun every process would run the whole pipeline in threads, all writing the same files.
-  if (o.local)
-    for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MPI_LOCALNRANKS"})
-      if (const char* n = std::getenv(var); n != nullptr && std::atoi(n) > 1) {
-        const std::string flag = o.single_gpu ? "--single-gpu" : "--local";
-        return flag + " runs every rank in this process, but mpirun started " + n + " processes (" + var + "=" +
-               n + "): each would run the whole pipeline and write the same files; drop " + flag +
-               " under mpirun, or start zbrun without mpirun";
-      }
-  return "";
-}
-
-/// What a run needs, read and checked the same way on every rank.
-struct CheckedInputs {
-  ScheduleFile file;
-  Timeline planned;  ///< the plan the run is measured against
-  GptConfig model;
-  DataSource data;
-};
-
-// Reads and checks the schedule, the model, the data and every output path, and the ranks that
-// run, before anything trains: every rank checks the same inputs, so all of them fail alike and
-// none waits for another. Nothing is created (--check touches nothing). On a failure, *failure
-// says what is wrong (rank 0 prints it).
-std::optional<CheckedInputs> check_inputs(Options& o, bool mpi, int world_rank, int world_size, std::ostream& err,
-                                          std::string* failure) {
-  const bool cuda = o.backend == "cuda";
-  auto fail = [&](const std::string& msg) -> std::optional<CheckedInputs> {
-    *failure = msg;
-    return std::nullopt;
-  };
-  std::vector<Diag> diags;
-  std::string schedule_text;
-  auto file = load_schedule_file(o.schedule_file, &diags, &schedule_text);
-  o.run.schedule_hash = text_hash(schedule_text);
-  std::optional<Timeline> checked;  // the plan the run is measured against
-  if (file) checked = check_schedule_file(*file, o.schedule_file, &diags);
-  if (!checked) {
-    std::string text;
-    for (const Diag& d : diags) text += (text.empty() ? "" : "\nzbrun: ") + format_diag(d);
-    return fail(text);
-  }
-  if (world_rank == 0)  // a schedule that runs but breaks the bit-identity promise says so
-    for (const Diag& d : validate_warnings(file->schedule, o.schedule_file)) err << "zbrun: " << format_diag(d) << "\n";
-  const Schedule& s = file->schedule;
-  if (s.level != kLevelLowered)
-    return fail(o.schedule_file + ": the schedule is compute-only; plan it without --compute-only so it holds send/recv");
-  if (!o.profile.empty())
-    for (const auto& ops : s.stages)
-      for (const Op& op : ops)
-        if (op.type == OpType::BW)
-          return fail("--profile needs a schedule with separate B and W ops (zb-h1, zb-h2, heuristic, zb-v), not " +
-                      s.method);
-  std::string why;
-  auto model = load_gpt_config(o.model, &why);
-  if (!model) return fail(why);
-  if (!o.layer_split.empty()) {
-    std::vector<long long> counts;  // the form was checked with the command line (integer_list_in)
-    parse_integer_list(o.layer_split, 0, std::numeric_limits<int>::max(), &counts);
-    for (long long n : counts) {
-      if (n > model->layers)
-        return fail("--layer-split: " + std::to_string(n) + " is not a block count of this model (0.." +
-                    std::to_string(model->layers) + ")");
-      model->split.push_back(static_cast<int>(n));
-    }
-  }
-  if (std::string bad = check_layer_split(*model, s.p * s.chunks); !bad.empty()) return fail(bad);
-  if (std::string warning = empty_stages_warning(*model, s); !warning.empty() && world_rank == 0)
-    err << "zbrun: warning: " << warning << "\n";
-  auto data = DataSource::open(o.data, &why);
-  if (!data) return fail(why);
-  if (std::string bad = data->check(*model); !bad.empty()) return fail(bad);
-  if (o.run.fail_rank >= s.p || o.run.fail_rank < -1 || (o.run.fail_rank >= 0 && (o.run.fail_op < 0 || o.run.fail_op >= static_cast<int>(s.stages[o.run.fail_rank].size()))))
-    return fail("--fail-at " + o.fail_at + ": no such rank and op in this schedule (p = " + std::to_string(s.p) + ")");
-  if (!o.inject.empty() && o.run.inject_rank >= s.p)
-    return fail("--inject-nonfinite " + o.inject + ": no rank " + std::to_string(o.run.inject_rank) + " in this schedule (ranks 0.." +
-                std::to_string(s.p - 1) + ")");
-  // Output paths are checked now, so a bad one fails before any training rather than after it;
-  // checked without creating anything (--check touches nothing).
-  const std::pair<const char*, const std::string*> outputs[] = {
-      {"--metrics", &o.metrics}, {"--trace", &o.trace}, {"--profile", &o.profile}};
-  for (const auto& [flag, path] : outputs) {
-    if (path->empty() || world_rank != 0) continue;
-    if (std::string bad = check_writable_file(*path); !bad.empty())
-      return fail(std::string(flag) + ": cannot write " + bad);
-  }
-  if (!o.run.checkpoint.empty())
-    if (std::string bad = check_writable_dir(o.run.checkpoint); !bad.empty())
-      return fail("--checkpoint: cannot write checkpoints into " + bad);
-  if (o.fault == "truncate" && o.run.fail_rank >= 0) {
-    const Op& op = s.stages[o.run.fail_rank][o.run.fail_op];
-    if (!is_send(op.type))
-      return fail("--fault truncate: op " + std::to_string(o.run.fail_op) + " of rank " + std::to_string(o.run.fail_rank) +
-                  " is " + op_short(op) + ", not a send");
-  }
-  if (!o.run.dump_weights.empty() && world_rank == 0)
-    if (std::string bad = check_writable_file(o.run.dump_weights + "/tensor0.f32"); !bad.empty())
-      return fail("--dump-weights: cannot write " + bad);
-#ifdef ZBPP_HAVE_CUDA
-  if (cuda) {
-    std::string why;
-    if (cuda_device_count(&why) == 0)
-      return fail("--backend cuda: " + (why.empty() ? std::string("no GPU is visible to this process") : why));
-  }
-#else
-  if (cuda) return fail("--backend cuda: this zbrun was built without CUDA (no nvcc at configure time)");
-#endif
-  if (mpi && world_size != s.p)
-    return fail(o.schedule_file + ": planned for " + std::to_string(s.p) + " ranks, but " + std::to_string(world_size) +
-                (world_size == 1 ? " rank is" : " ranks are") + " running: start it with mpirun -n " +
-                std::to_string(s.p) +
-                (world_size == 1 ? ", or add --local to run every rank in this process"
-                                 : ", or plan it for " + std::to_string(world_size) + " stages (zbplan plan -p " +
-                                       std::to_string(world_size) + " ...)"));
-  return CheckedInputs{std::move(*file), std::move(*checked), std::move(*model), std::move(*data)};
-}
-
-}  // namespace
+}  // namespace zbrun
 
 int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream& err, bool use_mpi) {
+  using namespace zbrun;
   CLI::App app{"zbrun: replays a zbplan schedule file, training a GPT with split backward (B and W)", "zbrun"};
   set_up_app(&app, "zbrun");
   Options o;

@@ -272,9 +272,9 @@ SolverReport bound_report(const Problem& pr, Ticks cost_value, Cost cost,
   return r;
 }
 
-double relative_gap(Ticks span, double bound) {
-  if (span <= 0) return 0.0;
-  return std::max(0.0, (static_cast<double>(span) - bound) / static_cast<double>(span));
+double relative_gap(Ticks cost, double bound) {
+  if (cost <= 0) return 0.0;
+  return std::max(0.0, (static_cast<double>(cost) - bound) / static_cast<double>(cost));
 }
 
 }  // namespace zbpp

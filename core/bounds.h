@@ -53,7 +53,8 @@ struct SolverReport {
 SolverReport bound_report(const Problem& problem, Ticks cost_value, Cost cost,
                           const std::vector<std::vector<int>>& placement, Ticks allreduce = -1);
 
-/// No schedule's wall clock is shorter: a stage starts no earlier than the first forward needs to
+/// No schedule's makespan, hence no wall clock, is shorter (the file records it as
+/// wall_lower_bound): a stage starts no earlier than the first forward needs to
 /// reach it (its virtual stage's predecessors' T_F, plus T_comm per hop) and is then busy for all
 /// its ops. The "ramp" bound: (p-1)(T_F+T_comm) + m(T_F+T_B+T_W) with uniform times.
 Ticks wall_lower_bound(const Problem& problem, const std::vector<std::vector<int>>& placement);
@@ -75,10 +76,10 @@ SpanBounds span_lower_bounds(const Problem& problem, const std::vector<std::vect
 SpanBounds span_lower_bounds(const Problem& problem);
 
 /// The bubble rate a span would have: (span - max busy) / span; 0 for a zero span. The same
-/// formula gives the wall-clock bubble of a makespan.
+/// formula gives the bubble rate of any figure (a makespan, a bound): (figure - max busy) / figure.
 double bubble_rate_of_span(const Problem& problem, Ticks span);
 
 /// Relative gap between a schedule's cost and a bound: (cost - bound) / cost, at least 0.
-double relative_gap(Ticks span, double bound);
+double relative_gap(Ticks cost, double bound);
 
 }  // namespace zbpp

@@ -129,7 +129,7 @@ inline Op message_compute_op(const Op& message) {
 
 /// The optimizer's ops that check the previous step (post-validation, lower.h); in the first
 /// iteration there is no previous step, and they do nothing.
-inline bool is_validation_op(OpType t) {
+inline bool is_post_validation_op(OpType t) {
   return t == OpType::RECV_VALID || t == OpType::SEND_VALID || t == OpType::VALIDATE;
 }
 

@@ -16,7 +16,8 @@ namespace zbpp {
 /// The optimizer's ops: OPT_STEP ends every stage. With post-validation (paper §4) the partial
 /// gradient state travels forward before it (RECV_STATE, SEND_STATE) and the full state travels
 /// back in the next iteration (RECV_VALID, SEND_VALID) to VALIDATE, which checks the previous
-/// step and rolls it back and redoes it when the partial state misled it.
+/// step and rolls it back and redoes it when the partial state misled it. The *_VALID/VALIDATE
+/// names mirror the file's spelling: they are post-validation's ops, not the schedule validator.
 enum class OpType {
   F, B, W, BW, SEND_F, RECV_F, SEND_B, RECV_B, OPT_STEP,
   SEND_STATE, RECV_STATE, SEND_VALID, RECV_VALID, VALIDATE

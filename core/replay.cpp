@@ -167,7 +167,7 @@ struct Replay {
     Ticks clock = free_at[st];
     while (it < k) {
       OpTiming* times = options.op_times ? out.ops[it][st].data() : nullptr;
-      const bool validating = it > 0 || options.validate_first_iteration;
+      const bool post_validating = it > 0 || options.post_validation_in_first_iteration;
       for (; i < n; ++i) {
         if (i == stop) {  // for ever: nothing wakes it
           iter[st] = it, cursor[st] = i, free_at[st] = clock;
@@ -182,8 +182,8 @@ struct Replay {
             if (out.compute_start[st] < 0) out.compute_start[st] = start;
             out.compute_end[st] = end;
           }
-        } else if (!validating && is_validation_op(type)) {
-          // nothing to validate in the first iteration
+        } else if (!post_validating && is_post_validation_op(type)) {
+          // nothing to post-validate in the first iteration
         } else if (is_recv(type)) {
           Channel& ch = channels[channel[i]];
           if (ch.sent.size() <= ch.received) {

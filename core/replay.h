@@ -23,9 +23,9 @@ namespace zbpp {
 
 struct ReplayOptions {
   int iterations = 1;
-  /// Validation's replay: the validation ops wait in the first iteration as in every later one.
+  /// The validator's replay: the post-validation ops wait in the first iteration as in every later one.
   /// Timing leaves them out of the first iteration, which has no previous step to check.
-  bool validate_first_iteration = false;
+  bool post_validation_in_first_iteration = false;
   bool op_times = true;         ///< keep every op's times (LoweredReplay::ops)
   Ticks state_latency = 0;      ///< one optimizer-state message between neighbours
   Ticks allreduce_latency = 0;  ///< the synchronous all-reduce once all stages reached it

@@ -38,7 +38,7 @@ struct IterationTimeline {
 };
 
 /// Simulates `options.iterations` (>= 2) iterations of a lowered schedule that passed validation.
-/// In the first iteration the validation ops do nothing (there is no previous step). Returns
+/// In the first iteration the post-validation ops do nothing (there is no previous step). Returns
 /// nothing with a diagnostic naming the stuck stage, iteration and op on a deadlock.
 std::optional<IterationTimeline> simulate_iterations(const Schedule& lowered, const Problem& problem,
                                                      const IterationOptions& options, std::vector<Diag>* diags);

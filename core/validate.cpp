@@ -431,7 +431,7 @@ std::vector<Diag> check_lowered(const Schedule& s, const Problem& pr, bool repla
   if (!replay_too) return out;
   // The replay of one iteration, with the validation ops of every later one.
   ReplayOptions replay;
-  replay.validate_first_iteration = true;
+  replay.post_validation_in_first_iteration = true;
   replay.op_times = false;
   std::vector<Diag> deadlock;
   if (!replay_lowered(s, pr, replay, &deadlock)) add_diag(&out, deadlock.at(0));

@@ -18,19 +18,19 @@ void add_optimizer_ops(std::vector<Op>* ops, int st, const StateChain& chain, co
     return;
   }
   // The verdict's first stage holds it from its own step: it sends it first thing. The others
-  // receive it and pass it on where they validate.
+  // receive it and pass it on where they post-validate.
   const bool holds_verdict = chain.verdict_from[st] < 0;
-  std::vector<Op> validation;
-  if (!holds_verdict) validation.push_back({OpType::RECV_VALID, 0, 0, chain.verdict_from[st], -1});
+  std::vector<Op> post_validation;
+  if (!holds_verdict) post_validation.push_back({OpType::RECV_VALID, 0, 0, chain.verdict_from[st], -1});
   const Op send_valid{OpType::SEND_VALID, 0, 0, chain.verdict_to[st], -1};
-  if (!holds_verdict && send_valid.peer >= 0) validation.push_back(send_valid);
-  validation.push_back({OpType::VALIDATE, 0, 0, -1, -1});
+  if (!holds_verdict && send_valid.peer >= 0) post_validation.push_back(send_valid);
+  post_validation.push_back({OpType::VALIDATE, 0, 0, -1, -1});
   size_t at = 0;
-  if (options.validate_at == ValidateAt::kFirstBackward) {
+  if (options.post_validation_at == PostValidationAt::kFirstBackward) {
     while (at < ops->size() && (*ops)[at].type != OpType::B && (*ops)[at].type != OpType::BW) ++at;
     if (at > 0 && (*ops)[at - 1].type == OpType::RECV_B) --at;
   }
-  ops->insert(ops->begin() + static_cast<std::ptrdiff_t>(at), validation.begin(), validation.end());
+  ops->insert(ops->begin() + static_cast<std::ptrdiff_t>(at), post_validation.begin(), post_validation.end());
   if (holds_verdict && send_valid.peer >= 0) ops->insert(ops->begin(), send_valid);
   if (chain.state_from[st] >= 0) ops->push_back({OpType::RECV_STATE, 0, 0, chain.state_from[st], -1});
   if (chain.state_to[st] >= 0) ops->push_back({OpType::SEND_STATE, 0, 0, chain.state_to[st], -1});

@@ -19,13 +19,13 @@ namespace zbpp {
 /// Where VALIDATE goes with post-validation. kFirstBackward: right before the stage's first B (and
 /// its RECV_B), so the warm-up forwards of the next iteration run on the speculative weights and
 /// are replayed in the rare iteration whose step was rolled back. kStart: first of all, so every
-/// stage holds its first forward until its step is validated (never replays, but waits for the
+/// stage holds its first forward until its step is post-validated (never replays, but waits for the
 /// state to travel to the last stage and back every iteration).
-enum class ValidateAt { kFirstBackward, kStart };
+enum class PostValidationAt { kFirstBackward, kStart };
 
 struct LowerOptions {
   Optimizer optimizer = Optimizer::kSync;
-  ValidateAt validate_at = ValidateAt::kFirstBackward;
+  PostValidationAt post_validation_at = PostValidationAt::kFirstBackward;
 };
 
 /// Lowers a valid compute schedule. Slots: each (chunk, microbatch) takes the lowest free slot at

@@ -68,7 +68,7 @@ bool check_shape(const Problem& pr, const std::string& method, int chunks_needed
 // The optimizer placement a lowering stands for, as the notes name it.
 std::string lowering_name(const LowerOptions& l) {
   if (l.optimizer == kOptimizerSync) return "sync";
-  return l.validate_at == ValidateAt::kStart ? "post-validation, validated at the start" : "post-validation";
+  return l.post_validation_at == PostValidationAt::kStart ? "post-validation, validated at the start" : "post-validation";
 }
 
 std::string fixed4(double v) {
@@ -97,14 +97,14 @@ Cost ranking_cost(const PlanOptions& o) {
 // Whether the compute cost ranks one-chunk schedules as the true cost does (simulate.h's
 // compute_cost), so the searches need not lower and time every candidate (which would make the
 // grid several times slower): under a synchronous step the period and the wall are the makespan
-// plus the all-reduce; under post-validation validating at the first B, with every stage taking
+// plus the all-reduce; under post-validation at the first B, with every stage taking
 // the same times and state messages no slower than activations, the period is the span. Both are
 // checked on every candidate of the grid in search_heuristic_test, which also shows uneven stages
 // where the period falls below the span. Elsewhere the searches rank by the true cost.
 bool compute_cost_ranks_alike(Objective objective, const LowerOptions& l, const Problem& pr,
                               const IterationOptions& it) {
   if (l.optimizer == kOptimizerSync) return true;
-  return objective == Objective::kPeriod && l.validate_at == ValidateAt::kFirstBackward && pr.uniform_times() &&
+  return objective == Objective::kPeriod && l.post_validation_at == PostValidationAt::kFirstBackward && pr.uniform_times() &&
          (it.state_latency < 0 || it.state_latency <= pr.t_comm);
 }
 
@@ -567,8 +567,8 @@ bool lower_planned(PlanResult* planned, std::vector<Diag>* diags, const LowerOpt
     lower();
   }
   auto found = checked(&lowered);
-  if (!found.empty() && options.optimizer == kOptimizerPostValidation && options.validate_at != ValidateAt::kStart) {
-    options.validate_at = ValidateAt::kStart;
+  if (!found.empty() && options.optimizer == kOptimizerPostValidation && options.post_validation_at != PostValidationAt::kStart) {
+    options.post_validation_at = PostValidationAt::kStart;
     Schedule held = lower_comms(planned->schedule, options);
     if (checked(&held).empty()) {
       planned->notes.push_back("post-validation: VALIDATE before the first B would deadlock here (" + found[0].message +

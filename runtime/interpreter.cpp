@@ -103,25 +103,25 @@ bool Interpreter::run_step(const std::vector<std::vector<int>>& data, std::strin
   replay_ = false;
   start_ = Clock::now();
   if (post_validation_ && pending_ && hold_next_) {
-    // The last validation found a wrong speculative step (clipping, say, which tends to persist):
-    // validate first, so this iteration's forwards run on validated weights. Every rank knows
+    // The last post-validation found a wrong speculative step (clipping, say, which tends to persist):
+    // post-validate first, so this iteration's forwards run on post-validated weights. Every rank knows
     // the same verdict, so all of them take this order (lowering's "start" placement, which
-    // cannot deadlock); speculation resumes once a validation finds nothing wrong.
+    // cannot deadlock); speculation resumes once a post-validation finds nothing wrong.
     report_.held = true;
-    if (!run_ops(Pass::kValidationOnly, err) || !run_ops(Pass::kSkipValidation, err)) return false;
+    if (!run_ops(Pass::kPostValidationOnly, err) || !run_ops(Pass::kSkipPostValidation, err)) return false;
   } else if (!run_ops(Pass::kAll, err)) {
     return false;
   }
   if (replay_) {
     // Some stage's speculative step was wrong, so this attempt's forwards before VALIDATE used
-    // wrong weights. Everything it made is discarded; the validation is done and stays.
+    // wrong weights. Everything it made is discarded; the post-validation is done and stays.
     compute_->zero_grad();
     int replays = report_.replays + 1;
     report_ = StepReport{};
     report_.step = step_;
     report_.replays = replays;
     replay_ = false;
-    if (!run_ops(Pass::kSkipValidation, err)) return false;
+    if (!run_ops(Pass::kSkipPostValidation, err)) return false;
   }
   report_.seconds = std::chrono::duration<double>(Clock::now() - start_).count();
   if (post_validation_) pending_report_ = report_;
@@ -134,7 +134,7 @@ bool Interpreter::finish(std::string* err) {
   if (!post_validation_ || !pending_) return true;
   compute_ran_ = false;
   start_ = Clock::now();
-  return run_ops(Pass::kValidationOnly, err);
+  return run_ops(Pass::kPostValidationOnly, err);
 }
 
 std::vector<StepReport> Interpreter::take_reports() {
@@ -146,8 +146,9 @@ std::vector<StepReport> Interpreter::take_reports() {
 bool Interpreter::run_ops(Pass pass, std::string* err) {
   const auto& ops = schedule_.stages[rank_];
   for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
-    const bool validation = is_validation_op(ops[i].type);
-    if ((pass == Pass::kSkipValidation && validation) || (pass == Pass::kValidationOnly && !validation)) continue;
+    const bool post_validation = is_post_validation_op(ops[i].type);
+    if ((pass == Pass::kSkipPostValidation && post_validation) || (pass == Pass::kPostValidationOnly && !post_validation))
+      continue;
     double t0 = std::chrono::duration<double>(Clock::now() - start_).count();
     size_t bytes_before = is_compute(ops[i].type) ? compute_->activation_bytes() : 0;
     bool ok;
@@ -229,7 +230,7 @@ void Interpreter::add_own_state() {
   state_[l.busy(rank_)] = busy;
   if (!post_validation_) return;
   // The state chain reaches its last rank with every contribution: its step is exact. Others
-  // step unclipped when the partial state allows, else skip and wait for validation (paper §4).
+  // step unclipped when the partial state allows, else skip and wait for post-validation (paper §4).
   Verdict partial = judge(state_, l);
   pending_norm_ = partial.norm;
   if (partial.skip) pending_decision_ = kSkipped;
@@ -241,7 +242,7 @@ void Interpreter::add_own_state() {
 
 // VALIDATE: the previous step under the complete state. Undo and redo this rank's step where the
 // partial state misled it; replay this iteration if any rank's was wrong and forwards already ran.
-void Interpreter::validate_previous() {
+void Interpreter::post_validate_previous() {
   const StateLayout l{tensors_, schedule_.p, schedule_.m};
   const std::vector<double>& full = chain_end_ ? pending_state_ : full_state_;
   Verdict verdict = judge(full, l);
@@ -292,7 +293,7 @@ bool Interpreter::run_optimizer_op(const Op& op, std::string* err) {
     case OpType::SEND_VALID:
       return !pending_ || send(kFullState, chain_end_ ? pending_state_ : full_state_);
     case OpType::VALIDATE:
-      if (pending_) validate_previous();
+      if (pending_) post_validate_previous();
       else compute_->zero_grad();
       return true;
     case OpType::RECV_STATE:

@@ -10,8 +10,8 @@
 // gradients. The forwards a stage ran before VALIDATE used the speculative weights: when any
 // stage's step was wrong, every rank finishes the iteration without its optimizer ops and runs it
 // again (a replay), so training is the synchronous optimizer's. After a wrong step the next
-// iteration validates before its forwards (no speculation) until a validation finds nothing wrong,
-// so persistent clipping costs a wait for the state, not a replay every iteration.
+// iteration post-validates before its forwards (no speculation) until a post-validation finds
+// nothing wrong, so persistent clipping costs a wait for the state, not a replay every iteration.
 #pragma once
 
 #include <chrono>
@@ -31,7 +31,7 @@ struct OpSpan {
 };
 
 /// What one step measured, the same on every rank once the step's gradient state is complete
-/// (after its all-reduce with sync, after its validation with post-validation).
+/// (after its all-reduce with sync, after its VALIDATE with post-validation).
 struct StepReport {
   int step = 0;
   double loss = 0;               ///< mean over microbatches, added in microbatch order
@@ -42,7 +42,7 @@ struct StepReport {
   bool rolled_back = false;      ///< post-validation: this rank undid its speculative step (and redid it unless skipped)
   bool chain_start_rolled_back = false;  ///< post-validation: the state chain's first rank did (state_chain_start)
   int replays = 0;               ///< post-validation: times this step ran again after a wrong speculative step
-  bool held = false;             ///< post-validation: validated before its forwards (the last validation found a wrong step)
+  bool held = false;             ///< post-validation: post-validated before its forwards (the last one found a wrong step)
   std::vector<OpSpan> spans;     ///< this rank's compute ops (of the last run, if replayed)
   size_t peak_activation_bytes = 0;       ///< this rank, after any compute op
   double mem_after_f = 0, mem_after_b = 0;  ///< summed byte changes of F ops and of B ops (not BW)
@@ -57,7 +57,7 @@ class Interpreter {
               double timeout_s);
   /// Runs one iteration on `data` (the step's microbatches). False with *err on failure.
   bool run_step(const std::vector<std::vector<int>>& data, std::string* err);
-  /// After the last step: with post-validation, validates it (its VALIDATE chain alone), so the
+  /// After the last step: with post-validation, post-validates it (its VALIDATE chain alone), so the
   /// weights are final. Nothing to do with sync.
   bool finish(std::string* err);
   /// Reports of the steps whose figures are complete since the last call, in step order. With
@@ -89,12 +89,12 @@ class Interpreter {
   const std::string& failure() const { return failure_; }
 
  private:
-  enum class Pass { kAll, kSkipValidation, kValidationOnly };
+  enum class Pass { kAll, kSkipPostValidation, kPostValidationOnly };
   bool run_ops(Pass pass, std::string* err);
   bool run_op(int index, std::string* err);
   bool run_optimizer_op(const Op& op, std::string* err);
   void add_own_state();
-  void validate_previous();
+  void post_validate_previous();
   void inject_fault();
   void cut(std::vector<float>* data);
   std::string where(int index) const;
@@ -131,7 +131,7 @@ class Interpreter {
   // per microbatch its loss, per rank span and busy seconds, per rank its speculative decision.
   std::vector<double> state_;        // this step's state as it travels forward
   bool own_state_added_ = false;
-  bool pending_ = false;             // a speculative step awaits validation
+  bool pending_ = false;             // a speculative step awaits post-validation
   std::vector<double> pending_state_;  // the state it stepped under (complete on the last rank)
   double pending_norm_ = 0;          // the partial norm it stepped with
   int pending_decision_ = 0;
@@ -139,7 +139,7 @@ class Interpreter {
   std::vector<double> full_state_;   // the previous step's full state, as it travels back
   bool compute_ran_ = false;         // compute ops ran in this attempt (before VALIDATE, they may be wrong)
   bool replay_ = false;              // this attempt must run again: skip its optimizer ops
-  bool hold_next_ = false;           // the last validation found a wrong step: validate before the forwards
+  bool hold_next_ = false;           // the last post-validation found a wrong step: post-validate before the forwards
 };
 
 }  // namespace zbpp

@@ -176,17 +176,17 @@ bool RankRun::run_unguarded() {
     step_ends_.push_back(std::chrono::steady_clock::now());
     if (!report_finished()) return false;
     if (!o_.checkpoint.empty() && (step + 1) % o_.every == 0) {
-      // Validate the last step first (post-validation), so the checkpoint holds final weights.
+      // Post-validate the last step first, so the checkpoint holds final weights.
       std::string state;
       if (!interp_->finish(&why))
-        return failed_op(step, "validating step " + std::to_string(step) + " for its checkpoint", why);
+        return failed_op(step, "post-validating step " + std::to_string(step) + " for its checkpoint", why);
       if (!report_finished()) return false;
       if (!compute_->save_state(&state)) return stop("this backend cannot write checkpoints");
       if (!write_checkpoint(o_.checkpoint, rank_, step + 1, o_.schedule_hash, state, &why)) return stop(why);
     }
   }
   std::string why;
-  if (!interp_->finish(&why)) return failed_op(o_.steps - 1, "validating the last step", why);
+  if (!interp_->finish(&why)) return failed_op(o_.steps - 1, "post-validating the last step", why);
   if (!report_finished()) return false;
   // A failed output stops every rank at once (stop tells them), whichever rank it was on.
   if (!o_.dump_weights.empty() && !dump_weights(o_.dump_weights, *compute_, &why)) return stop(why);

@@ -24,7 +24,7 @@ namespace {
 void require_lowers(const Schedule& imported, const Problem& problem, Optimizer optimizer) {
   std::vector<Diag> diags;
   PlanResult planned{imported, problem, {}, {}, std::nullopt};
-  fuzz::require(lower_planned(&planned, &diags, {optimizer, ValidateAt::kFirstBackward}),
+  fuzz::require(lower_planned(&planned, &diags, {optimizer, PostValidationAt::kFirstBackward}),
                 "an imported schedule that validates does not lower", diags);
   fuzz::require(simulate_timeline(planned.schedule, planned.problem, &diags).has_value(),
                 "a lowered imported schedule does not simulate", diags);

@@ -138,9 +138,9 @@ TEST_CASE("lower: activation slots are checked: present, shared by F/B/W, never 
   CHECK(errors(shared, pr).at(0) == "stage 1, op 5 (F1): slot 0 still holds F0 (a slot is free again after its microbatch's W)");
 }
 
-TEST_CASE("lower: post-validation adds the state chain forward and the validation back, before the first B") {
+TEST_CASE("lower: post-validation adds the state chain forward and the verdict back, before the first B") {
   Problem pr = make_problem(3, 2, 1, 1, 1);
-  Schedule s = lower_comms(generate_zb_h1(pr), {kOptimizerPostValidation, ValidateAt::kFirstBackward});
+  Schedule s = lower_comms(generate_zb_h1(pr), {kOptimizerPostValidation, PostValidationAt::kFirstBackward});
   CHECK(s.optimizer == kOptimizerPostValidation);
   CHECK(text(s.stages[0]) == "F0 SEND_F0 F1 SEND_F1 RECV_VALID VALIDATE RECV_B0 B0 W0 RECV_B1 B1 W1 SEND_STATE OPT_STEP");
   CHECK(text(s.stages[1]) ==
@@ -150,7 +150,7 @@ TEST_CASE("lower: post-validation adds the state chain forward and the validatio
   CHECK(text(s.stages[2]) ==
         "SEND_VALID RECV_F0 F0 VALIDATE B0 SEND_B0 RECV_F1 F1 B1 SEND_B1 W0 W1 RECV_STATE OPT_STEP");
   CHECK(errors(s, pr).empty());
-  Schedule held = lower_comms(generate_zb_h1(pr), {kOptimizerPostValidation, ValidateAt::kStart});
+  Schedule held = lower_comms(generate_zb_h1(pr), {kOptimizerPostValidation, PostValidationAt::kStart});
   CHECK(text(held.stages[1]).rfind("RECV_VALID SEND_VALID VALIDATE RECV_F0 F0", 0) == 0);
   CHECK(errors(held, pr).empty());
 }
@@ -161,15 +161,15 @@ TEST_CASE("lower: every baseline lowers with post-validation to a valid file") {
       INFO("p=" << p << " m=" << m);
       Problem pr = make_problem(p, m, 1, 1, 1);
       for (const Schedule& s : {generate_1f1b(pr), generate_zb_h1(pr), generate_zb_h2(pr)})
-        CHECK(errors(lower_comms(s, {kOptimizerPostValidation, ValidateAt::kFirstBackward}), pr).empty());
+        CHECK(errors(lower_comms(s, {kOptimizerPostValidation, PostValidationAt::kFirstBackward}), pr).empty());
       Problem two = make_problem(p, m, 1, 1, 1, 0, 1, 0.5, "", 2);
-      for (ValidateAt at : {ValidateAt::kFirstBackward, ValidateAt::kStart})
+      for (PostValidationAt at : {PostValidationAt::kFirstBackward, PostValidationAt::kStart})
         CHECK(errors(lower_comms(generate_zb_v(two), {kOptimizerPostValidation, at}), two).empty());
       if (m % p == 0) {
         std::string err;
         auto interleaved = generate_1f1b_interleaved(two, &err);
         REQUIRE(interleaved);
-        CHECK(errors(lower_comms(*interleaved, {kOptimizerPostValidation, ValidateAt::kFirstBackward}), two).empty());
+        CHECK(errors(lower_comms(*interleaved, {kOptimizerPostValidation, PostValidationAt::kFirstBackward}), two).empty());
       }
     }
 }
@@ -202,7 +202,7 @@ TEST_CASE("lower: the state goes the way iterations start, the verdict the way t
   c = state_chain(v);
   CHECK(c.state == std::vector<int>{0, 1, 2});
   CHECK(c.verdict == std::vector<int>{2, 0, 1});
-  Schedule lowered = lower_comms(v, {kOptimizerPostValidation, ValidateAt::kFirstBackward});
+  Schedule lowered = lower_comms(v, {kOptimizerPostValidation, PostValidationAt::kFirstBackward});
   CHECK(errors(lowered, two).empty());
   auto optimizer_ops = [&](int st) {
     std::vector<Op> out;
@@ -214,21 +214,21 @@ TEST_CASE("lower: the state goes the way iterations start, the verdict the way t
   CHECK(optimizer_ops(1) == "RECV_VALID<0 VALIDATE RECV_STATE<0 SEND_STATE>2 OPT_STEP");
   CHECK(optimizer_ops(2) == "SEND_VALID>0 VALIDATE RECV_STATE<1 OPT_STEP");
   CHECK(lowered.stages[2][0].type == OpType::SEND_VALID);
-  // Each stage validates just before its first B, as with one chunk.
+  // Each stage post-validates just before its first B, as with one chunk.
   for (int st = 0; st < 3; ++st) {
     const auto& ops = lowered.stages[st];
-    size_t validate = 0, first_b = 0;
-    while (ops[validate].type != OpType::VALIDATE) ++validate;
+    size_t post_validate = 0, first_b = 0;
+    while (ops[post_validate].type != OpType::VALIDATE) ++post_validate;
     while (ops[first_b].type != OpType::B) ++first_b;
     INFO("stage " << st << ": " << peered(ops));
-    CHECK(first_b - validate == (ops[first_b - 1].type == OpType::RECV_B ? 2u : 1u));
+    CHECK(first_b - post_validate == (ops[first_b - 1].type == OpType::RECV_B ? 2u : 1u));
   }
 }
 
 TEST_CASE("lower: a ZB-V file with the verdict's old path (back down the state's) is refused, saying what to do") {
   // Files lowered before the verdict followed the first B's relayed it 2 -> 1 -> 0.
   Problem two = make_problem(3, 6, 1, 1, 1, 0, 1, 0.5, "", 2);
-  Schedule s = lower_comms(generate_zb_v(two), {kOptimizerPostValidation, ValidateAt::kFirstBackward});
+  Schedule s = lower_comms(generate_zb_v(two), {kOptimizerPostValidation, PostValidationAt::kFirstBackward});
   for (auto& ops : s.stages)
     for (Op& op : ops) {
       if (op.type == OpType::RECV_VALID) op.peer = &ops == &s.stages[0] ? 1 : 2;
@@ -243,7 +243,7 @@ TEST_CASE("lower: a ZB-V file with the verdict's old path (back down the state's
 
 TEST_CASE("lower: broken post-validation files are located") {
   Problem pr = make_problem(2, 2, 1, 1, 1);
-  const LowerOptions post{kOptimizerPostValidation, ValidateAt::kFirstBackward};
+  const LowerOptions post{kOptimizerPostValidation, PostValidationAt::kFirstBackward};
   Schedule s = lower_comms(generate_zb_h1(pr), post);
   // stage 0: F0 SEND_F0 F1 SEND_F1 RECV_VALID VALIDATE RECV_B0 B0 W0 RECV_B1 B1 W1 SEND_STATE OPT_STEP
   Schedule late = s;

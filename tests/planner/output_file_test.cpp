@@ -94,7 +94,7 @@ TEST_CASE("write_file_replacing: a device is written in place, its failures repo
   CHECK(err == dir + "/no/such/a.json: No such file or directory (creating a temporary file in " + dir + "/no/such)");
 }
 
-TEST_CASE("ReplacingFile: pieces replace the file at commit; given up, the old file stays and no temporary is left") {
+TEST_CASE("ReplacingFile: pieces replace the file at commit, and given up, the old file stays and no temporary is left") {
   const std::string dir = fresh_dir("pieces"), path = dir + "/a.json";
   std::string err;
   REQUIRE(write_file_replacing(path, "old\n", &err));
@@ -120,7 +120,7 @@ TEST_CASE("ReplacingFile: pieces replace the file at commit; given up, the old f
   CHECK(err == "/dev/full: No space left on device");
 }
 
-TEST_CASE("BackgroundWriter: the pieces reach the file in order; the file's failure comes back") {
+TEST_CASE("BackgroundWriter: the pieces reach the file in order, and the file's failure comes back") {
   const std::string dir = fresh_dir("background"), path = dir + "/big.json";
   std::string err, want;
   {

@@ -15,9 +15,9 @@
 namespace zbpp {
 namespace {
 
-const std::vector<LowerOptions> kPlacements = {{kOptimizerPostValidation, ValidateAt::kFirstBackward},
-                                               {kOptimizerPostValidation, ValidateAt::kStart},
-                                               {kOptimizerSync, ValidateAt::kFirstBackward}};
+const std::vector<LowerOptions> kPlacements = {{kOptimizerPostValidation, PostValidationAt::kFirstBackward},
+                                               {kOptimizerPostValidation, PostValidationAt::kStart},
+                                               {kOptimizerSync, PostValidationAt::kFirstBackward}};
 
 Ticks true_cost(const Schedule& lowered, const Problem& pr, Objective objective) {
   std::vector<Diag> diags;
@@ -43,7 +43,7 @@ Problem uneven_stages(int m, double t_comm, const std::string& limit) {
 // How auto's notes name an optimizer placement.
 std::string placement_name(const LowerOptions& l) {
   if (l.optimizer == kOptimizerSync) return "sync";
-  return l.validate_at == ValidateAt::kStart ? "post-validation, validated at the start" : "post-validation";
+  return l.post_validation_at == PostValidationAt::kStart ? "post-validation, validated at the start" : "post-validation";
 }
 
 // auto's line for one candidate under one placement, or "" when it printed none.
@@ -118,7 +118,7 @@ PlanResult check_auto_is_best(const Problem& pr, Objective objective) {
       searched = plan_schedule(c.problem, c.method, &why, first);
     }
     for (const LowerOptions& placement : kPlacements) {
-      INFO(c.name << " under " << placement.optimizer << (placement.validate_at == ValidateAt::kStart ? " (start)" : ""));
+      INFO(c.name << " under " << placement.optimizer << (placement.post_validation_at == PostValidationAt::kStart ? " (start)" : ""));
       if (c.searched_once && &placement != &kPlacements.front()) {
         // Searched again for this placement, it finds nothing better than auto's pick.
         PlanOptions one = options;
@@ -290,9 +290,9 @@ TEST_CASE("auto: tries the placements the chunks and placement given leave open"
 
 TEST_CASE("heuristic and ilp: the grid ranks by the objective planned for, optimizer included (issue 20)") {
   // 1.5B, p=8, m=24 at 1.3p. Ranked by the span, the heuristic's best costs 1266.046 per iteration
-  // with a synchronous step and 1267.248 validating at the start; ranked by what each placement
-  // really costs (the makespan under sync, the true period when validating first), 1246.856 and
-  // 1251.664. Post-validation validating at the first B keeps the span's pick, whose period it is.
+  // with a synchronous step and 1267.248 post-validating at the start; ranked by what each placement
+  // really costs (the makespan under sync, the true period when post-validating first), 1246.856 and
+  // 1251.664. Post-validation at the first B keeps the span's pick, whose period it is.
   const Problem pr = test::make_problem(8, 24, 18.522, 18.086, 9.337, 0.601, 1, 0.3664, "1.3p");
   auto planned_for = [&](const std::string& method, const LowerOptions& placement, Objective objective) {
     PlanOptions options;
@@ -328,7 +328,7 @@ TEST_CASE("heuristic and ilp: the grid ranks by the objective planned for, optim
   // The ILP keeps a schedule only if its true cost is no worse: never above the heuristic's.
   for (const LowerOptions& placement : kPlacements)
     for (Objective objective : {Objective::kPeriod, Objective::kWall}) {
-      INFO(placement.optimizer << (placement.validate_at == ValidateAt::kStart ? " (start)" : "") << ", "
+      INFO(placement.optimizer << (placement.post_validation_at == PostValidationAt::kStart ? " (start)" : "") << ", "
                                << objective_name(objective));
       PlanResult ilp = planned_for("ilp", placement, objective);
       PlanResult heuristic = planned_for("heuristic", placement, objective);
@@ -445,7 +445,7 @@ TEST_CASE("ilp with chunks, and ilp-v: refine the V search (or 1f1b-i, interleav
 }
 #endif
 
-TEST_CASE("lower_planned: timed, the iterations' replay stands for the validation's; same plan, notes, figures") {
+TEST_CASE("lower_planned: timed, the iterations' replay stands for the validation's: same plan, notes, figures") {
   // Small shapes, and one big enough (p * m >= 1024) to be timed beside its checks.
   std::vector<std::pair<int, int>> shapes = {{16, 64}};
   for (int p : {2, 3, 4})
@@ -459,7 +459,7 @@ TEST_CASE("lower_planned: timed, the iterations' replay stands for the validatio
           auto planned = plan_schedule(pr, method, &diags);  // compute only
           if (!planned) continue;
           INFO(method << " p=" << p << " m=" << m << " under " << placement.optimizer
-                      << (placement.validate_at == ValidateAt::kStart ? " (start)" : ""));
+                      << (placement.post_validation_at == PostValidationAt::kStart ? " (start)" : ""));
           PlanResult alone = *planned, timed = *planned;
           std::vector<Diag> why_alone, why_timed;
           IterationOptions figures;

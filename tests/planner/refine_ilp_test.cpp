@@ -1,8 +1,9 @@
 // Tests for planner/refine_ilp.cpp: on tiny problems (per-stage times, T_comm, with and without a
 // tight memory limit) the whole model proves optimality and equals an exhaustive search, from a
-// good and from a poor warm start, for the span and for the wall clock; no bound exceeds that
-// optimum; the schedule validates and its simulated cost is within the model's objective. The
-// window search never loses to its warm start. At 1p the wall objective beats ZB-H1 where it can.
+// good and from a poor warm start, for the span and for the makespan (which stands for the wall
+// clock); no bound exceeds that optimum; the schedule validates and its simulated cost is within the
+// model's objective. The window search never loses to its warm start. At 1p the makespan objective
+// beats ZB-H1 where it can.
 #include "planner/refine_ilp.h"
 
 #include <unistd.h>
@@ -94,7 +95,7 @@ int check_against_exhaustive_search(Cost objective, unsigned seed, int trials) {
         INFO("p=" << p << " m=" << m << (tight ? " tight" : "") << " trial " << trial);
         Ticks optimum = test::brute_force_cost(pr, objective);
         if (optimum < 0) continue;
-        // The certified bound (span bounds, and for the wall clock the ramp) is below the optimum.
+        // The certified bound (span bounds, and for the makespan the ramp) is below the optimum.
         CHECK(cost_lower_bound(pr, objective, interleaved_placement(p, 1)) <= optimum);
         // From the heuristic, and from 1F1B (a poor start the model must improve on).
         std::vector<Diag> diags;
@@ -180,7 +181,7 @@ TEST_CASE("ilp: the window search keeps microbatch order and never loses to the 
   }
 }
 
-TEST_CASE("ilp (wall): the window search shortens the wall clock and never loses to the warm start") {
+TEST_CASE("ilp (makespan): the window search shortens the makespan and never loses to the warm start") {
   std::mt19937 rng(11);
   int ran = 0;
   for (int trial = 0; trial < 2; ++trial) {
@@ -197,9 +198,9 @@ TEST_CASE("ilp (wall): the window search shortens the wall clock and never loses
     REQUIRE(r);
     CHECK(r->mode == "lns");
     CHECK(r->windows > 0);
-    const Ticks warm_wall = simulate_cost(warm, pr, Cost::kMakespan);
-    check_result(*r, pr, warm_wall);
-    CHECK(r->cost < warm_wall);
+    const Ticks warm_makespan = simulate_cost(warm, pr, Cost::kMakespan);
+    check_result(*r, pr, warm_makespan);
+    CHECK(r->cost < warm_makespan);
     CHECK(from_quanta(cost_lower_bound(pr, Cost::kMakespan, warm.placement)) <= r->lower_bound + 1e-9);
     ++ran;
   }
@@ -233,13 +234,13 @@ TEST_CASE("ilp: p=32, m=256 returns a valid schedule no worse than the heuristic
   CHECK(r->seconds < options.seconds + 2);  // loose: the machine may be shared
 }
 
-TEST_CASE("ilp (wall): proves the least wall clock on tiny problems and matches exhaustive search") {
+TEST_CASE("ilp (makespan): proves the least makespan on tiny problems and matches exhaustive search") {
   // At least 5 solves improve on their warm start: the 1F1B starts leave the model real work.
   CHECK(check_against_exhaustive_search(Cost::kMakespan, 2026, 3) >= 5);
 }
 
-TEST_CASE("ilp (wall): at 1p it proves a wall clock below ZB-H1's, the heuristic's and the span-optimal one's") {
-  // Uneven stages and T_comm: here neither ZB-H1 nor the heuristic is wall-optimal at 1p.
+TEST_CASE("ilp (makespan): at 1p it proves a makespan below ZB-H1's, the heuristic's and the span-optimal one's") {
+  // Uneven stages and T_comm: here neither ZB-H1 nor the heuristic is makespan-optimal at 1p.
   ProblemInput in;
   in.p = 3;
   in.m = 5;
@@ -274,12 +275,12 @@ TEST_CASE("ilp (wall): at 1p it proves a wall clock below ZB-H1's, the heuristic
   // A certified bound that is not CBC's stays below the optimum: span bounds and the ramp.
   CHECK(cost_lower_bound(*pr, Cost::kMakespan, h1.placement) <= r->cost);
   // What --objective period plans (the ILP from the span heuristic) reaches the least span, 22.8,
-  // with a longer wall clock (23): minimising the span is not enough.
+  // with a longer makespan (23): minimising the span is not enough.
   auto span_heuristic = search_heuristic(*pr, &diags, 0, Cost::kSpan);
   REQUIRE(span_heuristic);
-  IlpOptions period;
-  period.seconds = 20;
-  auto by_span = refine_ilp(*pr, span_heuristic->schedule, period, &diags);
+  IlpOptions span_options;
+  span_options.seconds = 20;
+  auto by_span = refine_ilp(*pr, span_heuristic->schedule, span_options, &diags);
   REQUIRE(by_span);
   CHECK(by_span->status == "optimal");
   CHECK(by_span->cost == *to_quanta(22.8));
@@ -300,7 +301,7 @@ TEST_CASE("ilp (chunks): proves the exhaustive optimum on tiny interleaved probl
   CHECK(improved >= 1);
 }
 
-TEST_CASE("ilp (chunks, wall): proves the least makespan on tiny V problems") {
+TEST_CASE("ilp (chunks, makespan): proves the least makespan on tiny V problems") {
   auto [solves, improved] = check_chunks_against_exhaustive_search(Cost::kMakespan, 23, false, 1);
   CHECK(solves >= 3);
   CHECK(improved >= 1);
@@ -338,7 +339,7 @@ TEST_CASE("ilp (chunks): on V problems (p = 2..4, m = 4..8) the result validates
     for (const Optimizer optimizer : {kOptimizerSync, kOptimizerPostValidation}) {
       LowerOptions lowering;
       lowering.optimizer = optimizer;
-      lowering.validate_at = ValidateAt::kStart;
+      lowering.post_validation_at = PostValidationAt::kStart;
       test::check_invariants(lower_comms(r->schedule, lowering), pr);
     }
     improved += r->cost < warm->span;

@@ -179,7 +179,7 @@ TEST_CASE("heuristic: the compute cost ranks every candidate as its true cost do
   // Why the grid may rank by the span or the makespan (simulate.h's compute_cost) rather than
   // lower and time every candidate (pipeline.cpp's compute_cost_ranks_alike): under a synchronous
   // step every iteration is its makespan plus the all-reduce (period = wall), for any stage times;
-  // under post-validation validating at the first B, one-chunk iterations with the same times on
+  // under post-validation at the first B, one-chunk iterations with the same times on
   // every stage overlap to the tick (period = span). Uneven stages can overlap better than that:
   // there the period may fall below the span, and the planner ranks by the true period. Every
   // candidate, Table 5's settings and random ones, with the default latencies.
@@ -223,9 +223,9 @@ TEST_CASE("heuristic: the compute cost ranks every candidate as its true cost do
       std::vector<Diag> diags;
       auto t = simulate_timeline(s, pr, &diags);
       REQUIRE(t);
-      const LowerOptions speculate{kOptimizerPostValidation, ValidateAt::kFirstBackward};
+      const LowerOptions speculate{kOptimizerPostValidation, PostValidationAt::kFirstBackward};
       auto post = simulate_iterations(lower_comms(s, speculate), pr, {}, &diags);
-      auto sync = simulate_iterations(lower_comms(s, {kOptimizerSync, ValidateAt::kFirstBackward}), pr, {}, &diags);
+      auto sync = simulate_iterations(lower_comms(s, {kOptimizerSync, PostValidationAt::kFirstBackward}), pr, {}, &diags);
       REQUIRE(post);
       REQUIRE(sync);
       CHECK(sync->period == sync->wall);

@@ -25,7 +25,7 @@ Schedule two_stages_one_microbatch(Optimizer optimizer) {
   std::string err;
   auto compute = schedule_from_strings({"F0 BW0", "F0 BW0"}, 1, 1, {{0}, {1}}, &err);
   REQUIRE(compute);
-  return lower_comms(*compute, {optimizer, ValidateAt::kFirstBackward});
+  return lower_comms(*compute, {optimizer, PostValidationAt::kFirstBackward});
 }
 }  // namespace
 
@@ -61,7 +61,7 @@ TEST_CASE("iterations: two stages, one microbatch, timed by hand") {
   }
 }
 
-TEST_CASE("iterations: the first iteration's validation does nothing and sends nothing") {
+TEST_CASE("iterations: the first iteration's post-validation does nothing and sends nothing") {
   Problem pr = make_problem(2, 1, 1, 1, 1);
   std::vector<Diag> diags;
   auto it = simulate_iterations(two_stages_one_microbatch(kOptimizerPostValidation), pr, {}, &diags);
@@ -71,7 +71,7 @@ TEST_CASE("iterations: the first iteration's validation does nothing and sends n
   CHECK(it->ops[0][0][2].end == 1'000'000);
 }
 
-TEST_CASE("wall objective: the ramp bound by hand, and never above a real schedule's wall clock") {
+TEST_CASE("wall objective: the ramp bound by hand, and never above a real schedule's makespan") {
   // p=3, T_F=1, T_B=2, T_W=1, T_comm=0.5, m=4: the last stage starts at 2 * 1.5 and is busy 16.
   Problem pr = make_problem(3, 4, 1, 2, 1, 0.5);
   CHECK(wall_lower_bound(pr, {{0}, {1}, {2}}) == 19'000'000);
@@ -109,7 +109,7 @@ std::optional<IterationTimeline> reference_iterations(const Schedule& s, const P
   std::vector<Ticks> free_at(p, 0);
   std::vector<std::vector<Ticks>> arrived(k);
   std::vector<bool> waiting(p, false);
-  auto validation = [](OpType t) {
+  auto post_validation = [](OpType t) {
     return t == OpType::RECV_VALID || t == OpType::SEND_VALID || t == OpType::VALIDATE;
   };
   VirtualStageMap map(s.placement);
@@ -130,7 +130,7 @@ std::optional<IterationTimeline> reference_iterations(const Schedule& s, const P
       const Op& op = s.stages[st][cursor[st]];
       if (local_input_missing(st, op)) return moved;
       Ticks start = free_at[st], end = start;
-      bool skip = iter[st] == 0 && validation(op.type);
+      bool skip = iter[st] == 0 && post_validation(op.type);
       int kind = message_channel(op.type);
       if (!skip && is_recv(op.type)) {
         auto ch = std::make_tuple(kind, op.peer, st);
@@ -264,7 +264,7 @@ TEST_CASE("iterations: the worklist gives the round-robin reference's times on r
     Schedule compute = method == 0 ? generate_1f1b(pr) : method == 1 ? generate_zb_h1(pr)
                      : method == 2 ? generate_zb_h2(pr) : generate_zb_v(pr);
     LowerOptions lo{rng() % 2 ? kOptimizerSync : kOptimizerPostValidation,
-                    rng() % 2 ? ValidateAt::kStart : ValidateAt::kFirstBackward};
+                    rng() % 2 ? PostValidationAt::kStart : PostValidationAt::kFirstBackward};
     Schedule s = lower_comms(compute, lo);
     // Half the rounds swap a few neighbouring ops: other orders, some of which deadlock.
     if (round % 2)
@@ -295,7 +295,7 @@ TEST_CASE("iterations: the worklist gives the round-robin reference's times on r
 
 TEST_CASE("iterations: a deadlock only the second iteration meets names its stage, iteration and op") {
   // Stage 1 sends its full state back only after it received stage 0's partial state, which stage 0
-  // sends only after that full state arrived. The first iteration skips validation and finishes.
+  // sends only after that full state arrived. The first iteration skips post-validation and finishes.
   Problem pr = make_problem(2, 1, 1, 1, 1);
   Schedule s = two_stages_one_microbatch(kOptimizerPostValidation);
   auto& one = s.stages[1];

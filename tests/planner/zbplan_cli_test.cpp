@@ -159,6 +159,9 @@ TEST_CASE("zbplan: usage errors exit 2 with the closest name for a typo and the 
       {{"--optimizer", "snyc"},
        "zbplan: --optimizer: unknown optimizer 'snyc'; did you mean 'sync'? (known: post-validation, sync)"},
       {{"--objective", "walls"}, "zbplan: --objective: unknown objective 'walls'; did you mean 'wall'? (known: period, wall)"},
+      {{"--post-validation-at", "first-backwards"},
+       "zbplan: --post-validation-at: unknown place 'first-backwards'; did you mean 'first-backward'? (known: "
+       "first-backward, start)"},
       {{"--validate-at", "first-backwards"},
        "zbplan: --validate-at: unknown place 'first-backwards'; did you mean 'first-backward'? (known: first-backward, "
        "start)"},
@@ -341,6 +344,44 @@ TEST_CASE("zbplan: --help lists the subcommands and exits 0") {
   CHECK(r.out.find("draw K iterations back to back, timed by the K-iteration simulation (default: one iteration "
                    "alone); needs a lowered file\n") != std::string::npos);
   CHECK(r.out.find("(default 3)") == std::string::npos);
+}
+
+TEST_CASE("zbplan: --post-validation-at places VALIDATE, and its old spelling --validate-at still works, unlisted") {
+  std::vector<std::string> problem = {"-p", "4", "-m", "8", "--tf", "1", "--tb", "1", "--tw", "1", "--tcomm", "0.5"};
+  auto plan = [&](const std::string& method, const std::string& flag, const std::string& out) {
+    std::vector<std::string> args = {"plan", "--method", method, flag, "start", "-o", tmp(out)};
+    args.insert(args.end(), problem.begin(), problem.end());
+    return zbplan(args);
+  };
+  auto read = [](const std::string& path) { return nlohmann::json::parse(std::ifstream(path)); };
+  Run current = plan("zb-h1", "--post-validation-at", "cli_pv_at.json");
+  INFO(current.err);
+  REQUIRE(current.code == 0);
+  // Held at the start: stage 0 receives the verdict and post-validates before its first F.
+  const auto held = read(tmp("cli_pv_at.json"));
+  CHECK(held["stages"][0][0]["type"] == "RECV_VALID");
+  CHECK(held["stages"][0][1]["type"] == "VALIDATE");
+  Run old = plan("zb-h1", "--validate-at", "cli_pv_at_old.json");
+  INFO(old.err);
+  REQUIRE(old.code == 0);
+  CHECK(read(tmp("cli_pv_at_old.json")) == held);
+  // Each spelling fixes the placement for auto: only the one given is tried.
+  for (const std::string flag : {"--post-validation-at", "--validate-at"}) {
+    Run a = plan("auto", flag, "cli_pv_at_auto.json");
+    INFO(flag << ": " << a.err);
+    REQUIRE(a.code == 0);
+    CHECK(a.out.find("under post-validation, validated at the start:") != std::string::npos);
+    CHECK(a.out.find("under sync:") == std::string::npos);
+  }
+  std::vector<std::string> both = {"plan", "--method", "zb-h1", "--post-validation-at", "start", "--validate-at",
+                                   "start", "-o", tmp("cli_pv_at_both.json")};
+  both.insert(both.end(), problem.begin(), problem.end());
+  Run twice = zbplan(both);
+  CHECK(twice.code == 2);
+  CHECK(twice.err == "zbplan: --post-validation-at excludes --validate-at\nrun 'zbplan plan --help' for usage\n");
+  Run help = zbplan({"plan", "--help"});
+  CHECK(help.out.find("  --post-validation-at first-backward|start") != std::string::npos);
+  CHECK(help.out.find("--validate-at") == std::string::npos);
 }
 
 TEST_CASE("zbplan: show writes SVG and self-contained HTML, export/import round-trip through the CLI") {
@@ -601,7 +642,7 @@ TEST_CASE("zbplan: every plan records its certified bound, and ilp takes --time-
 // Issue 18: a lowered file's figures include the waits its SEND/RECV order causes. Moving stage 0's
 // RECV_B1 before W0 (lower_test.cpp times the same file by hand) makes the stage wait one unit:
 // validate refuses the recorded span, and without recorded figures simulate prints the longer one.
-TEST_CASE("zbplan: a RECV moved earlier lengthens the planned span; validate refuses the stale recorded figure") {
+TEST_CASE("zbplan: a RECV moved earlier lengthens the planned span, and validate refuses the stale recorded figure") {
   std::string s = tmp("cli_early_recv.json"), edited = tmp("cli_early_recv_edited.json");
   REQUIRE(zbplan({"plan", "--method", "zb-h1", "-p", "2", "-m", "2", "--tf", "1", "--tb", "1", "--tw", "1", "-o", s})
               .code == 0);

@@ -256,7 +256,7 @@ TEST_CASE("interpreter: post-validation rolls back a step the full norm clips, r
     for (double k : kept) CHECK(k == Approx(norm).epsilon(1e-12));
     REQUIRE(out.reports[r].size() == 3);
     // Step 0's wrong steps are found in step 1, after its forwards ran on them: step 1 runs again.
-    // From then on the ranks validate before their forwards (held) and nothing is replayed.
+    // From then on the ranks post-validate before their forwards (held) and nothing is replayed.
     CHECK(out.reports[r][0].replays == 0);
     CHECK(out.reports[r][1].replays == 1);
     CHECK(out.reports[r][2].replays == 0);

@@ -191,7 +191,7 @@ TEST_CASE("post-validation: clipping only the full norm triggers is rolled back 
   // partial norms of the first ranks are below it: their speculative steps are wrong. ZB-V too,
   // whose verdict reaches rank 0 first (lower.h's state_chain): there rank 0 holds the embedding
   // and the head, whose partial norm alone is over the limit from the second step on, so from then
-  // on every rank waits for the verdict instead of stepping (a redo at validation, exact): only
+  // on every rank waits for the verdict instead of stepping (a redo at post-validation, exact): only
   // the first step is rolled back, and its few ulps grow with training.
   const int p = 4, m = 8, steps = 20;
   for (const auto& [method, min_rolled] : std::vector<std::pair<std::string, int>>{{"zb-h1", 10}, {"zb-v", 1}}) {
@@ -208,7 +208,7 @@ TEST_CASE("post-validation: clipping only the full norm triggers is rolled back 
     int rolled = count_before(line, " speculative step"), replayed = count_before(line, " iteration"),
         held = count_before(line, " held until validated");
     CHECK(rolled >= min_rolled);
-    // The first wrong step costs a replay; after it every iteration validates before its forwards
+    // The first wrong step costs a replay; after it every iteration post-validates before its forwards
     // while clipping persists, instead of replaying each time.
     CHECK(replayed == 1);
     CHECK(held >= steps - 3);

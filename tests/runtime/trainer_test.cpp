@@ -95,7 +95,7 @@ TEST_CASE("trainer: every schedule trains the same model: equal losses and weigh
   }
 }
 
-TEST_CASE("trainer: an op that fails is a RunError naming its rank, step and op; the others name that rank") {
+TEST_CASE("trainer: an op that fails is a RunError naming its rank, step and op, and the others name that rank") {
   const Schedule s = planned("zb-h1", 3, 4, kOptimizerSync);
   RunOptions o = for_steps(3);
   o.fail_rank = 1;

@@ -327,7 +327,7 @@ TEST_CASE("zbrun: a schedule with W ops out of microbatch order runs with a warn
 
 // Issue 22: one exit-code rule for both programs, messages that say what to do, and --help
 // showing every default.
-TEST_CASE("zbrun: usage errors exit 2 naming the closest flag or value; --help shows the defaults; --version") {
+TEST_CASE("zbrun: usage errors exit 2 naming the closest flag or value, --help shows the defaults, --version") {
   std::string s = plan("usage", "zb-h1", 2, 4);
   const std::string help = "\nrun 'zbrun --help' for usage\n";
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {

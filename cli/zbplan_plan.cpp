@@ -1,0 +1,183 @@
+// zbplan plan and import: the subcommands that make a schedule file, plan it (or read PyTorch's
+// CSV), lower and time it, write it and print its figures.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/zbplan_commands.h"
+#include "cli/zbplan_output.h"
+#include "core/output_file.h"
+#include "core/schedule_json.h"
+#include "core/simulate_iterations.h"
+#include "core/validate.h"
+#include "io/export_csv.h"
+#include "planner/lower.h"
+#include "planner/pipeline.h"
+
+namespace zbpp::zbplan {
+
+namespace {
+
+// Simulates a planned (or imported) schedule, one iteration and, when lowered, several back to
+// back; writes the file with both and prints the figures.
+int write_planned(const PlanResult& planned, const IterationFlags& iteration_flags, const std::string& output,
+                  std::ostream& out, std::ostream& err) {
+  std::vector<Diag> diags;
+  const Schedule& schedule = planned.schedule;
+  // A plan lowered by the pipeline was timed there, with the same options; the first of its
+  // iterations back to back gives the one iteration's figures.
+  std::optional<IterationTimeline> iterations = planned.iterations;
+  if (schedule.level == kLevelLowered && !iterations) {
+    iterations = simulate_iterations(schedule, planned.problem, iteration_flags.options(false), &diags);
+    if (!iterations) return fail(err, diags);
+  }
+  auto timeline = iterations ? std::optional<Timeline>(iterations->first)
+                             : simulate_timeline(schedule, planned.problem, &diags);
+  if (!timeline) return fail(err, diags);
+  const Objective objective = iteration_flags.objective_or_default();
+  const Ticks bound = wall_lower_bound(planned.problem, schedule.placement);
+  // Written as it is made: a big schedule's text is never held whole. From about a megabyte on
+  // (some 16,000 ops) a second thread writes each piece while the next is made.
+  ReplacingFile file;
+  std::string why;
+  size_t ops = 0;
+  for (const auto& stage : schedule.stages) ops += stage.size();
+  std::optional<BackgroundWriter> background;  // destroyed (joined) before the file
+  auto to_file = [&](std::string_view piece) {
+    return background ? background->write(piece, &why) : file.write(piece, &why);
+  };
+  bool written = file.open(output, &why);
+  if (written && ops >= (1u << 14)) background.emplace(&file);
+  written = written &&
+            write_schedule_json(schedule, planned.problem, *timeline, to_file, iterations ? &*iterations : nullptr,
+                                objective_name(objective), bound, planned.solver.status.empty() ? nullptr : &planned.solver) &&
+            (!background || background->finish(&why)) && file.commit(&why);
+  if (!written) {
+    err << "zbplan: cannot write " << why << "\n";
+    return kExitInvalid;
+  }
+  out << "wrote " << output << "\n";
+  for (const auto& note : planned.notes) out << "  " << note << "\n";
+  print_figures(out, schedule, planned.problem, *timeline);
+  if (iterations) print_iterations(out, schedule, *iterations);
+  print_objective(out, objective_name(objective), schedule, planned.problem, *timeline,
+                  iterations ? &*iterations : nullptr);
+  return 0;
+}
+
+// After a fixed method's schedule went over the memory limit: the limit it needs, and whether the
+// heuristic, which plans under the limit, fits. "" when the failure was something else.
+std::string memory_hint(const Problem& problem, const std::string& method, const PlanOptions& options,
+                        const std::vector<Diag>& failed) {
+  const std::string header = "the " + method + " schedule does not fit this problem:";
+  if (!problem.mem_limit || failed.empty() || failed[0].message != header || method == "heuristic" || method == "ilp")
+    return "";
+  Problem unlimited = problem;
+  unlimited.mem_limit.reset();
+  std::vector<Diag> unused;
+  auto alone = plan_schedule(unlimited, method, &unused, options);
+  if (!alone) return "";
+  const auto peaks = peak_memory(alone->schedule, alone->problem);
+  const size_t stage = std::max_element(peaks.begin(), peaks.end()) - peaks.begin();
+  const double multiple = static_cast<double>(peaks[stage]) / (static_cast<double>(problem.p) * problem.stage_mem_b());
+  char p_multiple[32];
+  std::snprintf(p_multiple, sizeof p_multiple, "%.4gp", multiple);
+  const std::string limit = mem_limit_text(problem);
+  std::string hint = method + " needs a memory limit of at least " + format_quanta(peaks[stage]) + " (" + p_multiple +
+                     ", stage " + std::to_string(stage) + "'s peak), not " + limit + ": raise --mem-limit to " +
+                     p_multiple;
+  if (plan_schedule(problem, "heuristic", &unused, options))
+    return hint + ", or use --method heuristic (or auto), which plans within " + limit;
+  return hint + " (no heuristic schedule fits within " + limit + " either)";
+}
+
+}  // namespace
+
+int cmd_plan(const std::string& method, const ProblemFlags& flags, const IterationFlags& iteration_flags,
+             const std::string& output, bool compute_only, const PlanOptions& options, std::ostream& out,
+             std::ostream& err) {
+  if (std::string missing = flags.missing(); !missing.empty())
+    return usage_error(err, "zbplan", "plan",
+                       "no " + missing + ": give the problem with -p, -m, --tf, --tb and --tw, or with --problem FILE");
+  std::vector<Diag> diags;
+  ProblemInput input;
+  if (!flags.to_input(&input, &diags)) return fail(err, diags);
+  auto problem = build_problem(input, flags.problem_file, &diags);
+  if (!problem) return fail(err, diags);
+  PlanOptions with_objective = options;
+  with_objective.objective = iteration_flags.objective_or_default();
+  with_objective.iterations = iteration_flags.options();
+  if (!compute_only) {
+    // Ranked by the true cost under the lowering it will have; auto tries each optimizer
+    // placement the user did not fix.
+    with_objective.lowerings = {iteration_flags.lower_options()};
+    if (method == "auto" && !iteration_flags.optimizer_given)
+      with_objective.lowerings = {{kOptimizerPostValidation, PostValidationAt::kFirstBackward},
+                                  {kOptimizerPostValidation, PostValidationAt::kStart},
+                                  {kOptimizerSync, PostValidationAt::kFirstBackward}};
+  }
+  auto planned = plan_schedule(*problem, method, &diags, with_objective);
+  if (!planned) {
+    fail(err, diags);
+    if (std::string hint = memory_hint(*problem, method, options, diags); !hint.empty()) err << "zbplan: " << hint << "\n";
+    return kExitInvalid;
+  }
+  if (!compute_only && planned->schedule.level != kLevelLowered &&
+      !lower_planned(&*planned, &diags, iteration_flags.lower_options()))
+    return fail(err, diags);
+  return write_planned(*planned, iteration_flags, output, out, err);
+}
+
+int cmd_import(const std::string& path, const ProblemFlags& flags, const IterationFlags& iteration_flags,
+               const std::string& output, bool compute_only, std::ostream& out, std::ostream& err) {
+  std::vector<Diag> diags;
+  std::string text;
+  if (!read_text_file(path, &text, &diags)) return fail(err, diags);
+  auto imported = import_pytorch_csv(text, path, &diags);
+  if (!imported) return fail(err, diags);
+  // The CSV fixes the shape; times and memory come from the flags, a time not given is 1 (said).
+  ProblemInput input;
+  ProblemFlags shaped = flags;
+  shaped.require_times = false;
+  shaped.p = imported->schedule.p;
+  shaped.m = imported->schedule.m;
+  shaped.chunks = imported->schedule.chunks;
+  if (!shaped.to_input(&input, &diags)) return fail(err, diags);
+  input.placement = imported->schedule.placement;
+  auto problem = build_problem(input, path, &diags);
+  if (!problem) return fail(err, diags);
+  // The crossing of a link's messages is said by CSV cell below, once the rest holds.
+  diags = validate_but_message_order(imported->schedule, *problem, path);
+  if (!diags.empty()) {
+    // The validator speaks of our stages (ranks) and chunks; say how the CSV was read.
+    const Schedule& s = imported->schedule;
+    std::string shape = "read as p = " + std::to_string(s.p) + " ranks (rows), m = " + std::to_string(s.m) +
+                        " (the largest microbatch + 1), " + std::to_string(s.chunks) + " stage(s) per rank; above, " +
+                        "\"stage N\" is rank N";
+    if (s.chunks > 1) {
+      shape += " and \":c\" its c-th stage counting from 0 (rank 0 runs stages";
+      for (int vs : s.placement[0]) shape += " " + std::to_string(vs);
+      shape += ")";
+    }
+    add_diag(&diags, {path, "", -1, -1, "", shape});
+    return fail(err, diags);
+  }
+  if (!check_message_cells(*imported, path, &diags)) return fail(err, diags);
+  if (!check_message_order(*imported, path, &diags)) return fail(err, diags);
+  PlanResult planned{imported->schedule, *problem, imported->notes, {}, std::nullopt};
+  if (!imported->messages.empty())
+    planned.notes.push_back("import: " + std::to_string(imported->messages.size()) +
+                            " SEND_F/RECV_F/SEND_B/RECV_B cells match the messages zbplan's lowering sends; dropped" +
+                            (compute_only ? " (--compute-only)" : ", and the schedule lowered again"));
+  std::string assumed;
+  for (const auto& [given, flag] : {std::pair{&flags.tf, "--tf"}, {&flags.tb, "--tb"}, {&flags.tw, "--tw"}})
+    if (given->empty()) assumed += std::string(assumed.empty() ? "" : " ") + flag + " 1";
+  if (!assumed.empty())
+    planned.notes.push_back("import: assumed " + assumed +
+                            " (not given): the figures below count in that unit; give --tf, --tb and --tw for real "
+                            "ones");
+  if (!compute_only && !lower_planned(&planned, &diags, iteration_flags.lower_options())) return fail(err, diags);
+  return write_planned(planned, iteration_flags, output, out, err);
+}
+
+}  // namespace zbpp::zbplan
