@@ -521,6 +521,27 @@ std::optional<PlanResult> plan_schedule(const Problem& problem, const std::strin
   return validate_and_lower(std::move(*generated), diags, options);
 }
 
+namespace {
+
+// Whether `lowered` holds `planned`'s ops, stage by stage, in the same order, between the ops
+// lowering adds (messages, the optimizer's).
+bool keeps_compute_ops(const Schedule& lowered, const Schedule& planned) {
+  if (lowered.stages.size() != planned.stages.size()) return false;
+  for (size_t st = 0; st < planned.stages.size(); ++st) {
+    size_t next = 0;
+    for (const Op& op : lowered.stages[st]) {
+      if (!is_compute(op.type)) continue;
+      if (next == planned.stages[st].size()) return false;
+      const Op& want = planned.stages[st][next++];
+      if (op.type != want.type || op.mb != want.mb || op.chunk != want.chunk) return false;
+    }
+    if (next != planned.stages[st].size()) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 bool lower_planned(PlanResult* planned, std::vector<Diag>* diags, const LowerOptions& given,
                    const IterationOptions* timing, std::vector<Diag>* planned_found) {
   LowerOptions options = given;
@@ -551,21 +572,7 @@ bool lower_planned(PlanResult* planned, std::vector<Diag>* diags, const LowerOpt
     }
     return timed ? found : validate(*lowered, pr);
   };
-  Schedule lowered;
-  auto lower = [&] { lowered = lower_comms(planned->schedule, options); };
-  if (planned_found) {
-    // The planned schedule is validated as it is lowered; the lowering counts once it passed.
-    auto check_planned = [&] { *planned_found = validate(planned->schedule, pr); };
-    if (big) {
-      run_beside(lower, check_planned);
-    } else {
-      check_planned();
-      if (planned_found->empty()) lower();
-    }
-    if (!planned_found->empty()) return false;
-  } else {
-    lower();
-  }
+  Schedule lowered = lower_comms(planned->schedule, options);
   auto found = checked(&lowered);
   if (!found.empty() && options.optimizer == kOptimizerPostValidation && options.post_validation_at != PostValidationAt::kStart) {
     options.post_validation_at = PostValidationAt::kStart;
@@ -577,6 +584,16 @@ bool lower_planned(PlanResult* planned, std::vector<Diag>* diags, const LowerOpt
       found.clear();
     }
   }
+  // The lowered checks validate the projection of the lowered schedule onto its compute ops, which
+  // is the planned schedule op for op (keeps_compute_ops), and a lowered replay that finishes
+  // implies one of the compute ops alone does: so they validate the planned schedule too. Where
+  // they fail, the planned schedule is validated alone, to tell its own faults from the lowering's.
+  if (planned_found && (!found.empty() || (timing && !timed))) {
+    *planned_found = validate(planned->schedule, pr);
+    if (!planned_found->empty()) return false;
+  }
+  if (found.empty() && !keeps_compute_ops(lowered, planned->schedule))
+    found.push_back({"", "", -1, -1, "", "lowering changed the planned compute ops or their order"});
   if (!found.empty()) {
     diags->push_back({"", "", -1, -1, "", "internal error: the lowered schedule does not validate:"});
     diags->insert(diags->end(), found.begin(), found.end());

@@ -58,8 +58,8 @@ std::optional<PlanResult> plan_schedule(const Problem& problem, const std::strin
 /// post-validation, VALIDATE goes before each stage's first B; where that order would deadlock
 /// (possible with several chunks per stage), at the start instead, with a note saying so. With
 /// `timing`, also times the lowered plan's iterations back to back (planned->iterations). With
-/// `planned_found`, first validates the planned schedule (beside its lowering, when big) and
-/// returns false with what the validator found there, when it finds anything.
+/// `planned_found`, also validates the planned schedule (through its lowering's checks: see
+/// pipeline.cpp) and returns false with what the validator found there, when it finds anything.
 bool lower_planned(PlanResult* planned, std::vector<Diag>* diags, const LowerOptions& options = {},
                    const IterationOptions* timing = nullptr, std::vector<Diag>* planned_found = nullptr);
 
