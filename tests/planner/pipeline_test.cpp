@@ -367,15 +367,10 @@ TEST_CASE("heuristic: with uneven stages its pick is the best candidate by the t
   REQUIRE(by_span);
   CHECK(true_cost(lower_comms(by_span->schedule, kPlacements[0]), *pr, Objective::kPeriod) == *to_quanta(42.41));
   int candidates = 0;
-  for (bool a : {true, false})
-    for (bool b : {true, false})
-      for (bool c : {true, false}) {
-        std::string why;
-        auto s = heuristic_schedule(*pr, {a, b, c}, &why);
-        if (!s) continue;
-        CHECK(picked <= true_cost(lower_comms(*s, kPlacements[0]), *pr, Objective::kPeriod));
-        ++candidates;
-      }
+  for (const Schedule& s : test::heuristic_grid(*pr)) {
+    CHECK(picked <= true_cost(lower_comms(s, kPlacements[0]), *pr, Objective::kPeriod));
+    ++candidates;
+  }
   CHECK(candidates > 0);
 }
 

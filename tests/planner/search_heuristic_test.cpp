@@ -36,6 +36,25 @@ Problem table5_problem(const std::vector<std::string>& v, const std::string& lim
                             std::stod(v[6]), mem_b, mem_w, limit);
 }
 
+// A random problem input: p stages (2..max_p), m in [p, 4p], per-stage times on even trials,
+// a memory limit of lo..hi times p except on every `unlimited_every`-th trial.
+ProblemInput random_input(std::mt19937& rng, int trial, int max_p, double lo, double hi, int unlimited_every) {
+  auto uniform = [&](double a, double b) { return std::uniform_real_distribution<double>(a, b)(rng); };
+  auto integer = [&](int a, int b) { return std::uniform_int_distribution<int>(a, b)(rng); };
+  ProblemInput in;
+  in.p = integer(2, max_p);
+  in.m = integer(in.p, 4 * in.p);
+  for (auto* field : {&in.t_f, &in.t_b, &in.t_w}) {
+    field->clear();
+    for (int s = 0; s < (trial % 2 == 0 ? in.p : 1); ++s) field->push_back(std::round(uniform(0.5, 3.0) * 1000) / 1000);
+  }
+  in.t_comm = std::round(uniform(0, 0.5) * 1000) / 1000;
+  in.mem_b = {1};
+  in.mem_w = {std::round(uniform(0.2, 0.9) * 100) / 100};
+  if (trial % unlimited_every != 0) in.mem_limit = std::to_string(std::round(uniform(lo, hi) * 10) / 10).substr(0, 3) + "p";
+  return in;
+}
+
 }  // namespace
 
 TEST_CASE("heuristic: Table 5 ZB-1p and ZB-2p, ours <= paper + 0.00005 in all 24 cells") {
@@ -76,34 +95,15 @@ TEST_CASE("heuristic: ZB-2p on 1.5B/p8/m24 with M_W = 0.3664 M_B reaches 0.0433"
 
 TEST_CASE("heuristic: random problems give valid schedules within the limit, never worse than ZB-H1") {
   std::mt19937 rng(20261123);
-  auto uniform = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
-  auto integer = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   int compared = 0;
   for (int trial = 0; trial < 200; ++trial) {
-    ProblemInput in;
-    in.p = integer(2, 16);
-    in.m = integer(in.p, 4 * in.p);
-    bool per_stage = trial % 2 == 0;
-    for (auto* field : {&in.t_f, &in.t_b, &in.t_w}) {
-      field->clear();
-      for (int s = 0; s < (per_stage ? in.p : 1); ++s) field->push_back(std::round(uniform(0.5, 3.0) * 1000) / 1000);
-    }
-    in.t_comm = std::round(uniform(0, 0.5) * 1000) / 1000;
-    in.mem_b = {1};
-    in.mem_w = {std::round(uniform(0.2, 0.9) * 100) / 100};
-    if (trial % 5 != 0) in.mem_limit = std::to_string(std::round(uniform(0.5, 3.0) * 10) / 10).substr(0, 3) + "p";
+    const ProblemInput in = random_input(rng, trial, 16, 0.5, 3.0, 5);
     std::vector<Diag> diags;
     auto pr = build_problem(in, "", &diags);
     if (!pr) continue;  // a limit below M_B: rejected up front, covered elsewhere
     INFO("trial " << trial << ": p=" << pr->p << " m=" << pr->m << " limit " << in.mem_limit);
     // Every grid point that succeeds is valid (dependencies, counts, memory limit).
-    for (bool a : {true, false})
-      for (bool b : {true, false})
-        for (bool c : {true, false}) {
-          std::string why;
-          auto s = heuristic_schedule(*pr, {a, b, c}, &why);
-          if (s) test::check_invariants(*s, *pr);
-        }
+    for (const Schedule& s : test::heuristic_grid(*pr)) test::check_invariants(s, *pr);
     auto found = search_heuristic(*pr, &diags);
     if (!found) continue;
     test::check_invariants(found->schedule, *pr);
@@ -250,22 +250,9 @@ TEST_CASE("heuristic: the compute cost ranks every candidate as its true cost do
 // when strictly better), for both compute costs, and the counts must add up.
 TEST_CASE("heuristic: pruned candidates never change the result of the whole grid") {
   std::mt19937 rng(20261127);
-  auto uniform = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
-  auto integer = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   int pruned = 0, searched = 0;
   for (int trial = 0; trial < 120; ++trial) {
-    ProblemInput in;
-    in.p = integer(2, 12);
-    in.m = integer(in.p, 4 * in.p);
-    for (auto* field : {&in.t_f, &in.t_b, &in.t_w}) {
-      field->clear();
-      for (int s = 0; s < (trial % 2 == 0 ? in.p : 1); ++s)
-        field->push_back(std::round(uniform(0.5, 3.0) * 1000) / 1000);
-    }
-    in.t_comm = std::round(uniform(0, 0.5) * 1000) / 1000;
-    in.mem_b = {1};
-    in.mem_w = {std::round(uniform(0.2, 0.9) * 100) / 100};
-    if (trial % 4 != 0) in.mem_limit = std::to_string(std::round(uniform(0.8, 3.0) * 10) / 10).substr(0, 3) + "p";
+    const ProblemInput in = random_input(rng, trial, 12, 0.8, 3.0, 4);
     std::vector<Diag> diags;
     auto pr = build_problem(in, "", &diags);
     if (!pr) continue;
@@ -276,16 +263,11 @@ TEST_CASE("heuristic: pruned candidates never change the result of the whole gri
       std::optional<Schedule> best;
       Ticks best_cost = -1;
       int feasible = 0;
-      for (bool a : {true, false})
-        for (bool b : {true, false})
-          for (bool c : {true, false}) {
-            std::string why;
-            auto s = heuristic_schedule(*pr, {a, b, c}, &why);
-            if (!s) continue;
-            ++feasible;
-            Ticks v = simulate_cost(*s, *pr, cost);
-            if (best_cost < 0 || v < best_cost) best_cost = v, best = s;
-          }
+      for (const Schedule& s : test::heuristic_grid(*pr)) {
+        ++feasible;
+        Ticks v = simulate_cost(s, *pr, cost);
+        if (best_cost < 0 || v < best_cost) best_cost = v, best = s;
+      }
       for (Schedule seed : {generate_zb_h1(*pr), generate_zb_h2(*pr), generate_1f1b(*pr)}) {
         if (!validate_memory(seed, *pr).empty()) continue;
         ++feasible;

@@ -11,6 +11,7 @@
 #include "core/ir.h"
 #include "core/problem.h"
 #include "core/validate.h"
+#include "planner/search_heuristic.h"
 
 namespace zbpp::test {
 
@@ -93,6 +94,18 @@ inline void check_invariants(const Schedule& s, const Problem& pr) {
   auto diags = validate(s, pr);
   INFO(format_diags(diags));
   CHECK(diags.empty());
+}
+
+/// The schedules of the heuristic's grid points that keep the problem's memory limit, in grid order.
+inline std::vector<Schedule> heuristic_grid(const Problem& pr) {
+  std::vector<Schedule> out;
+  for (bool a : {true, false})
+    for (bool b : {true, false})
+      for (bool c : {true, false}) {
+        std::string why;
+        if (auto s = heuristic_schedule(pr, {a, b, c}, &why)) out.push_back(std::move(*s));
+      }
+  return out;
 }
 
 }  // namespace zbpp::test

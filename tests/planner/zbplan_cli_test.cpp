@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/ticks.h"
+#include "tests/planner/early_recv.h"
 
 using namespace zbpp;
 
@@ -646,22 +647,13 @@ TEST_CASE("zbplan: a RECV moved earlier lengthens the planned span, and validate
   std::string s = tmp("cli_early_recv.json"), edited = tmp("cli_early_recv_edited.json");
   REQUIRE(zbplan({"plan", "--method", "zb-h1", "-p", "2", "-m", "2", "--tf", "1", "--tb", "1", "--tw", "1", "-o", s})
               .code == 0);
-  auto j = nlohmann::json::parse(std::ifstream(s));
-  REQUIRE(j["span"] == 7.0);
-  auto& st0 = j["stages"][0];
-  REQUIRE(st0[8]["type"] == "W");
-  REQUIRE(st0[9]["type"] == "RECV_B");
-  auto recv = st0[9];
-  st0.erase(9);
-  st0.insert(st0.begin() + 8, recv);
+  auto j = test::with_early_recv(s);
   write(edited, j.dump(1));
   Run v = zbplan({"validate", edited});
   CHECK(v.code == 1);
   CHECK(v.err.find("zbplan: " + edited + ": /span: recorded 7, recomputed 8 (the file was edited after it was "
                    "written: plan it again)\n") != std::string::npos);
-  for (const char* figure : {"makespan", "span", "span_bubble_rate", "peak_memory", "wall_lower_bound", "objective",
-                             "iterations", "solver"})
-    j.erase(figure);
+  test::drop_recorded_figures(&j);
   write(edited, j.dump(1));
   CHECK(zbplan({"validate", edited}).code == 0);
   Run sim = zbplan({"simulate", edited});

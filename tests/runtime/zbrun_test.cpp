@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/zbplan_cli.h"
+#include "tests/planner/early_recv.h"
 #include "tests/runtime/cli_helpers.h"
 
 using namespace zbpp;
@@ -428,17 +429,8 @@ TEST_CASE("zbrun: a RECV moved earlier makes the paced run wait as planned (trac
   Run planned = call(run_zbplan, {"zbplan", "plan", "--method", "zb-h1", "-p", "2", "-m", "2", "--tf", "1", "--tb", "1",
                                   "--tw", "1", "-o", s});
   REQUIRE(planned.code == 0);
-  auto j = nlohmann::json::parse(std::ifstream(s));
-  REQUIRE(j["span"] == 7.0);
-  auto& st0 = j["stages"][0];
-  REQUIRE(st0[8]["type"] == "W");
-  REQUIRE(st0[9]["type"] == "RECV_B");
-  auto recv = st0[9];
-  st0.erase(9);
-  st0.insert(st0.begin() + 8, recv);
-  for (const char* figure : {"makespan", "span", "span_bubble_rate", "peak_memory", "wall_lower_bound", "objective",
-                             "iterations", "solver"})
-    j.erase(figure);
+  auto j = with_early_recv(s);
+  drop_recorded_figures(&j);
   std::ofstream(edited) << j.dump(1);
   const double pace = 0.02;  // seconds per time unit
   std::string trace = tmp("early_recv_run_trace.json");
