@@ -1,0 +1,182 @@
+// --method auto (see pipeline.h): every method, and the interleaved placement where none was
+// given, each under every optimizer placement not fixed; ranked by the true objective.
+#include <algorithm>
+#include <cstdio>
+#include <future>
+
+#include "core/simulate.h"
+#include "planner/pipeline_internal.h"
+
+namespace zbpp {
+
+namespace {
+
+std::string fixed4(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4f", v);
+  return buf;
+}
+
+// "period 1189.271 (period bubble rate 0.0728)".
+std::string with_bubble(Cost cost, Ticks value, double bubble) {
+  return std::string(cost_name(cost)) + " " + format_quanta(value) + " (" + cost_name(cost) + " bubble rate " +
+         fixed4(bubble) + ")";
+}
+
+// "V (2 chunks), peak memory 8 of 8 = 1p": a candidate's placement and its largest stage peak
+// against the limit, in the problem's memory unit (a split problem keeps the limit as it was).
+std::string shape_and_memory(const PlanResult& result, const Timeline& t) {
+  const Problem& pr = result.problem;
+  std::string shape = pr.chunks == 1 ? "1 chunk"
+                      : result.schedule.placement == v_shape_placement(pr.p)
+                          ? "V (2 chunks)"
+                          : "interleaved (" + std::to_string(pr.chunks) + " chunks)";
+  const Mem peak = t.peak_memory.empty() ? 0 : *std::max_element(t.peak_memory.begin(), t.peak_memory.end());
+  return shape + ", peak memory " + format_quanta(peak) +
+         (pr.mem_limit ? " of " + mem_limit_text(pr) : std::string(" (no limit)"));
+}
+
+// One of auto's candidates: a method on the problem as given, or on it placed interleaved.
+struct AutoCandidate {
+  std::string name;    // as auto's notes name it
+  std::string method;  // what runs
+  Problem problem;
+  bool split = false;        // auto split each stage into 2 chunks
+  bool search_once = false;  // searched once, ranked for the first lowering, then lowered under each
+};
+
+// auto's candidates in the order it prints them: every method but the ILPs without a time budget,
+// and the interleaved placement (1f1b-i and the interleaved search) where the user fixed no
+// placement: a one-chunk problem split into 2 chunks, as the V methods split it. The V search
+// (heuristic-v) and the interleaved search cost most of auto's time, so each runs once, not once per
+// lowering (pipeline_test checks that searching again for another lowering finds nothing better).
+std::vector<AutoCandidate> auto_candidates(const Problem& pr, const PlanOptions& options) {
+  std::optional<Problem> interleaved;
+  if (pr.chunks == 1) interleaved = split_into_chunks(pr, 2);
+  else if (pr.chunks == 2 && pr.placement.empty()) interleaved = pr;  // else heuristic searches what was asked
+  if (interleaved) interleaved->placement = interleaved_placement(pr.p, 2);
+  if (interleaved && interleaved->placement == v_shape_placement(pr.p)) interleaved.reset();  // p = 1: the V's
+  std::vector<AutoCandidate> candidates;
+  for (const auto& method : plan_methods()) {
+    if (method == "auto") continue;
+    if (is_ilp(method) && options.time_limit <= 0) continue;  // the ILP runs only with a time budget
+    // With chunks given, heuristic and ilp search the V or the placement asked for.
+    if ((method == "heuristic-v" || method == "ilp-v") && pr.chunks > 1) continue;
+    const bool split = method == "1f1b-i" && pr.chunks == 1;
+    if (split && !interleaved) continue;
+    candidates.push_back({method, method, split ? *interleaved : pr, split, method == "heuristic-v"});
+  }
+  if (interleaved)
+    candidates.push_back({"heuristic --placement interleaved", "heuristic", *interleaved, pr.chunks == 1, true});
+  return candidates;
+}
+
+}  // namespace
+
+// Runs every candidate (each under every lowering given); keeps the smallest true cost, or with no
+// lowering the smallest compute cost that stands for the objective. Each candidate's figures
+// become a note, so the pick can be checked against every one printed.
+std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags, const PlanOptions& options) {
+  std::optional<PlanResult> best;
+  Ticks best_cost = -1;
+  std::vector<std::string> notes;
+  std::string best_method;
+  auto consider = [&](PlanResult&& result, Ticks cost, const std::string& method) {
+    if (best_cost >= 0 && cost >= best_cost) return;
+    best_cost = cost;
+    best_method = method;
+    best = std::move(result);
+  };
+  const Cost compute = ranking_cost(options);  // for compute-only plans
+  std::vector<std::optional<LowerOptions>> lowerings(options.lowerings.begin(), options.lowerings.end());
+  if (lowerings.empty()) lowerings.push_back(std::nullopt);
+  const std::vector<AutoCandidate> candidates = auto_candidates(pr, options);
+  // A search run once starts now on a thread of its own, beside the candidates before it, so it
+  // adds little to auto's time where a core is free. Its result does not depend on when it runs.
+  struct Search {
+    std::optional<Generated> generated;
+    std::vector<Diag> failed;
+  };
+  PlanOptions first = options;
+  first.lowerings.resize(std::min<size_t>(first.lowerings.size(), 1));
+  std::vector<std::future<Search>> searches(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i)
+    if (candidates[i].search_once)
+      searches[i] = std::async(std::launch::async, [&candidate = candidates[i], &first] {
+        Search search;
+        search.generated = generate(candidate.problem, candidate.method, &search.failed, first);
+        return search;
+      });
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const AutoCandidate& candidate = candidates[i];
+    const std::string& method = candidate.method;
+    std::vector<std::string> parts, failures;  // a note per lowering; why it failed, where it did
+    std::optional<Generated> searched;  // a search run once
+    std::vector<Diag> search_failed;
+    if (candidate.search_once) {
+      Search search = searches[i].get();
+      searched = std::move(search.generated);
+      search_failed = std::move(search.failed);
+      if (searched && lowerings.size() > 1)
+        parts.push_back("auto: " + candidate.name + ": searched once, ranked for " + lowering_name(*lowerings[0]) +
+                        ", and lowered under each optimizer placement");
+    }
+    for (const auto& lowering : lowerings) {
+      PlanOptions one = options;
+      one.lowerings.clear();
+      if (lowering) one.lowerings.push_back(*lowering);
+      // The ILP's time limit is auto's in all, shared among the placements it plans for and the
+      // ILP methods it runs (ilp and, on a one-chunk problem, ilp-v).
+      one.time_limit = options.time_limit / static_cast<double>(lowerings.size() * (pr.chunks == 1 ? 2 : 1));
+      std::vector<Diag> why = search_failed;
+      auto result = !candidate.search_once ? plan_schedule(candidate.problem, method, &why, one)
+                    : searched             ? validate_and_lower(*searched, &why, one)
+                                           : std::nullopt;
+      const std::string name = lowering ? lowering_name(*lowering) : "";
+      const std::string head = "auto: " + candidate.name + (lowering ? " under " + name : "") + ": ";
+      if (!result) {
+        // The first finding says enough (a header line, when there is one, comes before it). A
+        // schedule over the memory limit does not fit; a method the problem's shape rules out is
+        // left out.
+        const bool over = why.size() > 1 && why[0].message == "the " + method + " schedule does not fit this problem:";
+        std::string reason = (over ? "does not fit: " : "left out: ") +
+                             (why.empty() ? std::string("failed") : format_diag(why[why.size() > 1 ? 1 : 0]));
+        failures.push_back(reason);
+        parts.push_back(head + reason);
+        continue;
+      }
+      if (candidate.split) result->notes.insert(result->notes.begin(), split_note(candidate.name) + ", placed interleaved");
+      std::vector<Diag> unused;
+      auto t = simulate_timeline(result->schedule, result->problem, &unused);
+      const std::string shape = shape_and_memory(*result, *t) + ", ";
+      if (!lowering) {
+        parts.push_back(head + shape + with_bubble(Cost::kSpan, t->span, t->span_bubble_rate) + ", " +
+                        with_bubble(Cost::kMakespan, t->makespan, bubble_rate_of_span(result->problem, t->makespan)));
+        consider(std::move(*result), cost_of(*t, compute), candidate.name);
+        continue;
+      }
+      const IterationTimeline& it = *result->iterations;  // plan_schedule timed the lowered plan
+      parts.push_back(head + shape + "span " + format_quanta(t->span) + ", " +
+                      with_bubble(Cost::kPeriod, it.period, it.period_bubble_rate) + ", " +
+                      with_bubble(Cost::kWall, it.wall, it.wall_bubble_rate));
+      consider(std::move(*result), true_cost_in(it, options.objective), candidate.name + " (" + name + ")");
+    }
+    // A method that fits under no lowering, for the same reason each time, says so once.
+    if (failures.size() == lowerings.size() &&
+        std::all_of(failures.begin(), failures.end(), [&](const std::string& f) { return f == failures[0]; }))
+      parts = {"auto: " + candidate.name + " " + failures[0]};
+    notes.insert(notes.end(), parts.begin(), parts.end());
+  }
+  if (!best) {
+    diags->push_back({"", "", -1, -1, "", "no method fits this problem:"});
+    for (const auto& n : notes) diags->push_back({"", "", -1, -1, "", n});
+    return std::nullopt;
+  }
+  const bool compute_only = options.lowerings.empty();
+  notes.push_back("auto: best by " + std::string(compute_only ? cost_name(compute) : objective_name(options.objective)) +
+                  (compute_only ? " (compute ops only)" : " (optimizer included)") + " is " + best_method);
+  best->notes.insert(best->notes.begin(), notes.begin(), notes.end());
+  return best;
+}
+
+}  // namespace zbpp
