@@ -66,7 +66,7 @@ void print_objective(std::ostream& out, const std::string& objective, const Sche
       const Cost stand_in = wall ? Cost::kMakespan : Cost::kSpan;
       const Ticks value = cost_of(t, stand_in);
       out << "; compute ops only, so the " << cost_name(stand_in) << " stands for it: " << format_quanta(value) << ", "
-          << cost_name(stand_in) << " bubble rate " << fixed(bubble_rate_of_span(pr, value), 4) << "\n";
+          << cost_name(stand_in) << " bubble rate " << fixed(bubble_rate_of(pr, value), 4) << "\n";
     }
   }
   const Ticks bound = wall_lower_bound(pr, s.placement);

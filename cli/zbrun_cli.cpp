@@ -153,7 +153,7 @@ class Printer : public RunObserver {
     const double planned_rate = planned_.span_bubble_rate;
     if (!o_.quiet)
       out_ << "step " << report.step << ": loss " << g9(report.loss) << notes << ", " << f4(report.seconds)
-           << " s, span bubble rate " << f4(report.measured_bubble) << " measured / " << f4(planned_rate) << " planned\n";
+           << " s, span bubble rate " << f4(report.measured_span_bubble_rate) << " measured / " << f4(planned_rate) << " planned\n";
     if (!metrics_.is_open()) return "";
     // JSON has no nan or inf: such a figure is written null, and "nonfinite" says one was.
     bool nonfinite = false;
@@ -163,7 +163,7 @@ class Printer : public RunObserver {
     };
     std::ostringstream line;
     line << "{\"step\": " << report.step << ", \"loss\": " << number(report.loss) << ", \"iteration_seconds\": "
-         << number(report.seconds) << ", \"measured_span_bubble_rate\": " << number(report.measured_bubble)
+         << number(report.seconds) << ", \"measured_span_bubble_rate\": " << number(report.measured_span_bubble_rate)
          << ", \"planned_span_bubble_rate\": " << number(planned_rate) << ", \"grad_norm\": " << number(report.grad_norm)
          << ", \"skipped\": " << (report.skipped ? "true" : "false") << ", \"replays\": " << report.replays
          << ", \"held\": " << (report.held ? "true" : "false") << ", \"nonfinite\": " << (nonfinite ? "true" : "false")
@@ -206,7 +206,7 @@ class Printer : public RunObserver {
          << ", chunks=" << s.chunks << "), model " << model_.name << " (" << model_.layers << " layers)\n";
     if (sum.measured_steps > 0)
       out_ << "  iteration time " << f4(sum.mean_seconds) << " s (mean of steps 1.." << o_.run.steps - 1
-           << "), span bubble rate " << f4(sum.mean_bubble) << " measured / " << f4(planned_.span_bubble_rate)
+           << "), span bubble rate " << f4(sum.mean_span_bubble_rate) << " measured / " << f4(planned_.span_bubble_rate)
            << " planned\n";
     // The plan's time per iteration in a run (issue 10): the steady-state period of iterations back
     // to back under this optimizer, beside one iteration alone; in the problem's unit (ms after --profile).

@@ -234,11 +234,11 @@ SpanBounds span_lower_bounds(const Problem& pr, const std::vector<std::vector<in
   return b;
 }
 
-double bubble_rate_of_span(const Problem& pr, Ticks span) {
-  if (span <= 0) return 0.0;
+double bubble_rate_of(const Problem& pr, Ticks figure) {
+  if (figure <= 0) return 0.0;
   Ticks busy = 0;
   for (int s = 0; s < pr.p; ++s) busy = std::max(busy, pr.busy_time(s));
-  return static_cast<double>(span - busy) / static_cast<double>(span);
+  return static_cast<double>(figure - busy) / static_cast<double>(figure);
 }
 
 Ticks cost_lower_bound(const Problem& pr, Cost cost, const std::vector<std::vector<int>>& placement,
@@ -268,7 +268,7 @@ SolverReport bound_report(const Problem& pr, Ticks cost_value, Cost cost,
   r.best_bound = from_quanta(best);
   r.gap = relative_gap(cost_value, static_cast<double>(best));
   r.status = cost_value <= best ? "optimal" : "not_run";
-  r.bubble_rate_bound = bubble_rate_of_span(pr, best);
+  r.bubble_rate_bound = bubble_rate_of(pr, best);
   return r;
 }
 

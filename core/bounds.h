@@ -75,9 +75,9 @@ SpanBounds span_lower_bounds(const Problem& problem, const std::vector<std::vect
 /// The same with the problem's own placement: its `placement`, or with one chunk the only one.
 SpanBounds span_lower_bounds(const Problem& problem);
 
-/// The bubble rate a span would have: (span - max busy) / span; 0 for a zero span. The same
-/// formula gives the bubble rate of any figure (a makespan, a bound): (figure - max busy) / figure.
-double bubble_rate_of_span(const Problem& problem, Ticks span);
+/// The bubble rate of a time figure (a span, a makespan, a period, a bound): (figure - max busy) /
+/// figure, with the busy time of the busiest stage; 0 for a zero figure.
+double bubble_rate_of(const Problem& problem, Ticks figure);
 
 /// Relative gap between a schedule's cost and a bound: (cost - bound) / cost, at least 0.
 double relative_gap(Ticks cost, double bound);

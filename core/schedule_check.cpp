@@ -107,7 +107,7 @@ std::vector<Diag> check_recorded_figures(const ScheduleFile& f, const Timeline& 
     }
     rate("/solver/gap", sv.gap, relative_gap(actual, bound));
     rate("/solver/bubble_rate_bound", sv.bubble_rate_bound,
-         bubble_rate_of_span(f.problem, static_cast<Ticks>(std::llround(bound))));
+         bubble_rate_of(f.problem, static_cast<Ticks>(std::llround(bound))));
   }
   return out;
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -120,8 +121,11 @@ class TimelineBuilder {
   Ticks span() const;
   /// Last end anywhere - first start anywhere, so far.
   Ticks makespan() const;
-  /// A compute cost (is_compute_cost) so far.
-  Ticks cost(Cost cost) const { return cost == Cost::kMakespan ? makespan() : span(); }
+  /// A compute cost (is_compute_cost) so far; the period and the wall need iterations back to back.
+  Ticks cost(Cost cost) const {
+    if (!is_compute_cost(cost)) throw std::logic_error("TimelineBuilder::cost: not a compute cost");
+    return cost == Cost::kMakespan ? makespan() : span();
+  }
   const VirtualStageMap& map() const { return map_; }
   /// Empties the timeline but keeps its memory, so a search can build many candidates cheaply.
   void reset();

@@ -10,8 +10,8 @@
 // F_0 is pinned to the time the simulator starts it (its input's arrival): the simulator starts
 // every op as early as it can, and with the first op pinned nothing in the model can gain by
 // waiting, so the model's optimum is the simulator's (no schedule file can express idling).
-// For the period C bounds every stage's span; for the wall clock C bounds every stage's last end
-// measured from the global start (stage 0's F_0, at 0): the makespan.
+// Minimising the span, C bounds every stage's span; minimising the makespan, C bounds every
+// stage's last end measured from the global start (stage 0's F_0, at 0).
 //
 // A window frees, on every stage, the order of the ops the incumbent starts in one time range;
 // every other pair keeps the incumbent's order. Ops that start before the window cannot move
@@ -76,7 +76,7 @@ Solve solve_window(const Problem& pr, const Incumbent& inc, const std::vector<in
   const int col_c = static_cast<int>(lb.size());
   {
     // C is at least the certified bound and each stage's busy time from its cost's origin (for
-    // the wall clock: the stage starts at stage_start, the same in every schedule, and is then busy).
+    // the makespan: the stage starts at stage_start, the same in every schedule, and is then busy).
     Ticks floor_ticks = known_bound;
     for (int s = 0; s < p; ++s) {
       Ticks from_origin = inc.timeline.ops[s][0].start - inc.origin[s];

@@ -45,8 +45,8 @@ struct Incumbent {
   Timeline timeline;
   Ticks cost = 0, total = 0;  // the model's cost (span or makespan); total: the tie-breaker
   Ticks true_cost = -1;       // IlpOptions::true_cost's, when given: it ranks first
-  // Per stage, where its cost is measured from: its own start for the period, the global start
-  // (the first op anywhere; stage 0's F_0, at 0) for the wall clock. Every stage starts with F_0
+  // Per stage, where its cost is measured from: its own start for the span, the global start
+  // (the first op anywhere; stage 0's F_0, at 0) for the makespan. Every stage starts with F_0
   // at the same time in every schedule of the model's space, so these never change.
   std::vector<Ticks> origin;
 };

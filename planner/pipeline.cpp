@@ -229,7 +229,7 @@ std::optional<Generated> generate(const Problem& original, const std::string& me
         std::snprintf(line, sizeof line,
                       "ilp: %6.1f s  models %4d  incumbent %s %.6f (%s bubble rate %.4f)  bound %.6f  gap %.4f %%",
                       at.seconds, at.windows, cost_name(compute), cost, cost_name(compute),
-                      bubble_rate_of_span(pr, at.incumbent), at.bound,
+                      bubble_rate_of(pr, at.incumbent), at.bound,
                       100 * relative_gap(at.incumbent, at.bound * kQuantaPerUnit));
         options.progress(line);
       };
@@ -315,7 +315,7 @@ std::optional<PlanResult> validate_and_lower(Generated generated, std::vector<Di
       report.best_bound = cbc;
       report.bound_source = "cbc";
       report.gap = relative_gap(value, cbc * kQuantaPerUnit);
-      report.bubble_rate_bound = bubble_rate_of_span(pr, static_cast<Ticks>(std::llround(cbc * kQuantaPerUnit)));
+      report.bubble_rate_bound = bubble_rate_of(pr, static_cast<Ticks>(std::llround(cbc * kQuantaPerUnit)));
     }
     // Optimal when the cost meets the bound (to CBC's tolerance); else the ILP's own status, which
     // speaks of the model's cost: where that was optimal but the true cost is not, no window of

@@ -151,7 +151,7 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
       const std::string shape = shape_and_memory(*result, *t) + ", ";
       if (!lowering) {
         parts.push_back(head + shape + with_bubble(Cost::kSpan, t->span, t->span_bubble_rate) + ", " +
-                        with_bubble(Cost::kMakespan, t->makespan, bubble_rate_of_span(result->problem, t->makespan)));
+                        with_bubble(Cost::kMakespan, t->makespan, bubble_rate_of(result->problem, t->makespan)));
         consider(std::move(*result), cost_of(*t, compute), candidate.name);
         continue;
       }

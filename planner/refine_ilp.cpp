@@ -56,7 +56,7 @@ bool kinds_in_microbatch_order(const Schedule& s) {
 // Sum over stages of (last end - first start): the tie-breaker that lets the search accept a
 // schedule that leaves the costliest stage as it is but shortens others (room for the next window).
 // Stage starts are the same in every schedule, so this is the sum of stage ends: it serves the
-// period and the wall clock alike.
+// span and the makespan alike.
 Ticks total_span(const Timeline& t) {
   Ticks sum = 0;
   for (const auto& ops : t.ops)
@@ -136,7 +136,7 @@ std::optional<IlpResult> refine_with_cbc(const Problem& pr, const Schedule& warm
   inc.origin = cost_origins(inc.timeline, measure);
 
   const int p = pr.p, n = 3 * pr.m * pr.chunks;
-  // Span bounds hold for the wall clock too (wall >= span); the ramp bound only for the wall.
+  // Span bounds hold for the makespan too (makespan >= span); the ramp bound only for the makespan.
   const Ticks known = std::max(options.known_bound, cost_lower_bound(pr, measure, inc.schedule.placement));
   IlpResult result;
   result.measure = measure;

@@ -85,7 +85,7 @@ void summarize(const std::vector<double>& v, const StateLayout& l, StepReport* r
     span = std::max(span, v[l.span(r)]);
     max_busy = std::max(max_busy, v[l.busy(r)]);
   }
-  report->measured_bubble = span > 0 ? (span - max_busy) / span : 0;
+  report->measured_span_bubble_rate = span > 0 ? (span - max_busy) / span : 0;
   report->grad_norm = verdict.norm;
   report->skipped = verdict.skip;
 }

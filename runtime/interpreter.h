@@ -36,7 +36,7 @@ struct StepReport {
   int step = 0;
   double loss = 0;               ///< mean over microbatches, added in microbatch order
   double seconds = 0;            ///< this rank's wall time for the step
-  double measured_bubble = 0;    ///< (max span - max busy) / max span over ranks, compute ops only
+  double measured_span_bubble_rate = 0;    ///< (max span - max busy) / max span over ranks, compute ops only
   double grad_norm = 0;
   bool skipped = false;          ///< a NaN/inf gradient: no rank stepped
   bool rolled_back = false;      ///< post-validation: this rank undid its speculative step (and redid it unless skipped)

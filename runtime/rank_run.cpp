@@ -141,7 +141,7 @@ class RankRun {
   Profile profile_;
   // When each step's run_step returned: the steady-state period is the mean gap after the first.
   std::vector<std::chrono::steady_clock::time_point> step_ends_;
-  double measured_sum_ = 0, seconds_sum_ = 0;
+  double span_bubble_rate_sum_ = 0, seconds_sum_ = 0;
   size_t peak_bytes_ = 0;
 };
 
@@ -243,7 +243,7 @@ bool RankRun::report_finished() {
     sum.held += report.held ? 1 : 0;
     if (step > 0 || o_.steps == 1) profile_.add(s_.stages[rank_], report);
     if (step > 0) {  // the first step includes allocation; leave it out of the averages
-      measured_sum_ += report.measured_bubble;
+      span_bubble_rate_sum_ += report.measured_span_bubble_rate;
       seconds_sum_ += report.seconds;
       ++sum.measured_steps;
     }
@@ -288,7 +288,7 @@ bool RankRun::summarise() {
   sum.state_chain_start = interp_->state_chain_start();
   if (sum.measured_steps > 0) {
     sum.mean_seconds = seconds_sum_ / sum.measured_steps;
-    sum.mean_bubble = measured_sum_ / sum.measured_steps;
+    sum.mean_span_bubble_rate = span_bubble_rate_sum_ / sum.measured_steps;
   }
   if (o_.gather_trace) {
     // The last step's compute-op spans, each rank filling its own part of one all-reduced vector.

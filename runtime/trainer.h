@@ -55,7 +55,7 @@ struct RunError {
 struct RunSummary {
   int first_step = 0;              ///< after a resume, the step it resumed at
   int measured_steps = 0;          ///< steps in the means (the first step allocates and is left out)
-  double mean_seconds = 0, mean_bubble = 0;
+  double mean_seconds = 0, mean_span_bubble_rate = 0;
   int period_gaps = 0;             ///< iterations back to back in the period (0: too few steps)
   double measured_period = 0;      ///< seconds, the slowest rank's
   std::vector<double> peak_activation_bytes;  ///< per rank

@@ -135,7 +135,7 @@ TEST_CASE("bounds: 1.5B p8 m24 at 2p: the critical path meets the heuristic (0.0
   REQUIRE(found);
   CHECK(b.which == "critical-path");
   CHECK(b.best == found->span);
-  CHECK(bubble_rate_of_span(pr, b.best) == Approx(0.0433).margin(0.00005));
+  CHECK(bubble_rate_of(pr, b.best) == Approx(0.0433).margin(0.00005));
 }
 
 namespace {
