@@ -128,7 +128,7 @@ int cmd_show(const std::string& path, const std::string& output, int width, cons
                     std::to_string(file.schedule.m) + "): " + std::to_string(it->iterations) + " iterations, optimizer " +
                     optimizer_name(file.schedule.optimizer);
     options.figures = "period " + format_quanta(it->period) + "   period bubble rate " +
-                      fixed(it->period_bubble_rate, 4) + "   one iteration alone (wall) " + format_quanta(it->wall);
+                      format_fixed(it->period_bubble_rate, 4) + "   one iteration alone (wall) " + format_quanta(it->wall);
   }
   std::optional<MeasuredRun> measured;
   if (!measured_path.empty()) {

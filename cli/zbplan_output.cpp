@@ -24,20 +24,14 @@ std::string label(const std::string& name) {
 
 }  // namespace
 
-std::string fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
 void print_figures(std::ostream& out, const Schedule& s, const Problem& pr, const Timeline& t) {
   out << label("method") << (s.method.empty() ? "?" : s.method) << " (p=" << s.p << ", m=" << s.m
       << ", chunks=" << s.chunks << ")\n";
   out << label("makespan") << format_quanta(t.makespan)
       << "  (one iteration's compute ops: first op start to last op end, any stage)\n";
   out << label("span") << format_quanta(t.span) << "  (longest stage, its first op to its last; the paper's cost)\n";
-  out << label("span bubble rate") << fixed(t.span_bubble_rate, 4) << "  ((span - busy) / span; "
-      << fixed(t.span_bubble_rate, 6) << ")\n";
+  out << label("span bubble rate") << format_fixed(t.span_bubble_rate, 4) << "  ((span - busy) / span; "
+      << format_fixed(t.span_bubble_rate, 6) << ")\n";
   out << label("peak memory") << memory_list(t.peak_memory);
   if (pr.mem_limit)
     out << "  (limit " << mem_limit_text(pr) << ")";
@@ -46,9 +40,9 @@ void print_figures(std::ostream& out, const Schedule& s, const Problem& pr, cons
 
 void print_iterations(std::ostream& out, const Schedule& s, const IterationTimeline& it) {
   out << label("period") << format_quanta(it.period) << "  (" << it.iterations << " iterations back to back, optimizer "
-      << optimizer_name(s.optimizer) << "; period bubble rate " << fixed(it.period_bubble_rate, 4) << ")\n";
+      << optimizer_name(s.optimizer) << "; period bubble rate " << format_fixed(it.period_bubble_rate, 4) << ")\n";
   out << label("wall") << format_quanta(it.wall) << "  (one iteration alone, first op to last optimizer step; wall "
-      << "bubble rate " << fixed(it.wall_bubble_rate, 4) << ")\n";
+      << "bubble rate " << format_fixed(it.wall_bubble_rate, 4) << ")\n";
 }
 
 void print_objective(std::ostream& out, const std::string& objective, const Schedule& s, const Problem& pr,
@@ -61,17 +55,17 @@ void print_objective(std::ostream& out, const std::string& objective, const Sche
     out << objective << " (minimised)";
     if (it) {
       out << ": " << format_quanta(wall ? it->wall : it->period) << ", " << objective << " bubble rate "
-          << fixed(wall ? it->wall_bubble_rate : it->period_bubble_rate, 4) << "\n";
+          << format_fixed(wall ? it->wall_bubble_rate : it->period_bubble_rate, 4) << "\n";
     } else {
       const Cost stand_in = wall ? Cost::kMakespan : Cost::kSpan;
       const Ticks value = cost_of(t, stand_in);
       out << "; compute ops only, so the " << cost_name(stand_in) << " stands for it: " << format_quanta(value) << ", "
-          << cost_name(stand_in) << " bubble rate " << fixed(bubble_rate_of(pr, value), 4) << "\n";
+          << cost_name(stand_in) << " bubble rate " << format_fixed(bubble_rate_of(pr, value), 4) << "\n";
     }
   }
   const Ticks bound = wall_lower_bound(pr, s.placement);
   out << label("ramp bound") << format_quanta(bound) << "  (no makespan is shorter; this one's gap "
-      << fixed(bound > 0 ? static_cast<double>(t.makespan - bound) / bound : 0, 4) << ")\n";
+      << format_fixed(bound > 0 ? static_cast<double>(t.makespan - bound) / bound : 0, 4) << ")\n";
 }
 
 bool write_file(const std::string& path, const std::string& text, std::ostream& err) {

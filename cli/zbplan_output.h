@@ -14,9 +14,6 @@ namespace zbpp::zbplan {
 
 constexpr int kExitInvalid = kExitFailed;
 
-/// `v` with `digits` decimals.
-std::string fixed(double v, int digits);
-
 /// The figures `simulate` prints and `plan` summarises: one iteration of compute ops. Every bubble
 /// rate printed names the figure it is of: (figure - busy) / figure.
 void print_figures(std::ostream& out, const Schedule& s, const Problem& pr, const Timeline& t);

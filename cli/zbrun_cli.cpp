@@ -46,11 +46,7 @@ std::string g9(double v) {
   return buf;
 }
 
-std::string f4(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.4f", v);
-  return buf;
-}
+std::string f4(double v) { return format_fixed(v, 4); }
 
 // Writes the profile --profile asked for (times in ms, memory in MiB) from every rank's gathered
 // figures, and says what each rank's GEMMs reached. "" or why not.

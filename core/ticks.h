@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <string>
 
@@ -40,6 +41,14 @@ inline std::string format_quanta(std::int64_t q) {
     out += "." + digits;
   }
   return out;
+}
+
+/// A ratio or a measured time for printing, with `digits` decimals ("0.0728" at 4): figures that are
+/// not quanta (bubble rates, seconds).
+inline std::string format_fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
 }
 
 }  // namespace zbpp

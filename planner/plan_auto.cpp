@@ -11,16 +11,10 @@ namespace zbpp {
 
 namespace {
 
-std::string fixed4(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4f", v);
-  return buf;
-}
-
 // "period 1189.271 (period bubble rate 0.0728)".
 std::string with_bubble(Cost cost, Ticks value, double bubble) {
   return std::string(cost_name(cost)) + " " + format_quanta(value) + " (" + cost_name(cost) + " bubble rate " +
-         fixed4(bubble) + ")";
+         format_fixed(bubble, 4) + ")";
 }
 
 // "V (2 chunks), peak memory 8 of 8 = 1p": a candidate's placement and its largest stage peak
