@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Every check of the CUDA backend that needs a GPU, in one go. Run from anywhere on a machine with
 # at least one NVIDIA GPU (docs/gpu.md):
-#     tools/gpu_checks.sh OUT_DIR          (or: OUT=OUT_DIR tools/gpu_checks.sh)
+#     tools/gpu_checks.sh [--build DIR] [--no-bench] OUT_DIR          (or: OUT=OUT_DIR tools/gpu_checks.sh)
 # It configures and builds a fresh build-gpu/ in the repository, then writes under OUT_DIR:
-#   build.log         the build (CUDA compiled for sm_80 and sm_90); fails unless the CUDA backend is in it
+#   build.log         the build (CUDA compiled for sm_80 and sm_90); fails unless the CUDA backend is in it.
+#                     --build DIR uses a CUDA build made elsewhere instead (tools/gpu_bundle.sh packs
+#                     one for a GPU machine without the build's packages); its zbrun --version must
+#                     name CUDA. Where DIR holds no ctest files, the ctest step is a SKIP.
 #   cuda_tests.log    tests/cuda: every layer's F/B/W vs the CPU reference, backend vs CPU backend
 #   ctest.log         the whole test suite (the PyTorch oracle too where python3-torch is installed)
 #   oracle/           the CPU -> CUDA link of the oracle chain (docs/oracle.md): one step of each model
@@ -12,7 +15,8 @@
 #   determinism.txt   --single-gpu, p=4: losses and final weight digests of 1f1b, zb-h1, zb-h2,
 #                     heuristic, ilp and zb-v must be bit-identical
 #   post_validation   (summary line) optimizer post-validation on the GPU: sync's bits without clipping;
-#                     with clipping, rollbacks must happen and the run must reproduce its bits
+#                     with clipping, the run must reproduce its bits and take the CPU backend's
+#                     decisions (rollbacks, replays), at least one rollback or replay among them
 #   checkpoint        (summary line) a GPU run that fails after a checkpoint exits non-zero, and the
 #                     resumed run starts after that checkpoint's step and ends bit-identically
 #   errors.txt        --fail-at on the GPU ends the run with a message naming the rank and op (no hang)
@@ -24,14 +28,30 @@
 # CUDA backend was not built) is a FAIL, never a SKIP.
 set -uo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
+prebuilt="" bench=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build)
+      prebuilt="${2:-}"
+      shift 2 || shift
+      if [ -z "$prebuilt" ] || [ ! -x "$prebuilt/zbrun" ]; then
+        echo "tools/gpu_checks.sh: --build '$prebuilt': no zbrun there (give a CUDA build's directory)" >&2
+        exit 2
+      fi
+      prebuilt="$(cd "$prebuilt" && pwd)"
+      ;;
+    --no-bench) bench=0; shift ;;
+    *) break ;;
+  esac
+done
 out="${1:-${OUT:-}}"
 if [ -z "$out" ]; then
-  echo "usage: tools/gpu_checks.sh OUT_DIR (or set OUT)" >&2
+  echo "usage: tools/gpu_checks.sh [--build DIR] [--no-bench] OUT_DIR (or set OUT)" >&2
   exit 2
 fi
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
-build="$here/build-gpu"
+build="${prebuilt:-$here/build-gpu}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 summary="$out/summary.txt"
 : >"$summary"
@@ -52,23 +72,34 @@ echo "GPUs: $gpus, $(nvidia-smi --query-gpu=name,driver_version --format=csv,noh
   tee -a "$summary"
 
 # --- build ------------------------------------------------------------------------------------
-{
-  cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
-    cmake --build "$build" -j"$(nproc)"
-} >"$out/build.log" 2>&1
-if [ $? -ne 0 ]; then
-  result build FAIL "see build.log"
-  exit 1
+if [ -n "$prebuilt" ]; then
+  "$build/zbrun" --version >"$out/build.log" 2>&1
+  cuda_line=$(grep -E '^ +CUDA: [0-9]' "$out/build.log" | head -1)
+  if [ -z "$cuda_line" ]; then
+    result build FAIL "--build $build: its zbrun has no CUDA backend or does not start (build.log)"
+    exit 1
+  fi
+  result build PASS "prebuilt $build:$cuda_line"
+else
+  {
+    cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+      cmake --build "$build" -j"$(nproc)"
+  } >"$out/build.log" 2>&1
+  if [ $? -ne 0 ]; then
+    result build FAIL "see build.log"
+    exit 1
+  fi
+  if ! grep -q 'CUDA backend: ON' "$out/build.log"; then
+    result build FAIL "no CUDA backend in this build: $(grep -o 'CUDA backend: .*' "$out/build.log" | head -1)"
+    exit 1
+  fi
+  result build PASS "$(grep -o 'CUDA backend: .*' "$out/build.log" | head -1)"
 fi
-if ! grep -q 'CUDA backend: ON' "$out/build.log"; then
-  result build FAIL "no CUDA backend in this build: $(grep -o 'CUDA backend: .*' "$out/build.log" | head -1)"
-  exit 1
-fi
-result build PASS "$(grep -o 'CUDA backend: .*' "$out/build.log" | head -1)"
 zbplan="$build/zbplan"
 zbrun="$build/zbrun"
+# The oracle needs numpy: Debian's python3, else the first python3 on PATH that has it.
 python=/usr/bin/python3
-[ -x $python ] || python=python3
+$python -c 'import numpy' 2>/dev/null || python=python3
 
 # --- layers vs CPU reference, and the test suite -------------------------------------------------
 "$build/tests/cuda_tests" --durations yes >"$out/cuda_tests.log" 2>&1
@@ -83,8 +114,12 @@ if ! $python -c 'import torch' 2>/dev/null; then
   exclude=(-E '^oracle')
   result "oracle (PyTorch vs CPU)" SKIP "python3-torch not installed here; CI runs it"
 fi
-(cd "$build" && ctest --output-on-failure -j4 "${exclude[@]}") >"$out/ctest.log" 2>&1 &&
-  result ctest PASS "$(grep -E 'tests passed' "$out/ctest.log")" || result ctest FAIL "see ctest.log"
+if [ -n "$prebuilt" ] && [ ! -f "$build/CTestTestfile.cmake" ]; then
+  result ctest SKIP "--build $build holds no ctest files (a bundle of the programs); CI runs the suite"
+else
+  (cd "$build" && ctest --output-on-failure -j4 "${exclude[@]}") >"$out/ctest.log" 2>&1 &&
+    result ctest PASS "$(grep -E 'tests passed' "$out/ctest.log")" || result ctest FAIL "see ctest.log"
+fi
 
 # --- CPU -> CUDA, tensor by tensor ----------------------------------------------------------------
 # One step of each model on both backends (zbpp_step_dump: one virtual stage per block, clipping,
@@ -105,12 +140,14 @@ else
       result "cpu_vs_cuda ($name)" FAIL "see oracle/$name.log"
     fi
   done
-  if $python "$here/tests/oracle/oracle.py" compare "$out/oracle/tiny-cpu" "$out/oracle/tiny-cuda" \
-    --expect-mismatch grad.h1.mlp.fc.w >"$out/oracle/planted.log" 2>&1; then
-    result "cpu_vs_cuda (planted error)" PASS "a sign flipped in grad.h1.mlp.fc.w is caught"
-  else
-    result "cpu_vs_cuda (planted error)" FAIL "a planted error went unnoticed (oracle/planted.log)"
-  fi
+  for planted in grad.h1.mlp.fc.w param_after.h1.mlp.fc.w; do
+    if $python "$here/tests/oracle/oracle.py" compare "$out/oracle/tiny-cpu" "$out/oracle/tiny-cuda" \
+      --expect-mismatch $planted >"$out/oracle/planted-$planted.log" 2>&1; then
+      result "cpu_vs_cuda (planted error)" PASS "a sign flipped in $planted is caught"
+    else
+      result "cpu_vs_cuda (planted error)" FAIL "a planted error in $planted went unnoticed (oracle/planted-$planted.log)"
+    fi
+  done
 fi
 
 # --- determinism across schedules on one GPU ----------------------------------------------------
@@ -150,20 +187,29 @@ for mode in single-gpu streams; do
 done
 
 # --- optimizer post-validation on the GPU (rollback in place) -----------------------------------------
-# Without clipping it must give sync's bits; with clipping it must roll back and reproduce its own bits.
+# Without clipping it must give sync's bits. With clipping it must reproduce its own bits and take
+# the CPU backend's decisions on the same file (rollbacks, replayed and held iterations), at least one
+# of them a rollback or a replay, so that the rollback path ran on the GPU.
 "$zbplan" plan --method zb-h1 -p 4 -m 8 --tf 1 --tb 1 --tw 1 -o "$work/pv.json" >/dev/null
 "$zbplan" plan --method zb-h1 -p 4 -m 8 --tf 1 --tb 1 --tw 1 --optimizer sync -o "$work/pv_sync.json" >/dev/null
 run_gpu() { timeout 600 "$zbrun" "$1" --single-gpu --model "$work/model.json" --timeout 60 "${@:2}" 2>&1; }
 digest() { grep -o 'weights digest [0-9a-f]*' | awk '{print $3}'; }
+decisions() { grep -o 'post-validation: [0-9]* speculative steps* rolled back .*' "$1"; }
 a=$(run_gpu "$work/pv.json" --steps 4 --clip-norm 1e6 | tee "$work/pv_noclip.log" | digest)
 b=$(run_gpu "$work/pv_sync.json" --steps 4 --clip-norm 1e6 | digest)
 c=$(run_gpu "$work/pv.json" --steps 6 --clip-norm 0.05 | tee "$work/pv_clip.log" | digest)
 d=$(run_gpu "$work/pv.json" --steps 6 --clip-norm 0.05 | digest)
-rollbacks=$(grep -o 'post-validation: [0-9]* speculative step' "$work/pv_clip.log" | grep -o '[0-9]*' | head -1)
-if [ -n "$a" ] && [ "$a" = "$b" ] && [ -n "$c" ] && [ "$c" = "$d" ] && [ "${rollbacks:-0}" -gt 0 ]; then
-  result post_validation PASS "no clipping: $a = sync; clipping: $c twice, $rollbacks steps rolled back on rank 0"
+timeout 600 "$zbrun" "$work/pv.json" --local --model "$work/model.json" --timeout 60 --steps 6 --clip-norm 0.05 \
+  >"$work/pv_clip_cpu.log" 2>&1
+gpu_decisions=$(decisions "$work/pv_clip.log")
+cpu_decisions=$(decisions "$work/pv_clip_cpu.log")
+undone=$(grep -o '[0-9]* speculative steps* rolled back.* [0-9]* iterations* replayed' <<<"$gpu_decisions" |
+  grep -o '[0-9]\+ \(speculative\|iteration\)' | awk '{n += $1} END {print n + 0}')
+if [ -n "$a" ] && [ "$a" = "$b" ] && [ -n "$c" ] && [ "$c" = "$d" ] && [ -n "$gpu_decisions" ] &&
+  [ "$gpu_decisions" = "$cpu_decisions" ] && [ "${undone:-0}" -gt 0 ]; then
+  result post_validation PASS "no clipping: $a = sync; clipping: $c twice, as the CPU decided ($gpu_decisions)"
 else
-  result post_validation FAIL "no clipping '$a' vs sync '$b'; clipping '$c' vs '$d', rollbacks '${rollbacks:-none}' (work/pv_*.log)"
+  result post_validation FAIL "no clipping '$a' vs sync '$b'; clipping '$c' vs '$d'; decisions '$gpu_decisions' vs the CPU's '$cpu_decisions' (work/pv_*.log)"
 fi
 
 # --- checkpoints: a run that fails after a checkpoint resumes bit-identically on the GPU --------------
@@ -219,7 +265,9 @@ else
 fi
 
 # --- benchmark ---------------------------------------------------------------------------------------
-if bash "$here/tools/gpu_bench.sh" "$out/bench" "$build" >"$out/bench.log" 2>&1; then
+if [ $bench -eq 0 ]; then
+  result bench SKIP "--no-bench"
+elif bash "$here/tools/gpu_bench.sh" "$out/bench" "$build" >"$out/bench.log" 2>&1; then
   result bench PASS "bench/gpu_bench.md (copied to docs/gpu_bench.md)"
 else
   result bench FAIL "see bench.log"

@@ -161,7 +161,34 @@ def torch_reference(manifest, tensors, report):
                       slack=np.spacing(np.abs(after)).astype(np.float64))
 
 
+def own_optimizer(manifest, tensors, report, tol):
+    """The dump's step against AdamW (float64, numpy) run on the dump's own gradients: the clipping,
+    the moments and the update (after - before, with one fp32 ulp of the weight as slack)."""
+    opt = manifest["adamw"]
+    names = [n[len("param."):] for n, (role, _) in tensors.items() if role == "param"]
+    grads = {n: tensors["grad." + n][1].astype(np.float64) for n in names}
+    norm = math.sqrt(sum(float((g * g).sum()) for g in grads.values()))
+    report.tensor("global_norm (own gradients)", manifest["global_norm"], norm, tol=1e-6)
+    # torch.nn.utils.clip_grad_norm_'s factor, as the torch mode checks it.
+    scale = min(1.0, opt["clip_norm"] / (norm + 1e-6)) if opt["clip_norm"] > 0 else 1.0
+    b1, b2, lr, eps, wd = opt["beta1"], opt["beta2"], opt["lr"], opt["eps"], opt["weight_decay"]
+    for n in names:  # one step from zero moments: bias corrections 1 - beta
+        g = grads[n] * scale
+        m, v = (1 - b1) * g, (1 - b2) * g * g
+        before = tensors["param." + n][1].astype(np.float64)
+        after = tensors["param_after." + n][1]
+        update = -lr * wd * before - lr * (m / (1 - b1)) / (np.sqrt(v / (1 - b2)) + eps)
+        report.tensor("adam_m." + n + " (own)", tensors["adam_m." + n][1], m, tol=tol)
+        report.tensor("adam_v." + n + " (own)", tensors["adam_v." + n][1], v, tol=2 * tol)
+        report.tensor("update." + n, after.astype(np.float64) - before, update, tol=tol,
+                      slack=np.spacing(np.abs(after)).astype(np.float64))
+
+
 def compare(ref_manifest, ref, manifest, tensors, report):
+    """Inputs bit for bit, then everything the step computed up to its gradients and moments against
+    the reference's. The weights after the step are not compared across backends: AdamW's first
+    step moves each weight by about lr * sign(gradient), so a gradient within rounding of zero can
+    move it 2 * lr the other way. The update is checked against AdamW on the dump's own gradients."""
     for key in ("model", "seed", "microbatches", "adamw"):
         if ref_manifest[key] != manifest[key]:
             sys.exit(f"oracle: the dumps differ in {key}: {ref_manifest[key]} vs {manifest[key]}")
@@ -175,9 +202,10 @@ def compare(ref_manifest, ref, manifest, tensors, report):
         if role in ("tokens", "param"):  # the same inputs, bit for bit
             same = np.array_equal(a, tensors[name][1])
             report.rows.append((0.0 if same else math.inf, name, "identical" if same else "differs", same))
-        else:
+        elif role != "param_after":
             # v holds squared gradients: twice their relative error.
             report.tensor(name, tensors[name][1], a, tol=2 * report.tol if role == "adam_v" else None)
+    own_optimizer(manifest, tensors, report, tol=min(report.tol, 1e-4))
 
 
 def main():
@@ -213,7 +241,8 @@ def main():
         report.print(f"{dump} ({manifest['backend']}) against {args.dirs[0]} ({ref_manifest['backend']})")
     bad = report.failures()
     if args.expect_mismatch:
-        caught = args.expect_mismatch in bad
+        # A weight after the step is checked through its update.
+        caught = args.expect_mismatch in bad or args.expect_mismatch.replace("param_after.", "update.", 1) in bad
         print(f"planted error in {args.expect_mismatch}: {'caught' if caught else 'NOT caught'}")
         return 0 if caught else 1
     return 1 if bad else 0
