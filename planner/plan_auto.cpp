@@ -60,8 +60,12 @@ std::vector<AutoCandidate> auto_candidates(const Problem& pr, const PlanOptions&
     if (split && !interleaved) continue;
     candidates.push_back({method, method, split ? *interleaved : pr, split, method == "heuristic-v"});
   }
-  if (interleaved)
+  if (interleaved) {
     candidates.push_back({"heuristic --placement interleaved", "heuristic", *interleaved, pr.chunks == 1, true});
+    // The ILP refines the interleaved search's best as it refines the others' (with a time budget).
+    if (options.time_limit > 0)
+      candidates.push_back({"ilp --placement interleaved", "ilp", *interleaved, pr.chunks == 1, false});
+  }
   return candidates;
 }
 
@@ -85,6 +89,8 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
   std::vector<std::optional<LowerOptions>> lowerings(options.lowerings.begin(), options.lowerings.end());
   if (lowerings.empty()) lowerings.push_back(std::nullopt);
   const std::vector<AutoCandidate> candidates = auto_candidates(pr, options);
+  const size_t ilps = std::count_if(candidates.begin(), candidates.end(),
+                                    [](const AutoCandidate& c) { return is_ilp(c.method); });
   // A search run once starts now on a thread of its own, beside the candidates before it, so it
   // adds little to auto's time where a core is free. Its result does not depend on when it runs.
   struct Search {
@@ -120,8 +126,8 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
       one.lowerings.clear();
       if (lowering) one.lowerings.push_back(*lowering);
       // The ILP's time limit is auto's in all, shared among the placements it plans for and the
-      // ILP methods it runs (ilp and, on a one-chunk problem, ilp-v).
-      one.time_limit = options.time_limit / static_cast<double>(lowerings.size() * (pr.chunks == 1 ? 2 : 1));
+      // ILPs it runs (ilp, ilp-v on a one-chunk problem, ilp on the interleaved placement).
+      one.time_limit = options.time_limit / static_cast<double>(lowerings.size() * std::max<size_t>(ilps, 1));
       std::vector<Diag> why = search_failed;
       auto result = !candidate.search_once ? plan_schedule(candidate.problem, method, &why, one)
                     : searched             ? validate_and_lower(*searched, &why, one)
