@@ -21,6 +21,9 @@
 #                     resumed run starts after that checkpoint's step and ends bit-identically
 #   errors.txt        --fail-at on the GPU ends the run with a message naming the rank and op (no hang)
 #   nccl.txt          mpirun with NCCL on 2 GPUs, digest equal to the in-process run (skipped with 1 GPU)
+#   pytorch_csv.txt   where PyTorch >= 2.4 is installed (else SKIP): its pipelining code reads, validates,
+#                     lowers and simulates our V schedules' CSVs with placement style 'v'
+#                     (tests/pytorch_csv_check.py; not a GPU check, CI's PyTorch is 1.13)
 #   bench/            tools/gpu_bench.sh: profile, plans, runs, GEMM throughput, traces
 #   summary.txt       one PASS / FAIL / SKIP line per check
 # Exit status: 0 only when a GPU was there and no check failed. Without a GPU it exits 1 with
@@ -263,6 +266,15 @@ else
   echo "skipped: $gpus GPU(s); NCCL refuses two ranks on one GPU" >"$out/nccl.txt"
   result nccl SKIP "needs 2 GPUs"
 fi
+
+# --- PyTorch >= 2.4 reads our V schedules ---------------------------------------------------------
+# Not a GPU check: it is here because GPU machines tend to have a recent PyTorch, and CI has 1.13.
+$python "$here/tests/pytorch_csv_check.py" "$zbplan" "$work/pytorch_csv" >"$out/pytorch_csv.txt" 2>&1
+case $? in
+  0) result pytorch_csv PASS "$(head -1 "$out/pytorch_csv.txt"): our V schedules read, validated, lowered and simulated with style 'v'" ;;
+  77) result pytorch_csv SKIP "$(tail -1 "$out/pytorch_csv.txt")" ;;
+  *) result pytorch_csv FAIL "see pytorch_csv.txt" ;;
+esac
 
 # --- benchmark ---------------------------------------------------------------------------------------
 if [ $bench -eq 0 ]; then

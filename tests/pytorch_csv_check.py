@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""PyTorch's own pipelining code reads the CSVs `zbplan export` writes for V schedules (issue 21).
+
+Needs torch >= 2.4 (torch.distributed.pipelining); exits 77 (skipped) where it is missing, as with
+Debian's torch 1.13. For each V method, p = 4 and 3 ranks, `zbplan plan` then `zbplan export`, then:
+  - every cell parses with `_Action.from_str` and prints back as the same text;
+  - every action of row r is on a stage that `generate_stage_to_rank_mapping(p, 2p, style="v")`
+    gives to rank r: PyTorch's placement style 'v' is the file's placement;
+  - `_validate_schedule` accepts the schedule (each stage's F, I, W of every microbatch once, in order);
+  - `_add_send_recv` lowers it with that mapping and `_simulate_comms_compute` runs it to the end
+    (no deadlock).
+Usage: pytorch_csv_check.py ZBPLAN WORK_DIR        Exit 0 all passed, 1 a check failed, 77 no torch >= 2.4.
+"""
+import csv
+import os
+import subprocess
+import sys
+
+try:
+    import torch  # noqa: F401
+    from torch.distributed.pipelining._utils import generate_stage_to_rank_mapping
+    from torch.distributed.pipelining.schedules import (_Action, _add_send_recv, _simulate_comms_compute,
+                                                        _validate_schedule)
+except Exception as e:  # ImportError, or an older torch without these
+    print(f"skipped: PyTorch's pipelining (torch >= 2.4) cannot be imported here: {e}")
+    sys.exit(77)
+
+METHODS = [("zb-v", []), ("v-min", []), ("v-half", []), ("v-zb", []), ("dualpipe-v", []),
+           ("heuristic-v", ["--mem-limit", "0.5p"]), ("heuristic-v", ["--mem-limit", "1p"])]
+
+
+def check(zbplan, work, method, extra, p, m):
+    name = f"{method}{''.join(extra).replace('--mem-limit', '-')}_p{p}_m{m}"
+    schedule, table = os.path.join(work, name + ".json"), os.path.join(work, name + ".csv")
+    plan = [zbplan, "plan", "--method", method, "-p", str(p), "-m", str(m), "--tf", "1", "--tb", "1.1",
+            "--tw", "0.7", "--tcomm", "0.05", "--mem-w", "0.5", *extra, "-o", schedule]
+    for cmd in (plan, [zbplan, "export", schedule, "-o", table]):
+        run = subprocess.run(cmd, capture_output=True, text=True)
+        if run.returncode != 0:
+            return f"{name}: {' '.join(cmd)} exited {run.returncode}: {run.stderr.strip()}"
+    num_stages = 2 * p
+    mapping = generate_stage_to_rank_mapping(p, num_stages, style="v")
+    actions = {}
+    with open(table, newline="") as f:
+        for rank, row in enumerate(csv.reader(f)):
+            actions[rank] = []
+            for col, cell in enumerate(row):
+                if not cell.strip():
+                    actions[rank].append(None)
+                    continue
+                action = _Action.from_str(cell)
+                if str(action) != cell.strip():
+                    return f"{name}: row {rank}, column {col}: '{cell}' reads back as '{action}'"
+                if mapping[action.stage_index] != rank:
+                    return (f"{name}: row {rank}, column {col}: {cell} is on stage {action.stage_index}, which "
+                            f"PyTorch's style 'v' gives to rank {mapping[action.stage_index]}")
+                actions[rank].append(action)
+    if len(actions) != p:
+        return f"{name}: {len(actions)} rows, expected one per rank ({p})"
+    try:
+        _validate_schedule(actions, p, num_stages, m)
+    except Exception as e:
+        return f"{name}: _validate_schedule refused it: {e}"
+    compute = {rank: [a for a in row if a is not None] for rank, row in actions.items()}
+    try:
+        comms = _add_send_recv(compute, stage_to_rank=lambda s: mapping[s], num_stages=num_stages)
+        _simulate_comms_compute(comms, stage_to_rank=lambda s: mapping[s], num_stages=num_stages)
+    except Exception as e:
+        return f"{name}: PyTorch's lowering or its simulation failed: {type(e).__name__}: {e}"
+    sends = sum(1 for row in comms.values() for a in row if a.computation_type.value == "SEND_F")
+    print(f"ok  {name}: {sum(len(r) for r in compute.values())} compute actions read, validated, lowered "
+          f"({sends} SEND_F) and simulated with style 'v'")
+    return None
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    zbplan, work = sys.argv[1], sys.argv[2]
+    os.makedirs(work, exist_ok=True)
+    print(f"torch {torch.__version__}")
+    failures = [f for p, m in ((4, 8), (3, 9)) for method, extra in METHODS
+                if (f := check(zbplan, work, method, extra, p, m))]
+    for f in failures:
+        print("FAIL " + f)
+    print(f"{len(failures)} failed" if failures else "all passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
