@@ -2,7 +2,8 @@
 """PyTorch's own pipelining code reads the CSVs `zbplan export` writes for V schedules (issue 21).
 
 Needs torch >= 2.4 (torch.distributed.pipelining); exits 77 (skipped) where it is missing, as with
-Debian's torch 1.13. For each V method, p = 4 and 3 ranks, `zbplan plan` then `zbplan export`, then:
+Debian's torch 1.13. For each V method (and the interleaved ones, PyTorch's style "loop"), p = 4
+and 3 ranks, `zbplan plan` then `zbplan export`, then:
   - every cell parses with `_Action.from_str` and prints back as the same text;
   - every action of row r is on a stage that `generate_stage_to_rank_mapping(p, 2p, style="v")`
     gives to rank r: PyTorch's placement style 'v' is the file's placement;
@@ -25,12 +26,15 @@ except Exception as e:  # ImportError, or an older torch without these
     print(f"skipped: PyTorch's pipelining (torch >= 2.4) cannot be imported here: {e}")
     sys.exit(77)
 
-METHODS = [("zb-v", []), ("v-min", []), ("v-half", []), ("v-zb", []), ("dualpipe-v", []),
-           ("heuristic-v", ["--mem-limit", "0.5p"]), ("heuristic-v", ["--mem-limit", "1p"])]
+# (method, flags, PyTorch's placement style): the V methods, and the interleaved ones with "loop".
+METHODS = [("zb-v", [], "v"), ("v-min", [], "v"), ("v-half", [], "v"), ("v-zb", [], "v"), ("dualpipe-v", [], "v"),
+           ("heuristic-v", ["--mem-limit", "0.5p"], "v"), ("heuristic-v", ["--mem-limit", "1p"], "v"),
+           ("1f1b-i", ["--chunks", "2"], "loop"),
+           ("heuristic", ["--chunks", "2", "--placement", "interleaved", "--mem-limit", "1p"], "loop")]
 
 
-def check(zbplan, work, method, extra, p, m):
-    name = f"{method}{''.join(extra).replace('--mem-limit', '-')}_p{p}_m{m}"
+def check(zbplan, work, method, extra, style, p, m):
+    name = f"{method}{''.join(a for a in extra if not a.startswith('--'))}_p{p}_m{m}"
     schedule, table = os.path.join(work, name + ".json"), os.path.join(work, name + ".csv")
     plan = [zbplan, "plan", "--method", method, "-p", str(p), "-m", str(m), "--tf", "1", "--tb", "1.1",
             "--tw", "0.7", "--tcomm", "0.05", "--mem-w", "0.5", *extra, "-o", schedule]
@@ -38,8 +42,12 @@ def check(zbplan, work, method, extra, p, m):
         run = subprocess.run(cmd, capture_output=True, text=True)
         if run.returncode != 0:
             return f"{name}: {' '.join(cmd)} exited {run.returncode}: {run.stderr.strip()}"
+    return read_and_check(name, table, p, m, style)
+
+
+def read_and_check(name, table, p, m, style):
     num_stages = 2 * p
-    mapping = generate_stage_to_rank_mapping(p, num_stages, style="v")
+    mapping = generate_stage_to_rank_mapping(p, num_stages, style=style)
     actions = {}
     with open(table, newline="") as f:
         for rank, row in enumerate(csv.reader(f)):
@@ -53,23 +61,26 @@ def check(zbplan, work, method, extra, p, m):
                     return f"{name}: row {rank}, column {col}: '{cell}' reads back as '{action}'"
                 if mapping[action.stage_index] != rank:
                     return (f"{name}: row {rank}, column {col}: {cell} is on stage {action.stage_index}, which "
-                            f"PyTorch's style 'v' gives to rank {mapping[action.stage_index]}")
+                            f"PyTorch's style '{style}' gives to rank {mapping[action.stage_index]}")
                 actions[rank].append(action)
     if len(actions) != p:
         return f"{name}: {len(actions)} rows, expected one per rank ({p})"
     try:
-        _validate_schedule(actions, p, num_stages, m)
+        inferred = _validate_schedule(actions, p, num_stages, m)
     except Exception as e:
         return f"{name}: _validate_schedule refused it: {e}"
+    if inferred is not None and dict(inferred) != dict(mapping):  # torch 2.4 returns nothing
+        return f"{name}: _validate_schedule placed the stages {dict(inferred)}, style '{style}' {dict(mapping)}"
     compute = {rank: [a for a in row if a is not None] for rank, row in actions.items()}
+    computed = sum(len(row) for row in compute.values())
     try:
         comms = _add_send_recv(compute, stage_to_rank=lambda s: mapping[s], num_stages=num_stages)
         _simulate_comms_compute(comms, stage_to_rank=lambda s: mapping[s], num_stages=num_stages)
     except Exception as e:
         return f"{name}: PyTorch's lowering or its simulation failed: {type(e).__name__}: {e}"
     sends = sum(1 for row in comms.values() for a in row if a.computation_type.value == "SEND_F")
-    print(f"ok  {name}: {sum(len(r) for r in compute.values())} compute actions read, validated, lowered "
-          f"({sends} SEND_F) and simulated with style 'v'")
+    print(f"ok  {name}: {computed} compute actions read, validated, lowered "
+          f"({sends} SEND_F) and simulated with style '{style}'")
     return None
 
 
@@ -79,8 +90,20 @@ def main():
     zbplan, work = sys.argv[1], sys.argv[2]
     os.makedirs(work, exist_ok=True)
     print(f"torch {torch.__version__}")
-    failures = [f for p, m in ((4, 8), (3, 9)) for method, extra in METHODS
-                if (f := check(zbplan, work, method, extra, p, m))]
+    failures = [f for p, m in ((4, 8), (3, 9)) for method, extra, style in METHODS
+                if (f := check(zbplan, work, method, extra, style, p, m))]
+    # Shown able to fail: rank 0's first F moved to the end of its row comes after its I and W.
+    with open(os.path.join(work, "zb-v_p4_m8.csv"), newline="") as f:
+        rows = list(csv.reader(f))
+    rows[0] = rows[0][1:] + rows[0][:1]
+    broken = os.path.join(work, "broken.csv")
+    with open(broken, "w", newline="") as f:
+        csv.writer(f).writerows(rows)
+    found = read_and_check("broken", broken, 4, 8, "v")
+    if found is None:
+        failures.append("a CSV whose first F comes after its backward passed every check")
+    else:
+        print(f"ok  a broken CSV is refused ({found.splitlines()[0][:100]})")
     for f in failures:
         print("FAIL " + f)
     print(f"{len(failures)} failed" if failures else "all passed")

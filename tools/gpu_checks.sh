@@ -271,7 +271,7 @@ fi
 # Not a GPU check: it is here because GPU machines tend to have a recent PyTorch, and CI has 1.13.
 $python "$here/tests/pytorch_csv_check.py" "$zbplan" "$work/pytorch_csv" >"$out/pytorch_csv.txt" 2>&1
 case $? in
-  0) result pytorch_csv PASS "$(head -1 "$out/pytorch_csv.txt"): our V schedules read, validated, lowered and simulated with style 'v'" ;;
+  0) result pytorch_csv PASS "$(head -1 "$out/pytorch_csv.txt"): our V (style v) and interleaved (style loop) schedules read, validated, lowered and simulated" ;;
   77) result pytorch_csv SKIP "$(tail -1 "$out/pytorch_csv.txt")" ;;
   *) result pytorch_csv FAIL "see pytorch_csv.txt" ;;
 esac
