@@ -12,6 +12,8 @@
 #   oracle/           the CPU -> CUDA link of the oracle chain (docs/oracle.md): one step of each model
 #                     on both backends, every loss, gradient and weight update compared tensor by
 #                     tensor (tests/oracle/oracle.py compare: within 2e-2 of each tensor's max, bf16)
+#   attention_scores  (summary lines) ZBPP_CUDA_ATTENTION=warp, the coalesced score loop that is not yet
+#                     the default: its step against the CPU's, its bits twice, its speed beside lane's
 #   determinism.txt   --single-gpu, p=4: losses and final weight digests of 1f1b, zb-h1, zb-h2,
 #                     heuristic, ilp and zb-v must be bit-identical
 #   post_validation   (summary line) optimizer post-validation on the GPU: sync's bits without clipping;
@@ -153,6 +155,18 @@ else
   done
 fi
 
+# --- the warp-cooperative attention score loop (ZBPP_CUDA_ATTENTION=warp, not yet the default) ----
+# Against the CPU like the default, and its speed beside the default's on the oracle's C=256 model.
+if [ -d "$out/oracle/c256-cpu" ]; then
+  log="$out/oracle/c256-warp.log"
+  if ZBPP_CUDA_ATTENTION=warp "$build/tools/zbpp_step_dump" "$out/oracle/c256-warp" --model "$out/oracle/c256.json" \
+    --backend cuda >"$log" 2>&1 &&
+    $python "$here/tests/oracle/oracle.py" compare "$out/oracle/c256-cpu" "$out/oracle/c256-warp" >>"$log" 2>&1; then
+    result "cpu_vs_cuda (c256, ZBPP_CUDA_ATTENTION=warp)" PASS "$(tail -1 "$log") (oracle/c256-warp.log)"
+  else
+    result "cpu_vs_cuda (c256, ZBPP_CUDA_ATTENTION=warp)" FAIL "see oracle/c256-warp.log"
+  fi
+fi
 # --- determinism across schedules on one GPU ----------------------------------------------------
 work="$out/work"
 mkdir -p "$work"
@@ -188,6 +202,25 @@ for mode in single-gpu streams; do
     result "determinism ($mode)" FAIL "see determinism.txt"
   fi
 done
+
+# The two attention score loops on the same run: each reproduces its own bits; their speed.
+for scores in lane warp; do
+  for run in 1 2; do
+    ZBPP_CUDA_ATTENTION=$scores timeout 600 "$zbrun" "$work/det_zb-h1.json" --single-gpu --model "$work/model.json" \
+      --steps 8 --timeout 60 >"$work/attention_${scores}_$run.log" 2>&1
+  done
+done
+d=() t=()
+for scores in lane warp; do
+  d+=("$(grep -o 'weights digest [0-9a-f]*' "$work/attention_${scores}_1.log" | awk '{print $3}')")
+  d+=("$(grep -o 'weights digest [0-9a-f]*' "$work/attention_${scores}_2.log" | awk '{print $3}')")
+  t+=("$(grep -o 'iteration time [0-9.]* s' "$work/attention_${scores}_2.log")")
+done
+if [ -n "${d[0]}" ] && [ "${d[0]}" = "${d[1]}" ] && [ -n "${d[2]}" ] && [ "${d[2]}" = "${d[3]}" ]; then
+  result attention_scores PASS "lane: ${d[0]} twice, ${t[0]}; warp: ${d[2]} twice, ${t[1]} (zb-h1, p=4, C=256)"
+else
+  result attention_scores FAIL "digests lane '${d[0]}' '${d[1]}', warp '${d[2]}' '${d[3]}' (work/attention_*.log)"
+fi
 
 # --- optimizer post-validation on the GPU (rollback in place) -----------------------------------------
 # Without clipping it must give sync's bits. With clipping it must reproduce its own bits and take

@@ -64,6 +64,10 @@ Vec random(size_t n, float scale, unsigned seed) {
 }
 
 // max |gpu - cpu| relative to max |cpu|: the bf16 tolerance of one layer.
+bool same_bits(const Vec& a, const Vec& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
 double rel_error(const Vec& gpu, const Vec& cpu) {
   REQUIRE(gpu.size() == cpu.size());
   double diff = 0, scale = 1e-12;
@@ -140,18 +144,27 @@ TEST_CASE("GELU forward and backward match the CPU") {
   CHECK(rel_error(din.get(), dinc) < kTol);
 }
 
-TEST_CASE("causal attention forward and backward match the CPU") {
+TEST_CASE("causal attention forward and backward match the CPU, with either score loop") {
   Vec qkv = random(BT * 3 * C, 1.0f, 15), dy = random(BT * C, 1.0f, 16);
-  Dev<bf16> dq(qkv), out(BT * C), dyd(dy), dqkv(BT * 3 * C);
-  Dev<float> lse(B * NH * T), delta(B * NH * T);
-  cuda::attention_forward(out.p, lse.p, dq.p, B, T, C, NH, nullptr);
-  // The backward reads the bf16 output the forward wrote, as the backend does.
-  cuda::attention_backward(dqkv.p, delta.p, dyd.p, out.p, dq.p, lse.p, B, T, C, NH, nullptr);
   Vec o(BT * C), att(B * NH * T * T), dqc(BT * 3 * C, 0.0f);
   cpu::attention_forward(o.data(), att.data(), qkv.data(), B, T, C, NH);
   cpu::attention_backward(dqc.data(), dy.data(), qkv.data(), att.data(), B, T, C, NH);
-  CHECK(rel_error(out.get(), o) < kTol);
-  CHECK(rel_error(dqkv.get(), dqc) < kTol);
+  for (cuda::AttentionScores scores : {cuda::AttentionScores::kLane, cuda::AttentionScores::kWarp}) {
+    INFO((scores == cuda::AttentionScores::kWarp ? "warp" : "lane"));
+    Dev<bf16> dq(qkv), out(BT * C), dyd(dy), dqkv(BT * 3 * C);
+    Dev<float> lse(B * NH * T), delta(B * NH * T);
+    cuda::attention_forward(out.p, lse.p, dq.p, B, T, C, NH, nullptr, scores);
+    // The backward reads the bf16 output the forward wrote, as the backend does.
+    cuda::attention_backward(dqkv.p, delta.p, dyd.p, out.p, dq.p, lse.p, B, T, C, NH, nullptr, scores);
+    CHECK(rel_error(out.get(), o) < kTol);
+    CHECK(rel_error(dqkv.get(), dqc) < kTol);
+    // Run again: the same bits (fixed-order reductions).
+    Dev<bf16> out2(BT * C), dqkv2(BT * 3 * C);
+    cuda::attention_forward(out2.p, lse.p, dq.p, B, T, C, NH, nullptr, scores);
+    cuda::attention_backward(dqkv2.p, delta.p, dyd.p, out2.p, dq.p, lse.p, B, T, C, NH, nullptr, scores);
+    CHECK(same_bits(out2.get(), out.get()));
+    CHECK(same_bits(dqkv2.get(), dqkv.get()));
+  }
 }
 
 TEST_CASE("cross-entropy forward and backward match the CPU") {

@@ -470,7 +470,7 @@ class CudaCompute final : public Compute {
     gemm_->forward(a.qkv.h(), a.ln1.h(), p[QKVW].value16, p[QKVB].value16, BT, C, 3 * C, stream_, layer(l, "qkv"));
     a.atty = hold(n * 2, "attention output");
     a.lse = hold(rows * 4, "attention log-sum-exp");
-    cuda::attention_forward(a.atty.h(), a.lse.f(), a.qkv.h(), c_.batch, c_.seq, C, NH, stream_);
+    cuda::attention_forward(a.atty.h(), a.lse.f(), a.qkv.h(), c_.batch, c_.seq, C, NH, stream_, scores_);
     Buf proj = hold(n * 2, "projection");
     gemm_->forward(proj.h(), a.atty.h(), p[ATTPROJW].value16, p[ATTPROJB].value16, BT, C, C, stream_, layer(l, "attproj"));
     a.res2 = hold(n * 2, "residual");
@@ -511,7 +511,7 @@ class CudaCompute final : public Compute {
     a.d_qkv = hold(3 * n * 2, "qkv gradient");
     Buf delta = hold(rows * 4, "attention delta");
     cuda::attention_backward(a.d_qkv.h(), delta.f(), d_atty.h(), a.atty.h(), a.qkv.h(), a.lse.f(), c_.batch, c_.seq, C,
-                             NH, stream_);
+                             NH, stream_, scores_);
     drop(&delta);
     drop(&d_atty);
     a.d_ln1 = hold(n * 2, "ln1 gradient");
@@ -591,6 +591,8 @@ class CudaCompute final : public Compute {
   std::vector<double> losses_;
   std::vector<bool> has_loss_;
   std::unique_ptr<cuda::GemmLt> gemm_;  // made once the device is selected
+  // ZBPP_CUDA_ATTENTION: the score loops the attention kernels run (kernels.cuh).
+  const cuda::AttentionScores scores_ = cuda::attention_scores_from_env();
   cudaStream_t stream_ = nullptr;
   bool own_stream_ = false;
   std::vector<std::unique_ptr<Chunk>> chunks_;

@@ -5,6 +5,7 @@
 #include "runtime/backend/cuda/kernels.cuh"
 
 #include <cmath>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -248,6 +249,20 @@ __device__ inline float dot(const bf16* a, const bf16* b, int n) {
   return acc;
 }
 
+// The same dot product by the whole warp: lane l sums channels l, l + 32, ... (adjacent lanes read
+// adjacent channels, so each load is one coalesced access), then a fixed shuffle tree. Every lane
+// gets the result.
+__device__ inline float warp_dot(const bf16* a, const bf16* b, int n, int lane) {
+  float acc = 0;
+  for (int i = lane; i < n; i += 32) acc += f(a[i]) * f(b[i]);
+  return warp_sum(acc);
+}
+
+// The attention kernels' score loops come in two variants (AttentionScores, kernels.cuh). kLane:
+// lane l takes the rows l, l + 32, ... and reads each one's channels alone, so the 32 loads of a
+// warp touch 32 rows; kWarp: the warp takes one row at a time with warp_dot. Both are fixed-order,
+// so each gives the same bits every run; they round differently from each other.
+template <AttentionScores kScores>
 __global__ void attention_forward_kernel(bf16* out, float* lse, Att a, int rows) {
   extern __shared__ float smem[];
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -257,10 +272,18 @@ __global__ void attention_forward_kernel(bf16* out, float* lse, Att a, int rows)
   float* sc = smem + static_cast<long>(warp) * a.T;
   const bf16* q = a.q(b, t, h);
   float mx = -INFINITY;
-  for (int j = lane; j <= t; j += 32) {
-    float s = dot(q, a.k(b, j, h), a.hs) * a.scale;
-    sc[j] = s;
-    mx = fmaxf(mx, s);
+  if constexpr (kScores == AttentionScores::kWarp) {
+    for (int j = 0; j <= t; ++j) {
+      float s = warp_dot(q, a.k(b, j, h), a.hs, lane) * a.scale;
+      if (lane == j % 32) sc[j] = s;  // the lane that reads sc[j] next
+      mx = fmaxf(mx, s);
+    }
+  } else {
+    for (int j = lane; j <= t; j += 32) {
+      float s = dot(q, a.k(b, j, h), a.hs) * a.scale;
+      sc[j] = s;
+      mx = fmaxf(mx, s);
+    }
   }
   mx = warp_max(mx);
   float sum = 0;
@@ -292,6 +315,7 @@ __global__ void attention_delta_kernel(float* delta, const bf16* dout, const bf1
 }
 
 // dS[t][j] = P[t][j] * (dout_t . v_j - delta_t); dq_t = scale * sum_j dS[t][j] k_j. One warp per query row.
+template <AttentionScores kScores>
 __global__ void attention_dq_kernel(bf16* dqkv, const float* delta, const bf16* dout, const float* lse, Att a, int rows) {
   extern __shared__ float smem[];
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -301,9 +325,17 @@ __global__ void attention_dq_kernel(bf16* dqkv, const float* delta, const bf16* 
   float* ds = smem + static_cast<long>(warp) * a.T;
   const bf16* q = a.q(b, t, h);
   const bf16* dt = dout + a.o(b, t, h);
-  for (int j = lane; j <= t; j += 32) {
-    float p = expf(dot(q, a.k(b, j, h), a.hs) * a.scale - lse[row]);
-    ds[j] = p * (dot(dt, a.v(b, j, h), a.hs) - delta[row]);
+  if constexpr (kScores == AttentionScores::kWarp) {
+    for (int j = 0; j <= t; ++j) {
+      float p = expf(warp_dot(q, a.k(b, j, h), a.hs, lane) * a.scale - lse[row]);
+      float d = p * (warp_dot(dt, a.v(b, j, h), a.hs, lane) - delta[row]);
+      if (lane == 0) ds[j] = d;
+    }
+  } else {
+    for (int j = lane; j <= t; j += 32) {
+      float p = expf(dot(q, a.k(b, j, h), a.hs) * a.scale - lse[row]);
+      ds[j] = p * (dot(dt, a.v(b, j, h), a.hs) - delta[row]);
+    }
   }
   __syncwarp();
   bf16* dq = dqkv + (static_cast<long>(b) * a.T + t) * 3 * a.C + h * a.hs;
@@ -315,6 +347,7 @@ __global__ void attention_dq_kernel(bf16* dqkv, const float* delta, const bf16* 
 }
 
 // dv_j = sum_{i>=j} P[i][j] dout_i; dk_j = scale * sum_{i>=j} dS[i][j] q_i. One warp per key row j.
+template <AttentionScores kScores>
 __global__ void attention_dkv_kernel(bf16* dqkv, const float* delta, const bf16* dout, const float* lse, Att a, int rows) {
   extern __shared__ float smem[];
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -326,10 +359,21 @@ __global__ void attention_dkv_kernel(bf16* dqkv, const float* delta, const bf16*
   float* ds = ps + a.T;
   const bf16* k = a.k(b, j, h);
   const bf16* v = a.v(b, j, h);
-  for (int i = j + lane; i < a.T; i += 32) {
-    float p = expf(dot(a.q(b, i, h), k, a.hs) * a.scale - lse[head_row0 + i]);
-    ps[i] = p;
-    ds[i] = p * (dot(dout + a.o(b, i, h), v, a.hs) - delta[head_row0 + i]);
+  if constexpr (kScores == AttentionScores::kWarp) {
+    for (int i = j; i < a.T; ++i) {
+      float p = expf(warp_dot(a.q(b, i, h), k, a.hs, lane) * a.scale - lse[head_row0 + i]);
+      float d = p * (warp_dot(dout + a.o(b, i, h), v, a.hs, lane) - delta[head_row0 + i]);
+      if (lane == 0) {
+        ps[i] = p;
+        ds[i] = d;
+      }
+    }
+  } else {
+    for (int i = j + lane; i < a.T; i += 32) {
+      float p = expf(dot(a.q(b, i, h), k, a.hs) * a.scale - lse[head_row0 + i]);
+      ps[i] = p;
+      ds[i] = p * (dot(dout + a.o(b, i, h), v, a.hs) - delta[head_row0 + i]);
+    }
   }
   __syncwarp();
   bf16* dk = dqkv + (static_cast<long>(b) * a.T + j) * 3 * a.C + a.C + h * a.hs;
@@ -468,22 +512,38 @@ void to_float(float* out, const bf16* in, long n, cudaStream_t s) {
   launch(elementwise_launch("to_float_kernel", n), s, to_float_kernel, out, in, n);
 }
 
-void attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH, cudaStream_t s) {
+AttentionScores attention_scores_from_env() {
+  const char* v = std::getenv("ZBPP_CUDA_ATTENTION");
+  if (v == nullptr || std::string(v).empty() || std::string(v) == "lane") return AttentionScores::kLane;
+  if (std::string(v) == "warp") return AttentionScores::kWarp;
+  throw std::runtime_error(std::string("ZBPP_CUDA_ATTENTION=") + v + ": expected lane (the default) or warp");
+}
+
+void attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH, cudaStream_t s,
+                       AttentionScores scores) {
   int hs = C / NH;
   Att a{qkv, T, C, NH, hs, 1.0f / std::sqrt(static_cast<float>(hs))};
   int rows = B * NH * T;
-  launch(attention_forward_launch(T, rows), s, attention_forward_kernel, out, lse, a, rows);
+  const LaunchConfig c = attention_forward_launch(T, rows);
+  if (scores == AttentionScores::kWarp) launch(c, s, attention_forward_kernel<AttentionScores::kWarp>, out, lse, a, rows);
+  else launch(c, s, attention_forward_kernel<AttentionScores::kLane>, out, lse, a, rows);
 }
 
 void attention_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const bf16* qkv, const float* lse,
-                        int B, int T, int C, int NH, cudaStream_t s) {
+                        int B, int T, int C, int NH, cudaStream_t s, AttentionScores scores) {
   int hs = C / NH;
   Att a{qkv, T, C, NH, hs, 1.0f / std::sqrt(static_cast<float>(hs))};
   int rows = B * NH * T;
   launch(attention_delta_launch(rows), s, attention_delta_kernel, delta, dout, out, a, rows);
   const float* d = delta;
-  launch(attention_dq_launch(T, rows), s, attention_dq_kernel, dqkv, d, dout, lse, a, rows);
-  launch(attention_dkv_launch(T, rows), s, attention_dkv_kernel, dqkv, d, dout, lse, a, rows);
+  const LaunchConfig dq = attention_dq_launch(T, rows), dkv = attention_dkv_launch(T, rows);
+  if (scores == AttentionScores::kWarp) {
+    launch(dq, s, attention_dq_kernel<AttentionScores::kWarp>, dqkv, d, dout, lse, a, rows);
+    launch(dkv, s, attention_dkv_kernel<AttentionScores::kWarp>, dqkv, d, dout, lse, a, rows);
+  } else {
+    launch(dq, s, attention_dq_kernel<AttentionScores::kLane>, dqkv, d, dout, lse, a, rows);
+    launch(dkv, s, attention_dkv_kernel<AttentionScores::kLane>, dqkv, d, dout, lse, a, rows);
+  }
 }
 
 void crossentropy_forward(float* losses, float* lse, const bf16* logits, const int* targets, int BT, int V,
