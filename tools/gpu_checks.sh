@@ -24,7 +24,7 @@
 #   errors.txt        --fail-at on the GPU ends the run with a message naming the rank and op (no hang)
 #   nccl.txt          mpirun with NCCL on 2 GPUs, digest equal to the in-process run (skipped with 1 GPU)
 #   pytorch_csv.txt   where PyTorch >= 2.4 is installed (else SKIP): its pipelining code reads, validates,
-#                     lowers and simulates our V schedules' CSVs with placement style 'v'
+#                     lowers and simulates our V (style 'v') and interleaved (style 'loop') CSVs
 #                     (tests/pytorch_csv_check.py; not a GPU check, CI's PyTorch is 1.13)
 #   bench/            tools/gpu_bench.sh: profile, plans, runs, GEMM throughput, traces
 #   summary.txt       one PASS / FAIL / SKIP line per check
