@@ -63,6 +63,7 @@ std::vector<AutoCandidate> auto_candidates(const Problem& pr, const PlanOptions&
   if (interleaved) {
     candidates.push_back({"heuristic --placement interleaved", "heuristic", *interleaved, pr.chunks == 1, true});
     // The ILP refines the interleaved search's best as it refines the others' (with a time budget).
+    // Like ilp on one chunk it runs its search again for each lowering, outside the time limit.
     if (options.time_limit > 0)
       candidates.push_back({"ilp --placement interleaved", "ilp", *interleaved, pr.chunks == 1, false});
   }

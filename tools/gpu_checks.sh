@@ -33,7 +33,8 @@
 # CUDA backend was not built) is a FAIL, never a SKIP.
 set -uo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
-prebuilt="" bench=1
+usage="usage: tools/gpu_checks.sh [--build DIR] [--no-bench] OUT_DIR (or set OUT)"
+prebuilt="" bench=1 positional=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --build)
@@ -43,19 +44,26 @@ while [ $# -gt 0 ]; do
         echo "tools/gpu_checks.sh: --build '$prebuilt': no zbrun there (give a CUDA build's directory)" >&2
         exit 2
       fi
-      prebuilt="$(cd "$prebuilt" && pwd)"
+      prebuilt="$(cd -- "$prebuilt" && pwd)"
       ;;
     --no-bench) bench=0; shift ;;
-    *) break ;;
+    -*) echo "tools/gpu_checks.sh: unknown option '$1'; $usage" >&2; exit 2 ;;
+    *) positional+=("$1"); shift ;;
   esac
 done
-out="${1:-${OUT:-}}"
-if [ -z "$out" ]; then
-  echo "usage: tools/gpu_checks.sh [--build DIR] [--no-bench] OUT_DIR (or set OUT)" >&2
+if [ ${#positional[@]} -gt 1 ]; then
+  echo "tools/gpu_checks.sh: one OUT_DIR, got ${#positional[@]}: ${positional[*]}; $usage" >&2
   exit 2
 fi
-mkdir -p "$out"
-out="$(cd "$out" && pwd)"
+out="${positional[0]:-${OUT:-}}"
+if [ -z "$out" ]; then
+  echo "$usage" >&2
+  exit 2
+fi
+if ! mkdir -p -- "$out" || ! out="$(cd -- "$out" && pwd)"; then
+  echo "tools/gpu_checks.sh: cannot create or enter OUT_DIR '$out'" >&2
+  exit 2
+fi
 build="${prebuilt:-$here/build-gpu}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 summary="$out/summary.txt"
@@ -84,7 +92,24 @@ if [ -n "$prebuilt" ]; then
     result build FAIL "--build $build: its zbrun has no CUDA backend or does not start (build.log)"
     exit 1
   fi
-  result build PASS "prebuilt $build:$cuda_line"
+  # The programs must be built from this checkout's sources: a stale bundle would run old code
+  # against this checkout's tests. A bundle lists its sources' digests (gpu_bundle.sh); a build
+  # directory must come from a clean tree at this checkout's commit.
+  built=$(grep -o 'git [0-9a-f]*[-a-z]*' "$out/build.log" | head -1 | awk '{print $2}')
+  if [ -f "$build/../SOURCES.sha256" ]; then
+    if ! (cd "$here" && sha256sum --quiet --strict -c "$build/../SOURCES.sha256") >"$out/sources.txt" 2>&1; then
+      result build FAIL "--build $build was packed from other sources than this checkout's (sources.txt): repack it"
+      exit 1
+    fi
+  else
+    head=$(git -C "$here" rev-parse --short=12 HEAD 2>/dev/null || true)
+    dirty=$(git -C "$here" status --porcelain --untracked-files=no 2>/dev/null | head -1)
+    if [ -z "$head" ] || [ "$built" != "$head" ] || [ -n "$dirty" ]; then
+      result build FAIL "--build $build: built from '${built:-?}', this checkout is '${head:-not a git tree}'${dirty:+ with changes}: rebuild, or pack it with tools/gpu_bundle.sh"
+      exit 1
+    fi
+  fi
+  result build PASS "prebuilt $build (git $built, the sources of this checkout):$cuda_line"
 else
   {
     cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
@@ -102,9 +127,14 @@ else
 fi
 zbplan="$build/zbplan"
 zbrun="$build/zbrun"
-# The oracle needs numpy: Debian's python3, else the first python3 on PATH that has it.
+# The oracle needs numpy: Debian's python3, else the first python3 on PATH that has it. The PyTorch
+# CSV check wants the interpreter whose torch has pipelining, which may be another one.
 python=/usr/bin/python3
 $python -c 'import numpy' 2>/dev/null || python=python3
+torch_python=$python
+for candidate in python3 /usr/bin/python3; do
+  if "$candidate" -c 'import torch.distributed.pipelining' 2>/dev/null; then torch_python=$candidate; break; fi
+done
 
 # --- layers vs CPU reference, and the test suite -------------------------------------------------
 "$build/tests/cuda_tests" --durations yes >"$out/cuda_tests.log" 2>&1
@@ -157,7 +187,9 @@ fi
 
 # --- the warp-cooperative attention score loop (ZBPP_CUDA_ATTENTION=warp, not yet the default) ----
 # Against the CPU like the default, and its speed beside the default's on the oracle's C=256 model.
-if [ -d "$out/oracle/c256-cpu" ]; then
+if [ ! -d "$out/oracle/c256-cpu" ]; then
+  result "cpu_vs_cuda (c256, ZBPP_CUDA_ATTENTION=warp)" FAIL "no CPU dump of c256 to compare with (oracle/c256.log)"
+else
   log="$out/oracle/c256-warp.log"
   if ZBPP_CUDA_ATTENTION=warp "$build/tools/zbpp_step_dump" "$out/oracle/c256-warp" --model "$out/oracle/c256.json" \
     --backend cuda >"$log" 2>&1 &&
@@ -216,10 +248,12 @@ for scores in lane warp; do
   d+=("$(grep -o 'weights digest [0-9a-f]*' "$work/attention_${scores}_2.log" | awk '{print $3}')")
   t+=("$(grep -o 'iteration time [0-9.]* s' "$work/attention_${scores}_2.log")")
 done
-if [ -n "${d[0]}" ] && [ "${d[0]}" = "${d[1]}" ] && [ -n "${d[2]}" ] && [ "${d[2]}" = "${d[3]}" ]; then
+# The two round differently, so equal digests would mean the variable was not read.
+if [ -n "${d[0]}" ] && [ "${d[0]}" = "${d[1]}" ] && [ -n "${d[2]}" ] && [ "${d[2]}" = "${d[3]}" ] &&
+  [ "${d[0]}" != "${d[2]}" ]; then
   result attention_scores PASS "lane: ${d[0]} twice, ${t[0]}; warp: ${d[2]} twice, ${t[1]} (zb-h1, p=4, C=256)"
 else
-  result attention_scores FAIL "digests lane '${d[0]}' '${d[1]}', warp '${d[2]}' '${d[3]}' (work/attention_*.log)"
+  result attention_scores FAIL "digests lane '${d[0]}' '${d[1]}', warp '${d[2]}' '${d[3]}' (each twice, the two must differ; work/attention_*.log)"
 fi
 
 # --- optimizer post-validation on the GPU (rollback in place) -----------------------------------------
@@ -296,13 +330,18 @@ if [ "$gpus" -ge 2 ] && command -v mpirun >/dev/null; then
   [ $rc -ne 0 ] && [ $rc -ne 124 ] && result nccl_errors PASS "--fail-at under mpirun ends the job (exit $rc)" ||
     result nccl_errors FAIL "exit $rc (124 = hung)"
 else
-  echo "skipped: $gpus GPU(s); NCCL refuses two ranks on one GPU" >"$out/nccl.txt"
-  result nccl SKIP "needs 2 GPUs"
+  if [ "$gpus" -ge 2 ]; then
+    echo "skipped: $gpus GPUs but no mpirun here" >"$out/nccl.txt"
+    result nccl SKIP "no mpirun on this machine (a bundle has none)"
+  else
+    echo "skipped: $gpus GPU(s); NCCL refuses two ranks on one GPU" >"$out/nccl.txt"
+    result nccl SKIP "needs 2 GPUs"
+  fi
 fi
 
-# --- PyTorch >= 2.4 reads our V schedules ---------------------------------------------------------
+# --- PyTorch's pipelining reads our V and interleaved schedules ---------------------------------------------------------
 # Not a GPU check: it is here because GPU machines tend to have a recent PyTorch, and CI has 1.13.
-$python "$here/tests/pytorch_csv_check.py" "$zbplan" "$work/pytorch_csv" >"$out/pytorch_csv.txt" 2>&1
+$torch_python "$here/tests/pytorch_csv_check.py" "$zbplan" "$work/pytorch_csv" >"$out/pytorch_csv.txt" 2>&1
 case $? in
   0) result pytorch_csv PASS "$(head -1 "$out/pytorch_csv.txt"): our V (style v) and interleaved (style loop) schedules read, validated, lowered and simulated" ;;
   77) result pytorch_csv SKIP "$(tail -1 "$out/pytorch_csv.txt")" ;;

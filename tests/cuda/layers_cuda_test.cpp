@@ -63,11 +63,11 @@ Vec random(size_t n, float scale, unsigned seed) {
   return v;
 }
 
-// max |gpu - cpu| relative to max |cpu|: the bf16 tolerance of one layer.
 bool same_bits(const Vec& a, const Vec& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
+// max |gpu - cpu| relative to max |cpu|: the bf16 tolerance of one layer.
 double rel_error(const Vec& gpu, const Vec& cpu) {
   REQUIRE(gpu.size() == cpu.size());
   double diff = 0, scale = 1e-12;
@@ -145,25 +145,34 @@ TEST_CASE("GELU forward and backward match the CPU") {
 }
 
 TEST_CASE("causal attention forward and backward match the CPU, with either score loop") {
-  Vec qkv = random(BT * 3 * C, 1.0f, 15), dy = random(BT * C, 1.0f, 16);
-  Vec o(BT * C), att(B * NH * T * T), dqc(BT * 3 * C, 0.0f);
-  cpu::attention_forward(o.data(), att.data(), qkv.data(), B, T, C, NH);
-  cpu::attention_backward(dqc.data(), dy.data(), qkv.data(), att.data(), B, T, C, NH);
-  for (cuda::AttentionScores scores : {cuda::AttentionScores::kLane, cuda::AttentionScores::kWarp}) {
-    INFO((scores == cuda::AttentionScores::kWarp ? "warp" : "lane"));
-    Dev<bf16> dq(qkv), out(BT * C), dyd(dy), dqkv(BT * 3 * C);
-    Dev<float> lse(B * NH * T), delta(B * NH * T);
-    cuda::attention_forward(out.p, lse.p, dq.p, B, T, C, NH, nullptr, scores);
-    // The backward reads the bf16 output the forward wrote, as the backend does.
-    cuda::attention_backward(dqkv.p, delta.p, dyd.p, out.p, dq.p, lse.p, B, T, C, NH, nullptr, scores);
-    CHECK(rel_error(out.get(), o) < kTol);
-    CHECK(rel_error(dqkv.get(), dqc) < kTol);
-    // Run again: the same bits (fixed-order reductions).
-    Dev<bf16> out2(BT * C), dqkv2(BT * 3 * C);
-    cuda::attention_forward(out2.p, lse.p, dq.p, B, T, C, NH, nullptr, scores);
-    cuda::attention_backward(dqkv2.p, delta.p, dyd.p, out2.p, dq.p, lse.p, B, T, C, NH, nullptr, scores);
-    CHECK(same_bits(out2.get(), out.get()));
-    CHECK(same_bits(dqkv2.get(), dqkv.get()));
+  // The file's shape, and one where a warp has work past lane 31 (T = 37 > 32 keys), each lane
+  // several channels (head size 64 > 32), and the last block only some of its warps (111 rows).
+  struct Shape {
+    int b, t, c, nh;
+  };
+  for (const Shape sh : {Shape{B, T, C, NH}, Shape{1, 37, 192, 3}}) {
+    const int bt = sh.b * sh.t, rows = sh.b * sh.nh * sh.t;
+    INFO("B " << sh.b << ", T " << sh.t << ", C " << sh.c << ", heads " << sh.nh);
+    Vec qkv = random(bt * 3 * sh.c, 1.0f, 15), dy = random(bt * sh.c, 1.0f, 16);
+    Vec o(bt * sh.c), att(static_cast<size_t>(rows) * sh.t), dqc(bt * 3 * sh.c, 0.0f);
+    cpu::attention_forward(o.data(), att.data(), qkv.data(), sh.b, sh.t, sh.c, sh.nh);
+    cpu::attention_backward(dqc.data(), dy.data(), qkv.data(), att.data(), sh.b, sh.t, sh.c, sh.nh);
+    for (cuda::AttentionScores scores : {cuda::AttentionScores::kLane, cuda::AttentionScores::kWarp}) {
+      INFO((scores == cuda::AttentionScores::kWarp ? "warp" : "lane"));
+      Dev<bf16> dq(qkv), out(bt * sh.c), dyd(dy), dqkv(bt * 3 * sh.c);
+      Dev<float> lse(rows), delta(rows);
+      cuda::attention_forward(out.p, lse.p, dq.p, sh.b, sh.t, sh.c, sh.nh, nullptr, scores);
+      // The backward reads the bf16 output the forward wrote, as the backend does.
+      cuda::attention_backward(dqkv.p, delta.p, dyd.p, out.p, dq.p, lse.p, sh.b, sh.t, sh.c, sh.nh, nullptr, scores);
+      CHECK(rel_error(out.get(), o) < kTol);
+      CHECK(rel_error(dqkv.get(), dqc) < kTol);
+      // Run again: the same bits (fixed-order reductions).
+      Dev<bf16> out2(bt * sh.c), dqkv2(bt * 3 * sh.c);
+      cuda::attention_forward(out2.p, lse.p, dq.p, sh.b, sh.t, sh.c, sh.nh, nullptr, scores);
+      cuda::attention_backward(dqkv2.p, delta.p, dyd.p, out2.p, dq.p, lse.p, sh.b, sh.t, sh.c, sh.nh, nullptr, scores);
+      CHECK(same_bits(out2.get(), out.get()));
+      CHECK(same_bits(dqkv2.get(), dqkv.get()));
+    }
   }
 }
 

@@ -234,10 +234,12 @@ TEST_CASE("auto: where the interleaved search beats one chunk and the V, auto pi
   }
 }
 
+#ifdef ZBPP_HAVE_CBC
 TEST_CASE("auto: with a time budget the ILP refines the interleaved search too, and auto takes the best printed") {
   // 3 stages, 6 microbatches at 0.75p, synchronous step, by the wall: the interleaved search's best
-  // is 26; the ILP on the interleaved placement improves on it (23.65 with 4 s, more than that ILP
-  // is given here), and no figure auto prints is below its pick's.
+  // is 26; the ILP on the interleaved placement starts from it, so it is no worse (with 4 s of
+  // --time-limit it reaches 23.65; how far it gets in its third of 1.5 s depends on the machine),
+  // and no figure auto prints is below its pick's.
   Problem pr = test::make_problem(3, 6, 1, 1.3, 0.6, 0.1, 1, 0.4, "0.75p");
   PlanOptions options;
   options.objective = Objective::kWall;
@@ -256,7 +258,7 @@ TEST_CASE("auto: with a time budget the ILP refines the interleaved search too, 
   };
   const Ticks searched = figure("heuristic --placement interleaved"), refined = figure("ilp --placement interleaved");
   CHECK(searched == *to_quanta(26));
-  CHECK(refined < searched);
+  CHECK(refined <= searched);
   const Ticks cost = true_cost(best->schedule, best->problem, Objective::kWall);
   CHECK(cost <= refined);
   for (const std::string& note : best->notes)
@@ -265,6 +267,7 @@ TEST_CASE("auto: with a time budget the ILP refines the interleaved search too, 
       CHECK(cost <= *to_quanta(std::stod(note.substr(at + 7))));
     }
 }
+#endif
 
 TEST_CASE("auto: tries the placements the chunks and placement given leave open") {
   // Lines with figures under one optimizer placement, by the shape they print.
