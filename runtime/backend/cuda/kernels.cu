@@ -261,7 +261,20 @@ __device__ inline float warp_dot(const bf16* a, const bf16* b, int n, int lane) 
 // The attention kernels' score loops come in two variants (AttentionScores, kernels.cuh). kLane:
 // lane l takes the rows l, l + 32, ... and reads each one's channels alone, so the 32 loads of a
 // warp touch 32 rows; kWarp: the warp takes one row at a time with warp_dot. Both are fixed-order,
-// so each gives the same bits every run; they round differently from each other.
+// so each gives the same bits every run; they round differently from each other. A loop over rows
+// j from `from` is `for (j = first(from, lane); j < end; j += kStep)`; the lane that owns row j
+// (owns(j, lane)) stores what the loop found for it.
+template <AttentionScores kScores>
+struct ScoreLoop {
+  static constexpr bool kWarp = kScores == AttentionScores::kWarp;
+  static constexpr int kStep = kWarp ? 1 : 32;
+  __device__ static int first(int from, int lane) { return kWarp ? from : from + lane; }
+  __device__ static bool owns(int j, int lane) { return !kWarp || lane == j % 32; }
+  __device__ static float dot(const bf16* a, const bf16* b, int n, int lane) {
+    return kWarp ? warp_dot(a, b, n, lane) : ::zbpp::cuda::dot(a, b, n);
+  }
+};
+
 template <AttentionScores kScores>
 __global__ void attention_forward_kernel(bf16* out, float* lse, Att a, int rows) {
   extern __shared__ float smem[];
@@ -271,19 +284,12 @@ __global__ void attention_forward_kernel(bf16* out, float* lse, Att a, int rows)
   int t = row % a.T, h = (row / a.T) % a.NH, b = row / (a.T * a.NH);
   float* sc = smem + static_cast<long>(warp) * a.T;
   const bf16* q = a.q(b, t, h);
+  using L = ScoreLoop<kScores>;
   float mx = -INFINITY;
-  if constexpr (kScores == AttentionScores::kWarp) {
-    for (int j = 0; j <= t; ++j) {
-      float s = warp_dot(q, a.k(b, j, h), a.hs, lane) * a.scale;
-      if (lane == j % 32) sc[j] = s;  // the lane that reads sc[j] next
-      mx = fmaxf(mx, s);
-    }
-  } else {
-    for (int j = lane; j <= t; j += 32) {
-      float s = dot(q, a.k(b, j, h), a.hs) * a.scale;
-      sc[j] = s;
-      mx = fmaxf(mx, s);
-    }
+  for (int j = L::first(0, lane); j <= t; j += L::kStep) {
+    float s = L::dot(q, a.k(b, j, h), a.hs, lane) * a.scale;
+    if (L::owns(j, lane)) sc[j] = s;  // lane j % 32 also reads sc[j] next
+    mx = fmaxf(mx, s);
   }
   mx = warp_max(mx);
   float sum = 0;
@@ -325,17 +331,11 @@ __global__ void attention_dq_kernel(bf16* dqkv, const float* delta, const bf16* 
   float* ds = smem + static_cast<long>(warp) * a.T;
   const bf16* q = a.q(b, t, h);
   const bf16* dt = dout + a.o(b, t, h);
-  if constexpr (kScores == AttentionScores::kWarp) {
-    for (int j = 0; j <= t; ++j) {
-      float p = expf(warp_dot(q, a.k(b, j, h), a.hs, lane) * a.scale - lse[row]);
-      float d = p * (warp_dot(dt, a.v(b, j, h), a.hs, lane) - delta[row]);
-      if (lane == 0) ds[j] = d;
-    }
-  } else {
-    for (int j = lane; j <= t; j += 32) {
-      float p = expf(dot(q, a.k(b, j, h), a.hs) * a.scale - lse[row]);
-      ds[j] = p * (dot(dt, a.v(b, j, h), a.hs) - delta[row]);
-    }
+  using L = ScoreLoop<kScores>;
+  for (int j = L::first(0, lane); j <= t; j += L::kStep) {
+    float p = expf(L::dot(q, a.k(b, j, h), a.hs, lane) * a.scale - lse[row]);
+    float d = p * (L::dot(dt, a.v(b, j, h), a.hs, lane) - delta[row]);
+    if (L::owns(j, lane)) ds[j] = d;
   }
   __syncwarp();
   bf16* dq = dqkv + (static_cast<long>(b) * a.T + t) * 3 * a.C + h * a.hs;
@@ -359,21 +359,12 @@ __global__ void attention_dkv_kernel(bf16* dqkv, const float* delta, const bf16*
   float* ds = ps + a.T;
   const bf16* k = a.k(b, j, h);
   const bf16* v = a.v(b, j, h);
-  if constexpr (kScores == AttentionScores::kWarp) {
-    for (int i = j; i < a.T; ++i) {
-      float p = expf(warp_dot(a.q(b, i, h), k, a.hs, lane) * a.scale - lse[head_row0 + i]);
-      float d = p * (warp_dot(dout + a.o(b, i, h), v, a.hs, lane) - delta[head_row0 + i]);
-      if (lane == 0) {
-        ps[i] = p;
-        ds[i] = d;
-      }
-    }
-  } else {
-    for (int i = j + lane; i < a.T; i += 32) {
-      float p = expf(dot(a.q(b, i, h), k, a.hs) * a.scale - lse[head_row0 + i]);
-      ps[i] = p;
-      ds[i] = p * (dot(dout + a.o(b, i, h), v, a.hs) - delta[head_row0 + i]);
-    }
+  using L = ScoreLoop<kScores>;
+  for (int i = L::first(j, lane); i < a.T; i += L::kStep) {
+    float p = expf(L::dot(a.q(b, i, h), k, a.hs, lane) * a.scale - lse[head_row0 + i]);
+    if (L::owns(i, lane)) ps[i] = p;
+    float d = p * (L::dot(dout + a.o(b, i, h), v, a.hs, lane) - delta[head_row0 + i]);
+    if (L::owns(i, lane)) ds[i] = d;
   }
   __syncwarp();
   bf16* dk = dqkv + (static_cast<long>(b) * a.T + j) * 3 * a.C + a.C + h * a.hs;
@@ -519,14 +510,25 @@ AttentionScores attention_scores_from_env() {
   throw std::runtime_error(std::string("ZBPP_CUDA_ATTENTION=") + v + ": expected lane (the default) or warp");
 }
 
+template <AttentionScores kScores>
+void launch_attention_forward(bf16* out, float* lse, const Att& a, int rows, cudaStream_t s) {
+  launch(attention_forward_launch(a.T, rows), s, attention_forward_kernel<kScores>, out, lse, a, rows);
+}
+
+template <AttentionScores kScores>
+void launch_attention_dq_dkv(bf16* dqkv, const float* delta, const bf16* dout, const float* lse, const Att& a, int rows,
+                             cudaStream_t s) {
+  launch(attention_dq_launch(a.T, rows), s, attention_dq_kernel<kScores>, dqkv, delta, dout, lse, a, rows);
+  launch(attention_dkv_launch(a.T, rows), s, attention_dkv_kernel<kScores>, dqkv, delta, dout, lse, a, rows);
+}
+
 void attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH, cudaStream_t s,
                        AttentionScores scores) {
   int hs = C / NH;
   Att a{qkv, T, C, NH, hs, 1.0f / std::sqrt(static_cast<float>(hs))};
   int rows = B * NH * T;
-  const LaunchConfig c = attention_forward_launch(T, rows);
-  if (scores == AttentionScores::kWarp) launch(c, s, attention_forward_kernel<AttentionScores::kWarp>, out, lse, a, rows);
-  else launch(c, s, attention_forward_kernel<AttentionScores::kLane>, out, lse, a, rows);
+  if (scores == AttentionScores::kWarp) launch_attention_forward<AttentionScores::kWarp>(out, lse, a, rows, s);
+  else launch_attention_forward<AttentionScores::kLane>(out, lse, a, rows, s);
 }
 
 void attention_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const bf16* qkv, const float* lse,
@@ -536,14 +538,8 @@ void attention_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* 
   int rows = B * NH * T;
   launch(attention_delta_launch(rows), s, attention_delta_kernel, delta, dout, out, a, rows);
   const float* d = delta;
-  const LaunchConfig dq = attention_dq_launch(T, rows), dkv = attention_dkv_launch(T, rows);
-  if (scores == AttentionScores::kWarp) {
-    launch(dq, s, attention_dq_kernel<AttentionScores::kWarp>, dqkv, d, dout, lse, a, rows);
-    launch(dkv, s, attention_dkv_kernel<AttentionScores::kWarp>, dqkv, d, dout, lse, a, rows);
-  } else {
-    launch(dq, s, attention_dq_kernel<AttentionScores::kLane>, dqkv, d, dout, lse, a, rows);
-    launch(dkv, s, attention_dkv_kernel<AttentionScores::kLane>, dqkv, d, dout, lse, a, rows);
-  }
+  if (scores == AttentionScores::kWarp) launch_attention_dq_dkv<AttentionScores::kWarp>(dqkv, d, dout, lse, a, rows, s);
+  else launch_attention_dq_dkv<AttentionScores::kLane>(dqkv, d, dout, lse, a, rows, s);
 }
 
 void crossentropy_forward(float* losses, float* lse, const bf16* logits, const int* targets, int BT, int V,
