@@ -203,6 +203,8 @@ fi
 work="$out/work"
 mkdir -p "$work"
 cp "$out/oracle/c256.json" "$work/model.json"
+run_gpu() { timeout 600 "$zbrun" "$1" --single-gpu --model "$work/model.json" --timeout 60 "${@:2}" 2>&1; }
+digest() { grep -o 'weights digest [0-9a-f]*' | awk '{print $3}'; }
 # One GPU, p = 4: with green-context partitions (--single-gpu) and with plain streams
 # (--backend cuda --local, the fallback). Within a mode every method must give the same bits.
 methods=(1f1b zb-h1 zb-h2 heuristic ilp zb-v)
@@ -222,7 +224,7 @@ for mode in single-gpu streams; do
     timeout 600 "$zbrun" "$work/det_$method.json" "${args[@]}" --model "$work/model.json" --steps 8 --timeout 60 \
       >"$log" 2>&1 || echo "$mode $method: run failed (see work/det_${mode}_$method.log)" >>"$det"
     losses=$(grep -o 'loss [0-9.e+-]*' "$log" | awk '{print $2}' | tr '\n' ' ')
-    digest=$(grep -o 'weights digest [0-9a-f]*' "$log" | awk '{print $3}')
+    digest=$(digest <"$log")
     printf "%-10s %-10s digest %s losses %s\n" "$mode" "$method" "$digest" "$losses" >>"$det"
   done
   runs=$(grep "^$mode " "$det" | grep -c ' digest [0-9a-f]\{16\} losses [0-9]')
@@ -236,16 +238,12 @@ for mode in single-gpu streams; do
 done
 
 # The two attention score loops on the same run: each reproduces its own bits; their speed.
-for scores in lane warp; do
-  for run in 1 2; do
-    ZBPP_CUDA_ATTENTION=$scores timeout 600 "$zbrun" "$work/det_zb-h1.json" --single-gpu --model "$work/model.json" \
-      --steps 8 --timeout 60 >"$work/attention_${scores}_$run.log" 2>&1
-  done
-done
 d=() t=()
 for scores in lane warp; do
-  d+=("$(grep -o 'weights digest [0-9a-f]*' "$work/attention_${scores}_1.log" | awk '{print $3}')")
-  d+=("$(grep -o 'weights digest [0-9a-f]*' "$work/attention_${scores}_2.log" | awk '{print $3}')")
+  for run in 1 2; do
+    d+=("$(ZBPP_CUDA_ATTENTION=$scores run_gpu "$work/det_zb-h1.json" --steps 8 | tee "$work/attention_${scores}_$run.log" |
+      digest)")
+  done
   t+=("$(grep -o 'iteration time [0-9.]* s' "$work/attention_${scores}_2.log")")
 done
 # The two round differently, so equal digests would mean the variable was not read.
@@ -262,8 +260,6 @@ fi
 # of them a rollback or a replay, so that the rollback path ran on the GPU.
 "$zbplan" plan --method zb-h1 -p 4 -m 8 --tf 1 --tb 1 --tw 1 -o "$work/pv.json" >/dev/null
 "$zbplan" plan --method zb-h1 -p 4 -m 8 --tf 1 --tb 1 --tw 1 --optimizer sync -o "$work/pv_sync.json" >/dev/null
-run_gpu() { timeout 600 "$zbrun" "$1" --single-gpu --model "$work/model.json" --timeout 60 "${@:2}" 2>&1; }
-digest() { grep -o 'weights digest [0-9a-f]*' | awk '{print $3}'; }
 decisions() { grep -o 'post-validation: [0-9]* speculative steps* rolled back .*' "$1"; }
 a=$(run_gpu "$work/pv.json" --steps 4 --clip-norm 1e6 | tee "$work/pv_noclip.log" | digest)
 b=$(run_gpu "$work/pv_sync.json" --steps 4 --clip-norm 1e6 | digest)
@@ -273,8 +269,7 @@ timeout 600 "$zbrun" "$work/pv.json" --local --model "$work/model.json" --timeou
   >"$work/pv_clip_cpu.log" 2>&1
 gpu_decisions=$(decisions "$work/pv_clip.log")
 cpu_decisions=$(decisions "$work/pv_clip_cpu.log")
-undone=$(grep -o '[0-9]* speculative steps* rolled back.* [0-9]* iterations* replayed' <<<"$gpu_decisions" |
-  grep -o '[0-9]\+ \(speculative\|iteration\)' | awk '{n += $1} END {print n + 0}')
+undone=$(grep -oE '[0-9]+ (speculative|iterations? replayed)' <<<"$gpu_decisions" | awk '{n += $1} END {print n + 0}')
 if [ -n "$a" ] && [ "$a" = "$b" ] && [ -n "$c" ] && [ "$c" = "$d" ] && [ -n "$gpu_decisions" ] &&
   [ "$gpu_decisions" = "$cpu_decisions" ] && [ "${undone:-0}" -gt 0 ]; then
   result post_validation PASS "no clipping: $a = sync; clipping: $c twice, as the CPU decided ($gpu_decisions)"
@@ -329,17 +324,15 @@ if [ "$gpus" -ge 2 ] && command -v mpirun >/dev/null; then
   rc=$?
   [ $rc -ne 0 ] && [ $rc -ne 124 ] && result nccl_errors PASS "--fail-at under mpirun ends the job (exit $rc)" ||
     result nccl_errors FAIL "exit $rc (124 = hung)"
+elif [ "$gpus" -ge 2 ]; then
+  echo "skipped: $gpus GPUs but no mpirun here" >"$out/nccl.txt"
+  result nccl SKIP "no mpirun on this machine (a bundle has none)"
 else
-  if [ "$gpus" -ge 2 ]; then
-    echo "skipped: $gpus GPUs but no mpirun here" >"$out/nccl.txt"
-    result nccl SKIP "no mpirun on this machine (a bundle has none)"
-  else
-    echo "skipped: $gpus GPU(s); NCCL refuses two ranks on one GPU" >"$out/nccl.txt"
-    result nccl SKIP "needs 2 GPUs"
-  fi
+  echo "skipped: $gpus GPU(s); NCCL refuses two ranks on one GPU" >"$out/nccl.txt"
+  result nccl SKIP "needs 2 GPUs"
 fi
 
-# --- PyTorch's pipelining reads our V and interleaved schedules ---------------------------------------------------------
+# --- PyTorch's pipelining reads our V and interleaved schedules --------------------------------------
 # Not a GPU check: it is here because GPU machines tend to have a recent PyTorch, and CI has 1.13.
 $torch_python "$here/tests/pytorch_csv_check.py" "$zbplan" "$work/pytorch_csv" >"$out/pytorch_csv.txt" 2>&1
 case $? in
