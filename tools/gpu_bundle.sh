@@ -29,8 +29,9 @@ for p in "${programs[@]}" libzbpp_ilp.so; do
   strip -o "$root/bin/$(basename "$p")" "$build/$p"
 done
 # Every library the programs and the module load, but the ones any Linux machine has (the C and
-# C++ runtime) and the GPU libraries that come with a CUDA install.
-skip='^(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|ld-linux-x86-64|linux-vdso|libcublasLt|libcublas|libnccl|libcuda)\.'
+# C++ runtime) and the GPU libraries that come with a CUDA install (found there by run.sh).
+system='^(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|ld-linux-x86-64|linux-vdso|libcuda)\.'
+gpu='^lib(cublasLt|cublas|nccl)\.'
 deps=$(ldd "$root"/bin/*)
 if grep -q 'not found' <<<"$deps"; then
   echo "gpu_bundle.sh: a library the programs need is missing here: $(grep 'not found' <<<"$deps" | sort -u | tr -s ' \t' ' ')" >&2
@@ -38,11 +39,11 @@ if grep -q 'not found' <<<"$deps"; then
 fi
 for lib in $(awk '/=> \//{print $1 "=" $3}' <<<"$deps" | sort -u); do
   name=${lib%%=*}
-  grep -qE "$skip" <<<"$name" && continue
+  grep -qE "$system|$gpu" <<<"$name" && continue
   cp -L "${lib#*=}" "$root/lib/$name"
 done
 # The GPU libraries by the names the programs ask for (libcublasLt.so.13 with CUDA 13, .so.12 with 12).
-gpu_libs=$(awk '/=>/{print $1}' <<<"$deps" | grep -E '^lib(cublasLt|cublas|nccl)\.' | sort -u | tr '\n' ' ')
+gpu_libs=$(awk '/=>/{print $1}' <<<"$deps" | grep -E "$gpu" | sort -u | tr '\n' ' ')
 # Which sources these programs are: tools/gpu_checks.sh --build refuses a bundle of other sources.
 (cd "$source_dir" && git ls-files -z -- '*.cpp' '*.h' '*.cu' '*.cuh' '*CMakeLists.txt' '*.cmake' | sort -z |
   xargs -0 sha256sum) >"$root/SOURCES.sha256"
