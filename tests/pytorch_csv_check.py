@@ -1,24 +1,23 @@
 #!/usr/bin/env python3
-"""PyTorch's own pipelining code reads the CSVs `zbplan export` writes for V schedules (issue 21).
+"""PyTorch's own pipelining code reads the CSVs `zbplan export` writes (issue 21).
 
 Needs torch.distributed.pipelining (torch >= 2.4; generate_stage_to_rank_mapping came later, with
 ZBV); exits 77 (skipped) where the package is missing, as with Debian's torch 1.13, and fails where
-it is there but lacks a function this check uses. For each V method (and the interleaved ones, PyTorch's style "loop"), p = 4
-and 3 ranks, `zbplan plan` then `zbplan export`, then:
-  - every cell parses with `_Action.from_str` and prints back as the same text;
-  - every action of row r is on a stage that `generate_stage_to_rank_mapping(p, 2p, style="v")`
-    gives to rank r: PyTorch's placement style 'v' is the file's placement;
-  - `_validate_schedule` accepts the schedule (each stage's F, I, W of every microbatch once, in order);
+it is there but lacks a function this check uses. For each V method (PyTorch's placement style "v")
+and interleaved one (style "loop"), p = 4 and 3 ranks, `zbplan plan` then `zbplan export`, then:
+  - every cell parses with `_Action.from_str` and prints back as the same text, none twice;
+  - every action of row r is on a stage that `generate_stage_to_rank_mapping(p, 2p, style)` gives
+    to rank r, and `_validate_schedule` accepts the schedule and infers that placement;
   - `_add_send_recv` lowers it with that mapping and `_simulate_comms_compute` runs it to the end
-    (no deadlock).
+    (no deadlock); the counts of compute actions and of sends are the expected ones.
+A CSV with one F moved after its backward must be refused.
 Usage: pytorch_csv_check.py ZBPLAN WORK_DIR   Exit 0 all passed, 1 a check failed, 77 no pipelining package.
 """
 import csv
+import importlib
 import os
 import subprocess
 import sys
-
-import importlib
 
 # Skipped only where PyTorch or its pipelining package is missing. Where the package is there but a
 # function this check needs is not (moved, renamed), that is a failure to look into, not a skip:

@@ -65,6 +65,16 @@ class Report:
         rel = err / scale if scale > 0 else (0.0 if err == 0 else math.inf)
         self.rows.append((rel, name, f"max|err| {err:.3e} of max|ref| {scale:.3e}", rel <= tol))
 
+    def update(self, name, tensors, expected, tol=None):
+        """A weight's update (after - before, from the dump) against `expected` (before as float64
+        -> the update it should get); the weights are fp32, so each element is allowed one ulp of
+        the weight it was added to. The update, not the weights: a weight's size would hide a
+        wrong step."""
+        after = tensors["param_after." + name][1]
+        before = tensors["param." + name][1].astype(np.float64)
+        self.tensor("update." + name, after.astype(np.float64) - before, expected(before), tol=tol,
+                    slack=np.spacing(np.abs(after)).astype(np.float64))
+
     def failures(self):
         return [r[1] for r in self.rows if not r[3]]
 
@@ -134,9 +144,7 @@ def torch_reference(manifest, tensors, report):
         report.tensor("grad." + name, tensors["grad." + name][1], p.grad.numpy())
 
     # The optimizer, given the dump's own gradients (so a gradient error is not counted twice):
-    # torch's global-norm clipping and AdamW against the parameters the dump's step wrote. The
-    # update (after - before) is compared, not the weights, whose size would hide a wrong step; the
-    # weights are fp32, so each element of the update is allowed one ulp of the weight on top.
+    # torch's global-norm clipping and AdamW against the updates the dump's step made (Report.update).
     opt = manifest["adamw"]
     params = []
     for name, p in P.items():
@@ -155,10 +163,7 @@ def torch_reference(manifest, tensors, report):
         state = adamw.state[q]
         report.tensor("adam_m." + name, tensors["adam_m." + name][1], state["exp_avg"].numpy())
         report.tensor("adam_v." + name, tensors["adam_v." + name][1], state["exp_avg_sq"].numpy())
-        after = tensors["param_after." + name][1]
-        before = tensors["param." + name][1].astype(np.float64)
-        report.tensor("update." + name, after.astype(np.float64) - before, q.detach().numpy() - before,
-                      slack=np.spacing(np.abs(after)).astype(np.float64))
+        report.update(name, tensors, lambda before: q.detach().numpy() - before)
 
 
 def own_optimizer(manifest, tensors, report, tol):
@@ -175,13 +180,10 @@ def own_optimizer(manifest, tensors, report, tol):
     for n in names:  # one step from zero moments: bias corrections 1 - beta
         g = grads[n] * scale
         m, v = (1 - b1) * g, (1 - b2) * g * g
-        before = tensors["param." + n][1].astype(np.float64)
-        after = tensors["param_after." + n][1]
-        update = -lr * wd * before - lr * (m / (1 - b1)) / (np.sqrt(v / (1 - b2)) + eps)
         report.tensor("adam_m." + n + " (own)", tensors["adam_m." + n][1], m, tol=tol)
         report.tensor("adam_v." + n + " (own)", tensors["adam_v." + n][1], v, tol=2 * tol)
-        report.tensor("update." + n, after.astype(np.float64) - before, update, tol=tol,
-                      slack=np.spacing(np.abs(after)).astype(np.float64))
+        report.update(n, tensors, lambda before: -lr * wd * before - lr * (m / (1 - b1)) / (np.sqrt(v / (1 - b2)) + eps),
+                      tol=tol)
 
 
 def compare(ref_manifest, ref, manifest, tensors, report):
