@@ -505,9 +505,9 @@ void to_float(float* out, const bf16* in, long n, cudaStream_t s) {
 
 AttentionScores attention_scores_from_env() {
   const char* v = std::getenv("ZBPP_CUDA_ATTENTION");
-  if (v == nullptr || std::string(v).empty() || std::string(v) == "lane") return AttentionScores::kLane;
-  if (std::string(v) == "warp") return AttentionScores::kWarp;
-  throw std::runtime_error(std::string("ZBPP_CUDA_ATTENTION=") + v + ": expected lane (the default) or warp");
+  if (v == nullptr || std::string(v).empty() || std::string(v) == "warp") return AttentionScores::kWarp;
+  if (std::string(v) == "lane") return AttentionScores::kLane;
+  throw std::runtime_error(std::string("ZBPP_CUDA_ATTENTION=") + v + ": expected warp (the default) or lane");
 }
 
 template <AttentionScores kScores>
