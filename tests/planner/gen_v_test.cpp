@@ -2,10 +2,14 @@
 // the paper gives them, and the V search beats each of them at its own memory.
 #include "planner/gen_v.h"
 
+#include <fstream>
+#include <sstream>
+
 #include <catch2/catch.hpp>
 
 #include "core/simulate.h"
 #include "core/validate.h"
+#include "io/export_csv.h"
 #include "planner/gen_baseline.h"
 #include "test_util.h"
 
@@ -234,4 +238,57 @@ TEST_CASE("interleaved search: valid at every memory from one microbatch's chunk
           CHECK(validate(found->schedule, limited).empty());
         }
       }
+}
+
+TEST_CASE("v search: at the peaks of the authors' own V schedules no worse than recorded") {
+  // tests/golden/authors (README there): schedules the authors' generators wrote (their search at
+  // a memory limit, V-Min, V-Half, V-ZB), the best of theirs at each peak. Their memory model: a
+  // chunk's F holds one unit until its W. Each file must import to the span bubble rate and peak
+  // recorded for it; the V search at that peak must not be worse than the figure recorded for it
+  // (issue 21 asks for no worse than theirs: figures.tsv keeps the gap until the search closes it).
+  std::ifstream table(std::string(ZBPP_GOLDEN_DIR) + "/authors/figures.tsv");
+  REQUIRE(table);
+  int files = 0, at_or_below = 0;
+  for (std::string line; std::getline(table, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream row(line);
+    std::string file, theirs_name, field;
+    int p = 0, m = 0, peak = 0;
+    double tf = 0, tb = 0, tw = 0, tc = 0, theirs = 0, recorded = 0;
+    std::getline(row, file, '\t');
+    row >> p >> m >> tf >> tb >> tw >> tc >> peak;
+    row.ignore();
+    std::getline(row, theirs_name, '\t');
+    row >> theirs >> recorded;
+    REQUIRE(row);
+    INFO(file << " (" << theirs_name << ")");
+    std::ifstream in(std::string(ZBPP_GOLDEN_DIR) + "/authors/" + file, std::ios::binary);
+    REQUIRE(in);
+    std::stringstream text;
+    text << in.rdbuf();
+    std::vector<Diag> diags;
+    auto imported = import_pytorch_csv(text.str(), file, &diags);
+    INFO(format_diags(diags));
+    REQUIRE(imported);
+    const Problem pr = make_problem(p, m, tf, tb, tw, tc, 1, 1, "", 2);
+    const Schedule& s = imported->schedule;
+    REQUIRE(validate(s, pr).empty());
+    const double busy = 2.0 * m * static_cast<double>(pr.t_f[0] + pr.t_b[0] + pr.t_w[0]);
+    auto bubble = [&](Ticks span) { return 1 - busy / static_cast<double>(span); };
+    CHECK(peak_of(s, pr) == peak * pr.mem_b[0]);
+    CHECK(bubble(simulate_span(s, pr)) == Approx(theirs).margin(5e-5));
+    Problem limited = pr;
+    limited.mem_limit = peak * pr.mem_b[0];
+    auto found = search_v(limited, &diags);
+    REQUIRE(found);
+    CHECK(validate(found->schedule, limited).empty());
+    const double ours = bubble(found->span);
+    CHECK(ours <= recorded + 5e-5);
+    ++files;
+    if (ours <= theirs + 5e-5) ++at_or_below;
+  }
+  CHECK(files == 23);
+  // 3 today (p=4 at 4 and 8 units, p=8 at 16, equal times); the other 20 of theirs are lower.
+  INFO(at_or_below << " of " << files << " at or below theirs");
+  CHECK(at_or_below >= 3);
 }
