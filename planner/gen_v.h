@@ -23,6 +23,13 @@ enum class VBlock { kMin, kHalf };
 /// after their B's (first in, first out). Needs problem.chunks == 2.
 Schedule generate_v_block(const Problem& problem, VBlock block);
 
+/// The same block reordered as the paper does (planner/gen_v_reorder.cpp): on a grid of unit
+/// slots, each op of the warm-up and of the cool-down moves to the earliest free slot after what
+/// it waits for where its stage's peak memory stays within the block's, first with the W's, then
+/// with them taken out and put back into the free slots after their B's. Same memory as the block
+/// on the paper's unit model; timed by the exact simulator like any order.
+Schedule generate_v_block_reordered(const Problem& problem, VBlock block);
+
 /// Which of a ready B and a ready F the greedy runs first.
 enum class VOrder {
   kBFirst,     ///< the B (frees memory, shortens the microbatch's path)

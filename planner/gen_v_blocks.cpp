@@ -8,12 +8,10 @@
 
 namespace zbpp {
 
-namespace {
-
 // The block's slots on stage i for F chunk 0, F chunk 1, B chunk 1, B chunk 0 of microbatch 0
 // (microbatch j adds 6j). Every hop of a microbatch is at least one slot later than the one it
 // waits for; the extra interval keeps the four ops of a stage on distinct slots modulo 6.
-std::array<int, 4> block_slots(VBlock block, int p, int i) {
+std::array<int, 4> v_block_slots(VBlock block, int p, int i) {
   if (block == VBlock::kMin) {
     // Every hop one slot: the lifespan on stage i is 4p-1-2i (chunk 0) + 2i+1 (chunk 1) = 4p slots.
     const int gap = p % 3 == 0 ? 2 : 0;
@@ -23,6 +21,8 @@ std::array<int, 4> block_slots(VBlock block, int p, int i) {
   const int gap = p % 2 == 0 ? 3 : 0;
   return {2 * i, 3 * p - 2 - i, 3 * p + gap + 2 * i - 1, 6 * p + gap - 2 - i};
 }
+
+namespace {
 
 constexpr int kSlotsPerMicrobatch = 6;  // F, F, B, B, W, W of the two chunks
 
@@ -39,7 +39,7 @@ Schedule generate_v_block(const Problem& pr, VBlock block) {
     };
     std::vector<Slotted> fb;
     fb.reserve(4 * static_cast<size_t>(m));
-    const auto slots = block_slots(block, p, i);
+    const auto slots = v_block_slots(block, p, i);
     const std::array<Op, 4> kinds = {Op{OpType::F, 0, 0}, Op{OpType::F, 0, 1}, Op{OpType::B, 0, 1},
                                      Op{OpType::B, 0, 0}};
     for (int j = 0; j < m; ++j)

@@ -173,11 +173,13 @@ namespace {
 
 // The greedy on `placement` over every budget from one microbatch's chunk activations up to what
 // the memory limit allows (at most 2p per chunk) and every knob, the seeds beside it; the winner
-// polished by swaps. `shape` names the placement in the message when nothing fits.
+// polished by swaps, and the best of `apart` polished apart (kept if it ends lower). `shape` names
+// the placement in the message when nothing fits.
 std::optional<SearchResult> search_placement(const Problem& pr, const std::vector<std::vector<int>>& placement,
                                              std::vector<std::pair<std::string, std::optional<Schedule>>> seeds,
                                              const std::string& shape, std::vector<Diag>* diags, Cost cost_kind,
-                                             const CostFn& true_cost) {
+                                             const CostFn& true_cost,
+                                             std::vector<std::pair<std::string, std::optional<Schedule>>> apart = {}) {
   const int chunks = static_cast<int>(placement[0].size());
   Mem smallest_b = pr.mem_b.empty() ? 1 : *std::min_element(pr.mem_b.begin(), pr.mem_b.end());
   int most = 2 * chunks * pr.p;
@@ -243,17 +245,38 @@ std::optional<SearchResult> search_placement(const Problem& pr, const std::vecto
                         grid[winner->best_index].name(), 0, 0};
   for (auto& [name, seed] : seeds)
     if (seed) consider(std::move(*seed), name);
-  if (best) {
-    // Polish the winner by swaps, ranked by the compute cost; kept only if its true cost agrees.
-    Schedule polished = best->schedule;
-    improve_by_swaps(&polished, pr, is_compute_cost(cost_kind) ? cost_kind : Cost::kSpan, kSwapPasses);
+  // Polish by swaps, ranked by the compute cost; kept only if its true cost agrees.
+  auto polish = [&](SearchResult* r, const Problem& within) {
+    Schedule polished = r->schedule;
+    improve_by_swaps(&polished, within, is_compute_cost(cost_kind) ? cost_kind : Cost::kSpan, kSwapPasses);
     const Ticks cost = true_cost ? true_cost(polished) : simulate_cost(polished, pr, cost_kind);
-    if (cost >= 0 && cost < best->cost) {
-      best->span = simulate_span(polished, pr);
-      best->cost = cost;
-      best->winner += ", polished by swaps";
-      best->schedule = std::move(polished);
+    if (cost >= 0 && cost < r->cost) {
+      r->span = simulate_span(polished, pr);
+      r->cost = cost;
+      r->winner += ", polished by swaps";
+      r->schedule = std::move(polished);
     }
+  };
+  if (best) polish(&*best, pr);
+  // The best of the seeds polished apart, also polished, and kept if it ends lower: a better start
+  // can end worse after the polish, so these never take the other winner's polish away. Polished
+  // within its own peak, so that a larger limit never gives a worse plan from it.
+  std::optional<SearchResult> other;
+  for (auto& [name, seed] : apart) {
+    if (!seed) continue;
+    ++candidates;
+    const Ticks cost = cost_of_candidate(*seed);
+    if (cost < 0) continue;
+    ++feasible;
+    if (other && cost >= other->cost) continue;
+    const Ticks span = simulate_span(*seed, pr);
+    other = SearchResult{std::move(*seed), span, cost, name, 0, 0};
+  }
+  if (other) {
+    Problem kept = pr;
+    kept.mem_limit = peak_memory_of(other->schedule, pr);
+    polish(&*other, kept);
+    if (!best || other->cost < best->cost) best = std::move(other);
   }
   if (!best) {
     const std::string n = std::to_string(chunks);
@@ -300,7 +323,11 @@ std::optional<SearchResult> search_v(const Problem& pr, std::vector<Diag>* diags
   seeds.emplace_back("v-zb", generate_v_zb(pr, &stalled));
   seeds.emplace_back("zb-v", generate_zb_v(pr));
   seeds.emplace_back("dualpipe-v", generate_dualpipe_v(pr, &err));
-  return search_placement(pr, v_shape_placement(pr.p), std::move(seeds), "V-shape", diags, cost_kind, true_cost);
+  std::vector<std::pair<std::string, std::optional<Schedule>>> reordered;
+  reordered.emplace_back("v-min reordered", generate_v_block_reordered(pr, VBlock::kMin));
+  reordered.emplace_back("v-half reordered", generate_v_block_reordered(pr, VBlock::kHalf));
+  return search_placement(pr, v_shape_placement(pr.p), std::move(seeds), "V-shape", diags, cost_kind, true_cost,
+                          std::move(reordered));
 }
 
 std::optional<SearchResult> search_interleaved(const Problem& pr, std::vector<Diag>* diags, Cost cost_kind,
