@@ -4,7 +4,8 @@
 // B, in slots) over 6 is its activation memory: about 4p/6 and 6p/6 chunk activations, 1/3 and 1/2
 // of 1F1B's 2p. V-ZB keeps 1F1B's memory. Our V-ZB and the V search use a greedy list scheduler
 // under a per-stage memory budget instead of a fixed block, beside the handcrafted orders.
-// Defined in gen_v_blocks.cpp (blocks), gen_v_greedy.cpp (the greedy), search_v.cpp (V-ZB, searches).
+// Defined in gen_v_blocks.cpp (blocks), gen_v_reorder.cpp (blocks reordered), gen_v_greedy.cpp (the greedy),
+// search_v.cpp (V-ZB, searches).
 #pragma once
 
 #include <optional>

@@ -1,4 +1,5 @@
-// Helpers the V-shape files share (gen_v_blocks.cpp, gen_v_greedy.cpp, search_v.cpp): not an interface.
+// Helpers the V-shape files share (gen_v_blocks.cpp, gen_v_reorder.cpp, gen_v_greedy.cpp, search_v.cpp): not an
+// interface.
 #pragma once
 
 #include <array>
