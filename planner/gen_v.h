@@ -4,7 +4,7 @@
 // B, in slots) over 6 is its activation memory: about 4p/6 and 6p/6 chunk activations, 1/3 and 1/2
 // of 1F1B's 2p. V-ZB keeps 1F1B's memory. Our V-ZB and the V search use a greedy list scheduler
 // under a per-stage memory budget instead of a fixed block, beside the handcrafted orders.
-// Defined in gen_v_blocks.cpp (blocks), gen_v_reorder.cpp (blocks reordered), gen_v_greedy.cpp (the greedy),
+// Defined in gen_v_blocks.cpp (blocks, as they are and reordered), gen_v_greedy.cpp (the greedy),
 // search_v.cpp (V-ZB, searches).
 #pragma once
 
@@ -24,7 +24,7 @@ enum class VBlock { kMin, kHalf };
 /// after their B's (first in, first out). Needs problem.chunks == 2.
 Schedule generate_v_block(const Problem& problem, VBlock block);
 
-/// The same block reordered as the paper does (planner/gen_v_reorder.cpp): on a grid of unit
+/// The same block reordered as the paper does (planner/gen_v_blocks.cpp): on a grid of unit
 /// slots, each op of the warm-up and of the cool-down moves to the earliest free slot after what
 /// it waits for where its stage's peak memory stays within the block's, first with the W's, then
 /// with them taken out and put back into the free slots after their B's. Same memory as the block

@@ -1,8 +1,6 @@
-// Helpers the V-shape files share (gen_v_blocks.cpp, gen_v_reorder.cpp, gen_v_greedy.cpp, search_v.cpp): not an
-// interface.
+// Helpers the V-shape files share (gen_v_blocks.cpp, gen_v_greedy.cpp, search_v.cpp): not an interface.
 #pragma once
 
-#include <array>
 #include <limits>
 #include <string>
 #include <utility>
@@ -24,11 +22,6 @@ inline Schedule empty_schedule_on(const Problem& pr, const std::vector<std::vect
   s.stages.resize(pr.p);
   return s;
 }
-
-enum class VBlock;
-/// A block's slots on stage i for F chunk 0, F chunk 1, B chunk 1, B chunk 0 of microbatch 0
-/// (microbatch j's are 6j later); gen_v_blocks.cpp.
-std::array<int, 4> v_block_slots(VBlock block, int p, int i);
 
 inline constexpr Ticks kNever = std::numeric_limits<Ticks>::max() / 4;
 

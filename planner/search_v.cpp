@@ -193,14 +193,15 @@ std::optional<SearchResult> search_placement(const Problem& pr, const std::vecto
     if (!validate_memory(s, pr).empty() || !validate_message_order(s).empty()) return -1;
     return true_cost ? true_cost(s) : simulate_cost(s, pr, cost_kind);
   };
-  auto consider = [&](Schedule s, const std::string& name) {
+  // Counts the candidate; keeps it in *into where it fits and is cheaper than what *into holds.
+  auto consider = [&](Schedule s, const std::string& name, std::optional<SearchResult>* into) {
     ++candidates;
     const Ticks cost = cost_of_candidate(s);
     if (cost < 0) return;
     ++feasible;
-    if (best && cost >= best->cost) return;
+    if (*into && cost >= (*into)->cost) return;
     const Ticks span = simulate_span(s, pr);
-    best = SearchResult{std::move(s), span, cost, name, 0, 0};
+    *into = SearchResult{std::move(s), span, cost, name, 0, 0};
   };
   // The greedy's grid, in two threads on big problems: each keeps its best (ties to the lower grid
   // index), so the result never depends on which thread ran which point.
@@ -244,7 +245,7 @@ std::optional<SearchResult> search_placement(const Problem& pr, const std::vecto
     best = SearchResult{*winner->best, simulate_span(*winner->best, pr), winner->best_cost,
                         grid[winner->best_index].name(), 0, 0};
   for (auto& [name, seed] : seeds)
-    if (seed) consider(std::move(*seed), name);
+    if (seed) consider(std::move(*seed), name, &best);
   // Polish by swaps, ranked by the compute cost; kept only if its true cost agrees.
   auto polish = [&](SearchResult* r, const Problem& within) {
     Schedule polished = r->schedule;
@@ -262,16 +263,8 @@ std::optional<SearchResult> search_placement(const Problem& pr, const std::vecto
   // can end worse after the polish, so these never take the other winner's polish away. Polished
   // within its own peak, so that a larger limit never gives a worse plan from it.
   std::optional<SearchResult> other;
-  for (auto& [name, seed] : apart) {
-    if (!seed) continue;
-    ++candidates;
-    const Ticks cost = cost_of_candidate(*seed);
-    if (cost < 0) continue;
-    ++feasible;
-    if (other && cost >= other->cost) continue;
-    const Ticks span = simulate_span(*seed, pr);
-    other = SearchResult{std::move(*seed), span, cost, name, 0, 0};
-  }
+  for (auto& [name, seed] : apart)
+    if (seed) consider(std::move(*seed), name, &other);
   if (other) {
     Problem kept = pr;
     kept.mem_limit = peak_memory_of(other->schedule, pr);
