@@ -5,7 +5,7 @@
 // of 1F1B's 2p. V-ZB keeps 1F1B's memory. Our V-ZB and the V search use a greedy list scheduler
 // under a per-stage memory budget instead of a fixed block, beside the handcrafted orders.
 // Defined in gen_v_blocks.cpp (blocks, as they are and reordered), gen_v_greedy.cpp (the greedy),
-// search_v.cpp (V-ZB, searches).
+// gen_v_rounds.cpp (V-ZB round by round), search_v.cpp (V-ZB, searches).
 #pragma once
 
 #include <optional>
@@ -62,10 +62,25 @@ std::optional<Schedule> generate_v_greedy(const Problem& problem, const VGreedyO
 std::optional<Schedule> generate_greedy_on(const Problem& problem, const std::vector<std::vector<int>>& placement,
                                            const VGreedyOptions& options, std::string* why);
 
+/// The authors' V-ZB (their repository's zbv.py, read for its method; this is our own code): each
+/// stage (last first) fills its wait for its first chunk-1 F with chunk-0 F's on the stages up to
+/// it, keeping room for 2i+2 activations on stage i; then 2m rounds in which every stage runs one
+/// B and one F, each after the W's that end within its wait, and one W more where the wait left is
+/// more than the largest stage bubble so far allows (before a chunk-0 B always; before a chunk-1 B
+/// or an F as fill_b and fill_f say). Rerun while the largest stage bubble falls, each stage then
+/// allowed the largest bubble of the run before less its own. At 1F1B's memory (2p chunk
+/// activations per stage); nothing, with *why, where a step finds its input or its memory missing
+/// (m below about 2p, or per-stage times that put the rounds out of step).
+struct VRoundsOptions {
+  bool fill_f = true;
+  bool fill_b = true;
+};
+std::optional<Schedule> generate_v_zb_rounds(const Problem& problem, VRoundsOptions options, std::string* why);
+
 /// V-ZB at 1F1B's activation memory (at most 2p chunk activations on every stage): the best by span
-/// of the greedy's knobs at that budget and of the ZB-V and DualPipe-V orders, then polished by
-/// swaps of neighbouring ops within its peak, so never worse than ZB-V where ZB-V keeps to that
-/// memory. Nothing, with the reason in *why, only when no candidate keeps to it.
+/// of the round-by-round V-ZB's four options, the greedy's knobs at that budget and the ZB-V and
+/// DualPipe-V orders, then polished by swaps of neighbouring ops within its peak, so never worse
+/// than any of them where it keeps to that memory. Nothing, with the reason in *why, only when no candidate keeps to it.
 std::optional<Schedule> generate_v_zb(const Problem& problem, std::string* why);
 
 /// The V search (--method heuristic with 2 chunks, V placement): the greedy over every budget from
