@@ -2,9 +2,10 @@
 // Memory"): two chunks per stage placed [r, 2p-1-r]. The paper's V-Min and V-Half repeat one
 // building block per microbatch every 6 op slots; the block's lifespan on a stage (first F to last
 // B, in slots) over 6 is its activation memory: about 4p/6 and 6p/6 chunk activations, 1/3 and 1/2
-// of 1F1B's 2p. V-ZB keeps 1F1B's memory. Our V-ZB and the V search use a greedy list scheduler
-// under a per-stage memory budget instead of a fixed block, beside the handcrafted orders.
-// Defined in gen_v_blocks.cpp (blocks, as they are and reordered), gen_v_greedy.cpp (the greedy),
+// of 1F1B's 2p. V-ZB keeps 1F1B's memory. Our V-ZB and the V search add a greedy list scheduler
+// under a per-stage memory budget, the authors' V-ZB built round by round and their family of
+// blocks for the memories in between, beside the handcrafted orders. Defined in gen_v_blocks.cpp
+// (blocks, as they are and reordered, and the family), gen_v_greedy.cpp (the greedy),
 // gen_v_rounds.cpp (V-ZB round by round), search_v.cpp (V-ZB, searches).
 #pragma once
 
@@ -30,6 +31,13 @@ Schedule generate_v_block(const Problem& problem, VBlock block);
 /// with them taken out and put back into the free slots after their B's. Same memory as the block
 /// on the paper's unit model; timed by the exact simulator like any order.
 Schedule generate_v_block_reordered(const Problem& problem, VBlock block);
+
+/// The blocks of the authors' memory-controllable family (stage 0's slots for the four kinds, two
+/// uniform shifts from stage to stage and where the shift changes; planner/gen_v_blocks.cpp), each
+/// repeated for microbatches 0..m-1 on the slot grid and reordered as generate_v_block_reordered
+/// does, once with the steady phase kept and once with it free to move: every distinct block whose
+/// peak memory on the grid is within `limit`, named ("block 0235 +3x5 +1, steady phase too").
+std::vector<std::pair<std::string, Schedule>> generate_v_block_family(const Problem& problem, Mem limit);
 
 /// Which of a ready B and a ready F the greedy runs first.
 enum class VOrder {

@@ -1,8 +1,12 @@
 // The paper's V-Min and V-Half: one building block repeated per microbatch, as it is or with its
-// warm-up and cool-down reordered (see gen_v.h).
+// warm-up and cool-down reordered; and the authors' family of blocks, reordered and with their
+// cool-down laid out (see gen_v.h). All on one grid of unit slots.
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <deque>
+#include <limits>
+#include <set>
 #include <tuple>
 
 #include "core/deps.h"
@@ -27,6 +31,12 @@ std::array<int, 4> block_slots(VBlock block, int p, int i) {
   return {2 * i, 3 * p - 2 - i, 3 * p + gap + 2 * i - 1, 6 * p + gap - 2 - i};
 }
 
+std::vector<std::array<int, 4>> slots_of(VBlock block, int p) {
+  std::vector<std::array<int, 4>> out;
+  for (int s = 0; s < p; ++s) out.push_back(block_slots(block, p, s));
+  return out;
+}
+
 // Op kinds in a block's slot order: F chunk 0, F chunk 1, B chunk 1, B chunk 0, W chunk 1, W chunk 0.
 enum Kind { kF0, kF1, kB1, kB0, kW1, kW0, kKinds };
 constexpr int kFB = 4;  // the kinds before the W's
@@ -47,22 +57,25 @@ Op op_of(int kind, int mb) {
 // slots of what it waits for; the exact simulator times the order the slots give.
 class SlotGrid {
  public:
-  SlotGrid(const Problem& pr, VBlock block) : pr_(pr), p_(pr.p), m_(pr.m), slot_(p_), cells_(p_) {
+  SlotGrid(const Problem& pr, VBlock block) : SlotGrid(pr, slots_of(block, pr.p)) {}
+
+  // first[s]: the slots of microbatch 0's F chunk 0, F chunk 1, B chunk 1, B chunk 0 on stage s.
+  SlotGrid(const Problem& pr, const std::vector<std::array<int, 4>>& first)
+      : pr_(pr), p_(pr.p), m_(pr.m), slot_(p_), cells_(p_) {
     for (int s = 0; s < p_; ++s) {
-      const auto first = block_slots(block, p_, s);
       for (int k = 0; k < kKinds; ++k) slot_[s][k].assign(m_, -1);
       for (int k = 0; k < kFB; ++k)
-        for (int j = 0; j < m_; ++j) set(s, k, j, first[k] + static_cast<long long>(kSlotsPerMicrobatch) * j);
+        for (int j = 0; j < m_; ++j) set(s, k, j, first[s][k] + static_cast<long long>(kSlotsPerMicrobatch) * j);
       put_ws(s);
     }
   }
 
   // Moves ops to the earliest free slot after what they wait for, where the peak memory of the
-  // stage stays within the largest stage peak before the pass; in global slot order. The steady
-  // phase (from stage 0's first B of chunk 0 to its last F of chunk 0) stays as it is; with_ws
-  // false: the W's are taken out first (each free slot then runs the oldest pending W) and the
-  // warm-up stays too.
-  void squeeze(bool with_ws) {
+  // stage stays within the largest stage peak before the pass; in global slot order. With
+  // keep_steady, the steady phase (from stage 0's first B of chunk 0 to its last F of chunk 0)
+  // stays as it is; with_ws false: the W's are taken out first (each free slot then runs the
+  // oldest pending W) and the warm-up stays too.
+  void squeeze(bool with_ws, bool keep_steady = true) {
     if (!with_ws)
       for (int s = 0; s < p_; ++s)
         for (int k = kFB; k < kKinds; ++k)
@@ -74,16 +87,45 @@ class SlotGrid {
       for (int k = 0; k < (with_ws ? kKinds : kFB); ++k)
         for (int j = 0; j < m_; ++j) order.emplace_back(slot_[s][k][j], s, k, j);
     std::sort(order.begin(), order.end());
+    // With the W's in place: each stage's memory after each slot.
+    std::vector<std::vector<Mem>> levels(p_);
+    if (with_ws)
+      for (int s = 0; s < p_; ++s) {
+        Mem mem = 0;
+        for (int id : cells_[s]) {
+          if (id >= 0) mem += memory_delta(op_of(id / m_, id % m_), s, pr_);
+          levels[s].push_back(mem);
+        }
+      }
     int phase = 0;
     for (const auto& [unused, s, k, j] : order) {
-      if (phase == 0 && s == 0 && k == kB0) phase = 1;
+      if (phase == 0 && s == 0 && k == kB0 && keep_steady) phase = 1;
       if (phase == 1) {
         if (s == 0 && k == kF0 && j == m_ - 1) phase = 2;
         continue;
       }
       if (phase == 0 && !with_ws) continue;
       const long long at = slot_[s][k][j];
-      for (long long t = earliest(s, k, j); t < at; ++t) {
+      const long long from = earliest(s, k, j);
+      if (with_ws) {
+        // The W's hold their slots: the move adds the op's memory to the levels between its new
+        // slot and its old one, so the earliest free slot from which those levels stay within
+        // the limit is the one.
+        const Mem delta = memory_delta(op_of(k, j), s, pr_);
+        auto& lv = levels[s];
+        long long best = -1;
+        for (long long t = at - 1; t >= from; --t) {
+          if (delta > 0 && lv[t] + delta > limit) break;
+          if (cell(s, t) < 0) best = t;
+        }
+        if (best >= 0) {
+          clear(s, k, j);
+          set(s, k, j, best);
+          for (long long t = best; t < at; ++t) lv[t] += delta;
+        }
+        continue;
+      }
+      for (long long t = from; t < at; ++t) {
         if (cell(s, t) >= 0) continue;
         clear(s, k, j);
         set(s, k, j, t);
@@ -94,6 +136,143 @@ class SlotGrid {
     }
     if (!with_ws)
       for (int s = 0; s < p_; ++s) put_ws(s);
+  }
+
+  // The cool-down as the authors' search lays it out: after its last F of chunk 1, stage i takes
+  // its last (peak+1)/2 B's of chunk 0 and its last min(i+1, peak - those) B's of chunk 1 (peak:
+  // the largest stage count of chunk activations held, at most 2p) out with enough W's from its
+  // end, and puts them back two slots apart, as tight as stage 0's last F of chunk 1 allows (chunk
+  // 1's from just after it, chunk 0's from 2p-i slots after it), each W into the first free slot
+  // after the last W left (chunk 1's first), the rest at the end; every W then of the oldest B
+  // without one, every op at the earliest slot its order allows. False where the layout meets an
+  // op or deadlocks (nothing changed then).
+  bool lay_out_cool_down() {
+    int units = 0;
+    for (int s = 0; s < p_; ++s) {
+      int held = 0;
+      for (int id : cells_[s]) {
+        if (id < 0) continue;
+        held += id / m_ == kF0 || id / m_ == kF1 ? 1 : id / m_ >= kFB ? -1 : 0;
+        units = std::max(units, held);
+      }
+    }
+    units = std::min(units, 2 * p_);
+    const int most_b0 = std::min((units + 1) / 2, m_), most_b1 = std::min(units - most_b0, m_);
+    std::vector<std::vector<int>> kinds(p_);  // [stage][slot]: a kind or -1
+    long long start = -1;                     // stage 0's last F of chunk 1
+    for (int s = 0; s < p_; ++s) {
+      auto& row = kinds[s];
+      for (int id : cells_[s]) row.push_back(id < 0 ? -1 : id / m_);
+      int b1 = 0, b0 = 0, w1 = 0, w0 = 0;
+      long long last_f1 = -1;
+      for (long long t = static_cast<long long>(row.size()) - 1; t >= 0; --t) {
+        if (row[t] == kF1 && last_f1 < 0) last_f1 = t;
+        if (row[t] == kB1 && b1 < std::min(s + 1, most_b1)) row[t] = -1, ++b1;
+        else if (row[t] == kB0 && b0 < most_b0) row[t] = -1, ++b0;
+      }
+      for (long long t = static_cast<long long>(row.size()) - 1; t >= 0; --t) {
+        if (w1 >= b1 && w0 >= b0 && w1 + w0 >= units) break;
+        if (row[t] == kW1) row[t] = -1, ++w1;
+        else if (row[t] == kW0) row[t] = -1, ++w0;
+      }
+      if (s == 0) start = last_f1;
+      if (start < 0) return false;
+      auto put = [&](long long t, int kind) {
+        if (t < 0) return false;
+        if (t >= static_cast<long long>(row.size())) row.resize(t + 1, -1);
+        if (row[t] >= 0) return false;
+        row[t] = kind;
+        return true;
+      };
+      for (int k = 0; k < b0; ++k)
+        if (!put(start - s + 2 * p_ - 2 * k, kB0)) return false;
+      for (int k = 0; k < b1; ++k)
+        if (!put(start + 1 + s - 2 * k, kB1)) return false;
+      long long last_w = -1;
+      for (long long t = 0; t < static_cast<long long>(row.size()); ++t)
+        if (row[t] == kW1 || row[t] == kW0) last_w = t;
+      int owed1 = 0, owed0 = 0;  // B's without their W so far
+      for (long long t = 0; t < static_cast<long long>(row.size()); ++t) {
+        const int k = row[t];
+        owed1 += k == kB1 ? 1 : k == kW1 ? -1 : 0;
+        owed0 += k == kB0 ? 1 : k == kW0 ? -1 : 0;
+        if (k >= 0 || t <= last_w || (w1 == 0 && w0 == 0)) continue;
+        if (owed1 > 0 && w1 > 0) row[t] = kW1, --owed1, --w1;
+        else if (owed0 > 0 && w0 > 0) row[t] = kW0, --owed0, --w0;
+      }
+      for (; w1 > 0; --w1) row.push_back(kW1);
+      for (; w0 > 0; --w0) row.push_back(kW0);
+    }
+    // Microbatches by order of appearance, each W of the oldest B without one.
+    std::vector<std::vector<std::pair<int, int>>> orders(p_);
+    for (int s = 0; s < p_; ++s) {
+      std::array<int, kKinds> next{};
+      std::deque<std::pair<int, int>> owed;
+      for (int k : kinds[s]) {
+        if (k < 0) continue;
+        if (k == kW1 || k == kW0) {
+          if (owed.empty()) return false;
+          orders[s].push_back(owed.front());
+          owed.pop_front();
+          continue;
+        }
+        if (next[k] >= m_) return false;
+        orders[s].emplace_back(k, next[k]);
+        if (k == kB1 || k == kB0) owed.emplace_back(k == kB1 ? kW1 : kW0, next[k]);
+        ++next[k];
+      }
+    }
+    return place_in_order(orders);
+  }
+
+  // Every free slot, first to last (all stages at each slot), takes the nearest later op of its
+  // stage that may run there: the first of its kind after the slot, its inputs in earlier slots,
+  // the stage's memory within the largest stage peak before the pass (the W's in their slots).
+  void fill_holes() {
+    Mem limit = 0;
+    std::vector<std::vector<Mem>> levels(p_);
+    for (int s = 0; s < p_; ++s) {
+      Mem mem = 0;
+      for (int id : cells_[s]) {
+        if (id >= 0) mem += memory_delta(op_of(id / m_, id % m_), s, pr_);
+        levels[s].push_back(mem);
+        limit = std::max(limit, mem);
+      }
+    }
+    // [stage][kind]: the first microbatch of the kind after the slot being filled (a kind's slots
+    // rise with its microbatches, and stay so: each move takes the first one after the slot).
+    std::vector<std::array<int, kKinds>> next(p_);
+    long long end = 0;
+    for (int s = 0; s < p_; ++s) end = std::max<long long>(end, cells_[s].size());
+    for (long long t = 0; t < end; ++t)
+      for (int s = 0; s < p_; ++s) {
+        std::array<std::pair<long long, int>, kKinds> found;  // slot, kind
+        int n = 0;
+        for (int k = 0; k < kKinds; ++k) {
+          while (next[s][k] < m_ && slot_[s][k][next[s][k]] <= t) ++next[s][k];
+          if (next[s][k] < m_) found[n++] = {slot_[s][k][next[s][k]], k};
+        }
+        if (t >= static_cast<long long>(cells_[s].size()) || cells_[s][t] >= 0) continue;
+        std::sort(found.begin(), found.begin() + n);
+        for (int c = 0; c < n; ++c) {
+          const auto [u, k] = found[c];
+          const int j = next[s][k];
+          if (earliest(s, k, j) > t) continue;
+          const Mem delta = memory_delta(op_of(k, j), s, pr_);
+          if (delta > 0 && *std::max_element(levels[s].begin() + t, levels[s].begin() + u) + delta > limit) continue;
+          clear(s, k, j);
+          set(s, k, j, t);
+          for (long long v = t; v < u; ++v) levels[s][v] += delta;
+          break;
+        }
+      }
+  }
+
+  // The largest stage peak (the W's in the slots they hold).
+  Mem peak() const {
+    Mem top = 0;
+    for (int s = 0; s < p_; ++s) top = std::max(top, peak(s, true));
+    return top;
   }
 
   Schedule schedule(const std::string& method) const {
@@ -168,13 +347,149 @@ class SlotGrid {
     for (; !pending.empty(); ++t, pending.pop_front()) set(s, pending.front().first, pending.front().second, t);
   }
 
+  // Every op at the earliest slot after the op before it on its stage and after its input (each
+  // stage's ops in the order given). False, with nothing changed, where the order deadlocks.
+  bool place_in_order(const std::vector<std::vector<std::pair<int, int>>>& orders) {
+    std::vector<std::array<std::vector<long long>, kKinds>> placed(p_);
+    for (auto& kinds : placed)
+      for (auto& mbs : kinds) mbs.assign(m_, -1);
+    std::vector<size_t> next(p_, 0);
+    std::vector<long long> free_at(p_, 0);
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (int s = 0; s < p_; ++s)
+        for (; next[s] < orders[s].size(); ++next[s]) {
+          const auto [k, j] = orders[s][next[s]];
+          long long after = free_at[s] - 1;
+          if (k == kW1 || k == kW0) {
+            const long long b = placed[s][k == kW1 ? kB1 : kB0][j];
+            if (b < 0) return false;  // a W before its B on its own stage
+            after = std::max(after, b);
+          } else {
+            const bool down = k == kF0 || k == kB1;
+            const int from = down ? s - 1 : s + 1;
+            long long input = -1;
+            if (from >= 0 && from < p_) {
+              input = placed[from][k][j];
+              if (input < 0) break;  // not yet: another stage first
+            } else if (k != kF0) {
+              input = placed[s][k - 1][j];  // the V's turn: this stage's previous kind
+              if (input < 0) return false;
+            }
+            after = std::max(after, input);
+          }
+          placed[s][k][j] = after + 1;
+          free_at[s] = after + 2;
+          progress = true;
+        }
+    }
+    for (int s = 0; s < p_; ++s)
+      if (next[s] < orders[s].size()) return false;
+    for (int s = 0; s < p_; ++s) {
+      cells_[s].assign(cells_[s].size(), -1);
+      for (int k = 0; k < kKinds; ++k)
+        for (int j = 0; j < m_; ++j) {
+          slot_[s][k][j] = -1;
+          set(s, k, j, placed[s][k][j]);
+        }
+    }
+    return true;
+  }
+
   const Problem& pr_;
   int p_, m_;
   std::vector<std::array<std::vector<long long>, kKinds>> slot_;  // [stage][kind][microbatch]
   std::vector<std::vector<int>> cells_;                           // [stage][slot]: kind * m + mb, or -1
 };
 
+// The family of blocks the authors' search runs over ("Pipeline Parallelism with Controllable
+// Memory", section 3.1 and its repository's v_auto_schedule.py): stage 0 runs F chunk 0 in slot 0
+// of 6 and F chunk 1, B chunk 1, B chunk 0 in distinct slots 1..5; each next stage shifts F chunk
+// 0 and B chunk 1 by k slots and F chunk 1 and B chunk 0 back by one (modulo 6), k = k0 for the
+// first len0 stages and k1 <= k0 after; a shift that puts two kinds in one slot leaves the block
+// out. Microbatch 0's ops then take, along its path (F chunk 0 down the stages, F chunk 1 back up,
+// B chunk 1 down, B chunk 0 up), the first slot of their kind after the op before them.
+struct FamilyBlock {
+  std::string name;                        // "block 0235 +3x5 +1": stage 0's slots, the shifts
+  std::vector<std::array<int, 4>> first;  // [stage]: microbatch 0's slots, as block_slots
+};
+
+std::vector<FamilyBlock> block_family(int p) {
+  std::set<std::vector<std::array<int, 4>>> seen;  // the same slots modulo 6 from other shifts
+  std::vector<FamilyBlock> out;
+  for (int a = 1; a < 6; ++a)
+    for (int b = 1; b < 6; ++b)
+      for (int c = 1; c < 6; ++c) {
+        if (a == b || a == c || b == c) continue;
+        for (int k0 = 1; k0 < 6; ++k0)
+          for (int k1 = 1; k1 <= k0; ++k1)
+            for (int len0 = 1; len0 < std::max(p, 2); ++len0) {
+              std::vector<std::array<int, 4>> rows = {{0, a, b, c}};
+              bool clash = false;
+              for (int i = 1; i < p && !clash; ++i) {
+                const int k = i <= len0 ? k0 : k1;
+                std::array<int, 4> row{};
+                for (int kind = 0; kind < kFB; ++kind) {
+                  row[kind] = (rows.back()[kind] + (kind == kF0 || kind == kB1 ? k : -1) + 6) % 6;
+                  for (int other = 0; other < kind; ++other) clash = clash || row[other] == row[kind];
+                }
+                rows.push_back(row);
+              }
+              if (clash || !seen.insert(rows).second) continue;
+              FamilyBlock block;
+              block.name = "block 0" + std::to_string(a) + std::to_string(b) + std::to_string(c) + " +" +
+                           std::to_string(k0) + "x" + std::to_string(len0) + " +" + std::to_string(k1);
+              block.first.resize(p);
+              long long at = 0;
+              auto take = [&](int kind, int s) {
+                at += (rows[s][kind] - at % 6 + 6) % 6;
+                block.first[s][kind] = static_cast<int>(at++);
+              };
+              for (int s = 0; s < p; ++s) take(kF0, s);
+              for (int s = p - 1; s >= 0; --s) take(kF1, s);
+              for (int s = 0; s < p; ++s) take(kB1, s);
+              for (int s = p - 1; s >= 0; --s) take(kB0, s);
+              out.push_back(std::move(block));
+            }
+      }
+  return out;
+}
+
 }  // namespace
+
+std::vector<std::pair<std::string, Schedule>> generate_v_block_family(const Problem& pr, Mem limit) {
+  std::vector<std::pair<std::string, Schedule>> out;
+  std::set<uint64_t> seen;  // blocks that end in the same order, once (by a 64-bit FNV-1a hash)
+  auto keep = [&](std::string name, Schedule s) {
+    uint64_t h = 14695981039346656037ull;
+    for (const auto& ops : s.stages)
+      for (const Op& op : ops)
+        for (int v : {static_cast<int>(op.type), op.mb, op.chunk, -1}) h = (h ^ static_cast<uint32_t>(v)) * 1099511628211ull;
+    if (seen.insert(h).second) out.emplace_back(std::move(name), std::move(s));
+  };
+  for (const FamilyBlock& block : block_family(pr.p)) {
+    SlotGrid grid(pr, block.first);
+    if (grid.peak() > limit) continue;
+    // Reordered as V-Min and V-Half are, and again with the steady phase free to move too (which
+    // wins where memory is tight).
+    for (bool keep_steady : {true, false}) {
+      SlotGrid g = grid;
+      g.squeeze(true, keep_steady);
+      g.squeeze(false, keep_steady);
+      const std::string name = block.name + (keep_steady ? "" : ", steady phase too");
+      SlotGrid laid = g;
+      if (laid.lay_out_cool_down()) {
+        laid.fill_holes();
+        if (laid.peak() <= limit) {
+          keep(name + ", cool-down laid out", laid.schedule("v-block"));
+          continue;
+        }
+      }
+      keep(name, g.schedule("v-block"));
+    }
+  }
+  return out;
+}
 
 // The block as it is: each stage's ops in slot order (the exact simulator then runs each as early
 // as its inputs allow, the paper's "squeeze").

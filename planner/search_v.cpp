@@ -178,15 +178,15 @@ std::optional<Schedule> generate_v_zb(const Problem& pr, std::string* why) {
 
 namespace {
 
+using Seeds = std::vector<std::pair<std::string, std::optional<Schedule>>>;
+
 // The greedy on `placement` over every budget from one microbatch's chunk activations up to what
 // the memory limit allows (at most 2p per chunk) and every knob, the seeds beside it; the winner
-// polished by swaps, and the best of `apart` polished apart (kept if it ends lower). `shape` names
-// the placement in the message when nothing fits.
+// polished by swaps, and the best of each group in `apart` polished apart (kept if it ends
+// lower). `shape` names the placement in the message when nothing fits.
 std::optional<SearchResult> search_placement(const Problem& pr, const std::vector<std::vector<int>>& placement,
-                                             std::vector<std::pair<std::string, std::optional<Schedule>>> seeds,
-                                             const std::string& shape, std::vector<Diag>* diags, Cost cost_kind,
-                                             const CostFn& true_cost,
-                                             std::vector<std::pair<std::string, std::optional<Schedule>>> apart = {}) {
+                                             Seeds seeds, const std::string& shape, std::vector<Diag>* diags,
+                                             Cost cost_kind, const CostFn& true_cost, std::vector<Seeds> apart = {}) {
   const int chunks = static_cast<int>(placement[0].size());
   Mem smallest_b = pr.mem_b.empty() ? 1 : *std::min_element(pr.mem_b.begin(), pr.mem_b.end());
   int most = 2 * chunks * pr.p;
@@ -266,13 +266,14 @@ std::optional<SearchResult> search_placement(const Problem& pr, const std::vecto
     }
   };
   if (best) polish(&*best, pr);
-  // The best of the seeds polished apart, also polished, and kept if it ends lower: a better start
-  // can end worse after the polish, so these never take the other winner's polish away. Polished
-  // within its own peak, so that a larger limit never gives a worse plan from it.
-  std::optional<SearchResult> other;
-  for (auto& [name, seed] : apart)
-    if (seed) consider(std::move(*seed), name, &other);
-  if (other) {
+  // The best of each group of seeds polished apart, also polished, and kept if it ends lower: a
+  // better start can end worse after the polish, so these never take another winner's polish
+  // away. Polished within its own peak, so that a larger limit never gives a worse plan from it.
+  for (Seeds& group : apart) {
+    std::optional<SearchResult> other;
+    for (auto& [name, seed] : group)
+      if (seed) consider(std::move(*seed), name, &other);
+    if (!other) continue;
     Problem kept = pr;
     kept.mem_limit = peak_memory_of(other->schedule, pr);
     polish(&*other, kept);
@@ -316,23 +317,32 @@ std::optional<Schedule> split_backwards(std::optional<Schedule> s) {
 
 std::optional<SearchResult> search_v(const Problem& pr, std::vector<Diag>* diags, Cost cost_kind,
                                      const CostFn& true_cost) {
-  std::vector<std::pair<std::string, std::optional<Schedule>>> seeds;
+  Seeds seeds;
   seeds.emplace_back("v-min", generate_v_block(pr, VBlock::kMin));
   seeds.emplace_back("v-half", generate_v_block(pr, VBlock::kHalf));
   std::string stalled, err;
   seeds.emplace_back("v-zb", generate_v_zb(pr, &stalled));
   seeds.emplace_back("zb-v", generate_zb_v(pr));
   seeds.emplace_back("dualpipe-v", generate_dualpipe_v(pr, &err));
-  std::vector<std::pair<std::string, std::optional<Schedule>>> reordered;
-  reordered.emplace_back("v-min reordered", generate_v_block_reordered(pr, VBlock::kMin));
-  reordered.emplace_back("v-half reordered", generate_v_block_reordered(pr, VBlock::kHalf));
+  // Polished apart: the reordered V-Min and V-Half, and the authors' family of blocks reordered
+  // (between V-Min's, V-Half's and V-ZB's memories one of them fits each limit closely) in two
+  // groups, as they keep their steady phase or not: each group's best ends lowest after the
+  // polish at some limits.
+  std::vector<Seeds> apart(3);
+  apart[0].emplace_back("v-min reordered", generate_v_block_reordered(pr, VBlock::kMin));
+  apart[0].emplace_back("v-half reordered", generate_v_block_reordered(pr, VBlock::kHalf));
+  const Mem most = pr.mem_limit ? *pr.mem_limit : std::numeric_limits<Mem>::max();
+  for (auto& [name, block] : generate_v_block_family(pr, most)) {
+    const bool steady_moved = name.find("steady phase too") != std::string::npos;
+    apart[steady_moved ? 2 : 1].emplace_back(name, std::move(block));
+  }
   return search_placement(pr, v_shape_placement(pr.p), std::move(seeds), "V-shape", diags, cost_kind, true_cost,
-                          std::move(reordered));
+                          std::move(apart));
 }
 
 std::optional<SearchResult> search_interleaved(const Problem& pr, std::vector<Diag>* diags, Cost cost_kind,
                                                const CostFn& true_cost) {
-  std::vector<std::pair<std::string, std::optional<Schedule>>> seeds;
+  Seeds seeds;
   std::string err;
   auto interleaved = generate_1f1b_interleaved(pr, &err);  // where m is a multiple of p
   seeds.emplace_back("1f1b-i split", split_backwards(interleaved));

@@ -3,6 +3,8 @@
 #include "planner/gen_v.h"
 
 #include <fstream>
+#include <limits>
+#include <set>
 #include <sstream>
 
 #include <catch2/catch.hpp>
@@ -203,6 +205,46 @@ TEST_CASE("v-zb: at 1F1B's activation memory no worse than ZB-V, strictly better
   }
 }
 
+TEST_CASE("v block family: every block valid for every p and m, within the limit given, each order once") {
+  for (int p : {1, 2, 3, 4, 5, 8}) {
+    for (int m : {1, 2, p, 2 * p + 1}) {
+      INFO("p=" << p << " m=" << m);
+      for (const Problem& pr : {make_problem(p, m, 1, 1, 1, 0, 1, 0.5, "", 2), uneven(p, m)}) {
+        const Mem limit = (p + 1) * pr.mem_b[0];  // a little over half of 1F1B's 2p chunk activations
+        auto family = generate_v_block_family(pr, limit);
+        CHECK(!family.empty());
+        std::set<std::string> orders;  // each stage's ops as text
+        for (const auto& [name, s] : family) {
+          INFO(name);
+          CHECK(name.rfind("block 0", 0) == 0);
+          check_invariants(s, pr);
+          CHECK(peak_of(s, pr) <= limit);
+          std::string text;
+          for (const auto& ops : s.stages) {
+            for (const Op& op : ops) text += op_type_name(op.type) + std::to_string(op.mb) + "." + std::to_string(op.chunk) + " ";
+            text += "\n";
+          }
+          orders.insert(text);
+        }
+        CHECK(orders.size() == family.size());
+      }
+    }
+  }
+}
+
+TEST_CASE("v block family: the authors' own figures at their search's memory on their unit model") {
+  // Their v_auto_schedule (tests/golden/authors) at p=4 m=8 and 5 units spans 56 (0.1429) from
+  // the block 0345 +1: the same block reordered, its cool-down laid out as theirs, spans 56; kept
+  // as the squeezes leave it, 58.
+  const Problem pr = make_problem(4, 8, 1, 1, 1, 0, 1, 1, "", 2);
+  Ticks best = std::numeric_limits<Ticks>::max();
+  for (const auto& [name, s] : generate_v_block_family(pr, 5 * pr.mem_b[0])) {
+    CHECK(peak_of(s, pr) <= 5 * pr.mem_b[0]);
+    if (name.find("cool-down laid out") != std::string::npos) best = std::min(best, simulate_span(s, pr));
+  }
+  CHECK(best == *to_quanta(56));
+}
+
 TEST_CASE("v-zb rounds: valid or refused with the reason for every p and m") {
   for (int p : {1, 2, 3, 4, 5, 6, 8}) {
     for (int m : {1, 2, p, 2 * p, 3 * p + 1}) {
@@ -337,12 +379,12 @@ TEST_CASE("interleaved search: valid at every memory from one microbatch's chunk
       }
 }
 
-TEST_CASE("v search: at the peaks of the authors' own V schedules no worse than recorded") {
+TEST_CASE("v search: at the peaks of the authors' own V schedules no worse than theirs") {
   // tests/golden/authors (README there): schedules the authors' generators wrote (their search at
   // a memory limit, V-Min, V-Half, V-ZB), the best of theirs at each peak. Their memory model: a
   // chunk's F holds one unit until its W. Each file must import to the span bubble rate and peak
-  // recorded for it; the V search at that peak must not be worse than the figure recorded for it
-  // (issue 21 asks for no worse than theirs: figures.tsv keeps the gap until the search closes it).
+  // recorded for it; the V search at that peak must not be worse than theirs (issue 21's floor),
+  // nor than the figure recorded for it (figures.tsv: so that it cannot drift up unnoticed).
   std::ifstream table(std::string(ZBPP_GOLDEN_DIR) + "/authors/figures.tsv");
   REQUIRE(table);
   int files = 0, at_or_below = 0;
@@ -385,9 +427,8 @@ TEST_CASE("v search: at the peaks of the authors' own V schedules no worse than 
     if (ours <= theirs + 5e-5) ++at_or_below;
   }
   CHECK(files == 23);
-  // 7 today (equal times: p=4 at 4, 6 and 8 units, p=8 at 10 and 16; 1.5B at 10, their V-Half's
-  // and auto's peak, and at 16, their V-ZB's); the other 16 of theirs, from their search at a
-  // memory limit, are lower.
+  // All 23 since the V search took the authors' family of blocks with their cool-down: equal on
+  // their unit model, lower on the 1.5B times at 8 and 9 units and 11 to 15.
   INFO(at_or_below << " of " << files << " at or below theirs");
-  CHECK(at_or_below >= 7);
+  CHECK(at_or_below == files);
 }
