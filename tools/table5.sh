@@ -2,11 +2,7 @@
 # Prints our bubble rates next to the paper's Table 5 for 1F1B, ZB-H1, ZB-H2 and 1F1B-I, from the
 # settings in tests/golden/table5.tsv. Usage: tools/table5.sh [path/to/zbplan]
 set -euo pipefail
-here="$(cd "$(dirname "$0")/.." && pwd)"
-zbplan="${1:-$here/build/zbplan}"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-rate() { "$zbplan" plan -o "$tmp/s.json" "$@" | awk '$1 == "span" && $2 == "bubble" {print $4}'; }
+source "$(dirname "$0")/zbplan_rate.sh"
 printf "%-6s %3s %4s | %-15s | %-15s | %-15s | %-15s\n" model p m "1F1B ours/paper" "ZB-H1" "ZB-H2" "1F1B-I"
 grep -v '^#' "$here/tests/golden/table5.tsv" | while IFS=$'\t' read -r model p m tf tb tw tc ch h a r1 ri h1 h2 z1 z2 zi; do
   common=(-p "$p" -m "$m" --tf "$tf" --tb "$tb" --tw "$tw")

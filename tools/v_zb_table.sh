@@ -4,11 +4,7 @@
 # M_B = 0.5 and M_W = 0.25 a chunk. Prints the markdown rows of docs/v-shape.md's V-ZB table.
 # Usage: tools/v_zb_table.sh [path/to/zbplan]
 set -euo pipefail
-here="$(cd "$(dirname "$0")/.." && pwd)"
-zbplan="${1:-$here/build/zbplan}"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-rate() { "$zbplan" plan -o "$tmp/s.json" "$@" | awk '$1 == "span" && $2 == "bubble" {print $4}'; }
+source "$(dirname "$0")/zbplan_rate.sh"
 echo "| setting | zb-v | v-zb |"
 echo "|---|---|---|"
 grep -v '^#' "$here/tests/golden/table5.tsv" | while IFS=$'\t' read -r model p m tf tb tw tc _; do
