@@ -2,9 +2,11 @@
 """Draws docs/img/v-bubble-memory.svg: the span bubble rate (the paper's cost) against the activation
 memory limit, from the smallest limit anything fits up to 2p, for one chunk per stage (zbplan's
 heuristic) and for the V placement (the V search: --chunks 2, each chunk half a stage's times and
-memory), with the v-min, v-half, v-zb and zb-v schedules marked at their own peak memory. Settings
-as tools/v_table.sh: the paper's 1.5B p=8 m=24 and 14.6B p=16 m=48 (tests/golden/table5.tsv), M_B = 1
-per stage, M_W = 0.5. Plain SVG written here (no plotting library); tools/pictures.sh rasterises it.
+memory), with the v-min, v-half, v-zb and zb-v schedules marked at their own peak memory, and the
+authors' own V-Min, V-Half and V-ZB (tests/golden/authors, imported with the same times and memory)
+beside them. Settings as tools/v_table.sh: the paper's 1.5B p=8 m=24 and 14.6B p=16 m=48
+(tests/golden/table5.tsv), M_B = 1 per stage, M_W = 0.5. Plain SVG written here (no plotting
+library); tools/pictures.sh rasterises it.
 Usage: v_picture.py ZBPLAN OUT.svg"""
 import concurrent.futures
 import os
@@ -16,6 +18,11 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 SETTINGS = [("1.5B", 8, 24), ("14.6B", 16, 48)]
 BLOCKS = ["v-min", "v-half", "v-zb", "zb-v"]
+# The authors' schedules of each setting: (their name, file in tests/golden/authors).
+AUTHORS = {"1.5B": [("V-Min", "1.5B_p8_m24_v-min_peak8.csv"), ("V-Half", "1.5B_p8_m24_v-half_peak10.csv"),
+                    ("V-ZB", "1.5B_p8_m24_v-zb_peak16.csv")],
+           "14.6B": [("V-Min", "14.6B_p16_m48_v-min_peak12.csv"), ("V-Half", "14.6B_p16_m48_v-half_peak18.csv"),
+                     ("V-ZB", "14.6B_p16_m48_v-zb_peak32.csv")]}
 
 
 def table5_times(model, p, m):
@@ -27,12 +34,14 @@ def table5_times(model, p, m):
     sys.exit(f"v_picture.py: {model} p={p} m={m} is not in tests/golden/table5.tsv")
 
 
-def plan(zbplan, args):
-    """(span bubble rate, largest stage peak) of one plan, or None when nothing fits."""
+def plan(zbplan, args, command="plan"):
+    """(span bubble rate, largest stage peak) of one plan (or import), or None when nothing fits."""
     with tempfile.TemporaryDirectory() as tmp:
-        run = subprocess.run([zbplan, "plan", "--compute-only", "-o", os.path.join(tmp, "s.json")] + args,
+        run = subprocess.run([zbplan, command, "--compute-only", "-o", os.path.join(tmp, "s.json")] + args,
                              capture_output=True, text=True)
     if run.returncode != 0:
+        if command == "import":
+            sys.exit(f"v_picture.py: zbplan import {args[0]} failed: {run.stderr.strip()}")
         return None
     rate = float(re.search(r"^\s*span bubble rate\s+([0-9.]+)", run.stdout, re.M).group(1))
     peaks = re.search(r"^\s*peak memory\s+\[([^\]]*)\]", run.stdout, re.M).group(1)
@@ -51,13 +60,16 @@ def gather(zbplan):
             problems[model] = (p, one, v)
             for block in BLOCKS:
                 blocks[(model, block)] = pool.submit(plan, zbplan, ["--method", block] + v)
+            for name, file in AUTHORS[model]:
+                path = os.path.join(HERE, "..", "tests", "golden", "authors", file)
+                blocks[(model, "theirs " + name)] = pool.submit(plan, zbplan, [path] + v[6:], "import")
         for model, (p, one, v) in problems.items():
             # Absolute limits (M_B = 1 per stage) from 1 (one microbatch's activations) to 2p, by
             # 0.125p for p=8 and 0.25p for p=16 (the V search at p=16 takes a few seconds a limit);
             # the V search also at each marked schedule's peak, where the curve steps down.
             step = 1 if p <= 8 else 4
             limits = sorted({1, 2} | set(range(step, 2 * p + 1, step)))
-            peaks = {blocks[(model, b)].result()[1] for b in BLOCKS if blocks[(model, b)].result() is not None}
+            peaks = {r.result()[1] for (md, b), r in blocks.items() if md == model and r.result() is not None}
             for name, args, at in (("1 chunk", one, limits), ("V", v, sorted(set(limits) | peaks))):
                 for limit in at:
                     jobs[(model, name, limit)] = pool.submit(
@@ -68,8 +80,8 @@ def gather(zbplan):
         for name in ("1 chunk", "V"):
             curves[name] = sorted((limit / p, r.result()[0]) for (md, n, limit), r in jobs.items()
                                   if md == model and n == name and r.result() is not None)
-        marks = [(b, blocks[(model, b)].result()[1] / p, blocks[(model, b)].result()[0]) for b in BLOCKS
-                 if blocks[(model, b)].result() is not None]
+        marks = [(b, r.result()[1] / p, r.result()[0]) for (md, b), r in blocks.items()
+                 if md == model and r.result() is not None]
         out.append((f"{model}, p={p}, m={m}", curves, marks))
     return out
 
@@ -92,7 +104,8 @@ def svg(panels):
         e.append(f'<line x1="{lx}" y1="46" x2="{lx + 24}" y2="46" stroke="{COLOURS[name]}" stroke-width="2"/>')
         e.append(f'<text x="{lx + 30}" y="50">{label}</text>')
         lx += 190
-    e.append(f'<text x="{lx}" y="50">marked: the V schedules at their own peak memory</text>')
+    e.append(f'<text x="{lx}" y="50">marked at their own peak memory: our V schedules (squares), the '
+             f'authors\' (triangles)</text>')
     for i, (title, curves, marks) in enumerate(panels):
         x0, y0 = LEFT + i * (PANEL_W + GAP), TOP
 
@@ -125,6 +138,12 @@ def svg(panels):
                 e.append(f'<circle cx="{X(x):.1f}" cy="{Y(r):.1f}" r="2.5" fill="{COLOURS[name]}"/>')
         for name, x, r in marks:
             cx, cy = X(x), Y(r)
+            if name.startswith("theirs "):  # a triangle, its label under it to the left (ours: right)
+                e.append(f'<polygon points="{cx:.1f},{cy - 5:.1f} {cx - 5:.1f},{cy + 4:.1f} {cx + 5:.1f},{cy + 4:.1f}" '
+                         f'fill="white" stroke="#2ca02c" stroke-width="1.5"/>')
+                e.append(f'<text x="{cx - 7:.1f}" y="{cy + 16:.1f}" text-anchor="end" fill="#2ca02c">'
+                         f'theirs: {name[7:]} ({r:.3f})</text>')
+                continue
             e.append(f'<rect x="{cx - 4:.1f}" y="{cy - 4:.1f}" width="8" height="8" fill="white" stroke="black" '
                      f'stroke-width="1.5"/>')
             below = name == "zb-v"  # beside v-zb at the same memory: its label goes under it
