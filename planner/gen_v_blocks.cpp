@@ -138,6 +138,57 @@ class SlotGrid {
       for (int s = 0; s < p_; ++s) put_ws(s);
   }
 
+  // Each stage's ops before its first B of chunk 0 laid out as the authors' search does (with
+  // peak = the largest stage's count of chunk activations held, at most 2p): the F's of chunk 0
+  // while the stage waits for its first F of chunk 1 (at most 2(p-1-i) on stage i), then pairs of
+  // F chunk 0, F chunk 1 (i+1 of them), then B, W, F triples (chunk 1's F while any is left),
+  // with at most min(i+1, peak/2) F's of chunk 1 and peak less those of chunk 0 before the triples.
+  // Then every op at the earliest slot its order and inputs allow. False where that order
+  // deadlocks (nothing changed then).
+  bool lay_out_warm_up() {
+    int units = 0;
+    for (int s = 0; s < p_; ++s) {
+      int held = 0;
+      for (int id : cells_[s]) {
+        if (id < 0) continue;
+        held += id / m_ == kF0 || id / m_ == kF1 ? 1 : id / m_ >= kFB ? -1 : 0;
+        units = std::max(units, held);
+      }
+    }
+    units = std::min(units, 2 * p_);
+    std::vector<std::vector<std::pair<int, int>>> orders(p_);  // [stage]: kind, microbatch
+    for (int s = 0; s < p_; ++s) {
+      std::array<int, kKinds> before{};
+      size_t t = 0;
+      for (; t < cells_[s].size(); ++t) {
+        const int id = cells_[s][t];
+        if (id < 0) continue;
+        if (id / m_ == kB0) break;
+        ++before[id / m_];
+      }
+      const int most_f1 = std::min({s + 1, units / 2, m_}), most_f0 = std::min(units - most_f1, m_);
+      std::array<int, kKinds> used{};
+      auto add = [&](int kind, bool ok) {
+        if (ok && used[kind] < before[kind]) orders[s].emplace_back(kind, used[kind]++);
+      };
+      for (int k = 0; k < 2 * (p_ - 1 - s); ++k) add(kF0, used[kF0] < most_f0);
+      for (int k = 0; k <= s; ++k) {
+        add(kF0, used[kF0] < most_f0);
+        add(kF1, used[kF1] < most_f1);
+      }
+      while (used[kF0] < before[kF0] || used[kF1] < before[kF1] || used[kB1] < before[kB1] ||
+             used[kW1] < before[kW1]) {
+        add(kB1, true);
+        add(kW1, true);
+        if (used[kF1] < before[kF1]) add(kF1, true);
+        else add(kF0, true);
+      }
+      for (; t < cells_[s].size(); ++t)
+        if (cells_[s][t] >= 0) orders[s].emplace_back(cells_[s][t] / m_, cells_[s][t] % m_);
+    }
+    return place_in_order(orders);
+  }
+
   // The cool-down as the authors' search lays it out: after its last F of chunk 1, stage i takes
   // its last (peak+1)/2 B's of chunk 0 and its last min(i+1, peak - those) B's of chunk 1 (peak:
   // the largest stage count of chunk activations held, at most 2p) out with enough W's from its
@@ -470,22 +521,25 @@ std::vector<std::pair<std::string, Schedule>> generate_v_block_family(const Prob
   for (const FamilyBlock& block : block_family(pr.p)) {
     SlotGrid grid(pr, block.first);
     if (grid.peak() > limit) continue;
+    // As the authors' search does: warm-up and cool-down laid out, then the free slots filled.
+    SlotGrid theirs = grid;
+    if (theirs.lay_out_warm_up() && theirs.lay_out_cool_down()) {
+      theirs.fill_holes();
+      if (theirs.peak() <= limit) keep(block.name + ", warm-up and cool-down laid out", theirs.schedule("v-block"));
+    }
     // Reordered as V-Min and V-Half are, and again with the steady phase free to move too (which
-    // wins where memory is tight).
+    // wins where memory is tight); each also with the authors' cool-down laid out after.
     for (bool keep_steady : {true, false}) {
       SlotGrid g = grid;
       g.squeeze(true, keep_steady);
       g.squeeze(false, keep_steady);
       const std::string name = block.name + (keep_steady ? "" : ", steady phase too");
+      keep(name, g.schedule("v-block"));
       SlotGrid laid = g;
       if (laid.lay_out_cool_down()) {
         laid.fill_holes();
-        if (laid.peak() <= limit) {
-          keep(name + ", cool-down laid out", laid.schedule("v-block"));
-          continue;
-        }
+        if (laid.peak() <= limit) keep(name + ", cool-down laid out", laid.schedule("v-block"));
       }
-      keep(name, g.schedule("v-block"));
     }
   }
   return out;

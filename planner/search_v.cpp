@@ -324,17 +324,19 @@ std::optional<SearchResult> search_v(const Problem& pr, std::vector<Diag>* diags
   seeds.emplace_back("v-zb", generate_v_zb(pr, &stalled));
   seeds.emplace_back("zb-v", generate_zb_v(pr));
   seeds.emplace_back("dualpipe-v", generate_dualpipe_v(pr, &err));
-  // Polished apart: the reordered V-Min and V-Half, and the authors' family of blocks reordered
-  // (between V-Min's, V-Half's and V-ZB's memories one of them fits each limit closely) in two
-  // groups, as they keep their steady phase or not: each group's best ends lowest after the
-  // polish at some limits.
-  std::vector<Seeds> apart(3);
+  // Polished apart: the reordered V-Min and V-Half; and the authors' family of blocks (between
+  // V-Min's, V-Half's and V-ZB's memories one of them fits each limit closely) in five groups, as
+  // each was reordered (steady phase kept or not, cool-down laid out or not, or laid out as the
+  // authors do): each group's best ends lowest after the polish at some limits.
+  std::vector<Seeds> apart(6);
   apart[0].emplace_back("v-min reordered", generate_v_block_reordered(pr, VBlock::kMin));
   apart[0].emplace_back("v-half reordered", generate_v_block_reordered(pr, VBlock::kHalf));
   const Mem most = pr.mem_limit ? *pr.mem_limit : std::numeric_limits<Mem>::max();
   for (auto& [name, block] : generate_v_block_family(pr, most)) {
     const bool steady_moved = name.find("steady phase too") != std::string::npos;
-    apart[steady_moved ? 2 : 1].emplace_back(name, std::move(block));
+    const bool laid = name.find("cool-down laid out") != std::string::npos;
+    const bool as_theirs = name.find("warm-up and cool-down") != std::string::npos;
+    apart[as_theirs ? 5 : 1 + steady_moved + 2 * laid].emplace_back(name, std::move(block));
   }
   return search_placement(pr, v_shape_placement(pr.p), std::move(seeds), "V-shape", diags, cost_kind, true_cost,
                           std::move(apart));
