@@ -35,11 +35,11 @@ Schedule generate_v_block_reordered(const Problem& problem, VBlock block);
 /// The blocks of the authors' memory-controllable family (stage 0's slots for the four kinds, two
 /// uniform shifts from stage to stage and where the shift changes; planner/gen_v_blocks.cpp), each
 /// repeated for microbatches 0..m-1 on the slot grid: every distinct block whose peak memory on the
-/// grid is within `limit`, in five forms, named by the block and the form ("block 0235 +3x5 +1,
+/// grid is within `limit`, in three forms, named by the block and the form ("block 0235 +3x5 +1,
 /// steady phase too, cool-down laid out"): with its warm-up and cool-down laid out as the authors'
 /// search lays them out and its free slots filled; and reordered as generate_v_block_reordered
-/// does, with its steady phase kept or free to move, each as it is and with the authors' cool-down
-/// laid out after. Forms that end over `limit` and orders met before are left out.
+/// does, with its steady phase kept or free to move, then the authors' cool-down laid out after
+/// where that keeps within `limit`. Forms that end over `limit` and orders met before are left out.
 std::vector<std::pair<std::string, Schedule>> generate_v_block_family(const Problem& problem, Mem limit);
 
 /// Which of a ready B and a ready F the greedy runs first.

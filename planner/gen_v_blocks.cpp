@@ -82,11 +82,6 @@ class SlotGrid {
           for (int j = 0; j < m_; ++j) clear(s, k, j);
     Mem limit = 0;
     for (int s = 0; s < p_; ++s) limit = std::max(limit, peak(s, with_ws));
-    std::vector<std::tuple<long long, int, int, int>> order;  // slot, stage, kind, microbatch
-    for (int s = 0; s < p_; ++s)
-      for (int k = 0; k < (with_ws ? kKinds : kFB); ++k)
-        for (int j = 0; j < m_; ++j) order.emplace_back(slot_[s][k][j], s, k, j);
-    std::sort(order.begin(), order.end());
     // With the W's in place: each stage's memory after each slot.
     std::vector<std::vector<Mem>> levels(p_);
     if (with_ws)
@@ -97,43 +92,49 @@ class SlotGrid {
           levels[s].push_back(mem);
         }
       }
+    // In slot order, stage by stage within a slot (ops only move to earlier slots, already passed).
+    long long end = 0;
+    for (int s = 0; s < p_; ++s) end = std::max<long long>(end, cells_[s].size());
     int phase = 0;
-    for (const auto& [unused, s, k, j] : order) {
-      if (phase == 0 && s == 0 && k == kB0 && keep_steady) phase = 1;
-      if (phase == 1) {
-        if (s == 0 && k == kF0 && j == m_ - 1) phase = 2;
-        continue;
-      }
-      if (phase == 0 && !with_ws) continue;
-      const long long at = slot_[s][k][j];
-      const long long from = earliest(s, k, j);
-      if (with_ws) {
-        // The W's hold their slots: the move adds the op's memory to the levels between its new
-        // slot and its old one, so the earliest free slot from which those levels stay within
-        // the limit is the one.
-        const Mem delta = memory_delta(op_of(k, j), s, pr_);
-        auto& lv = levels[s];
-        long long best = -1;
-        for (long long t = at - 1; t >= from; --t) {
-          if (delta > 0 && lv[t] + delta > limit) break;
-          if (cell(s, t) < 0) best = t;
+    for (long long slot = 0; slot < end; ++slot)
+      for (int s = 0; s < p_; ++s) {
+        if (cell(s, slot) < 0) continue;
+        const int k = cell(s, slot) / m_, j = cell(s, slot) % m_;
+        if (phase == 0 && s == 0 && k == kB0 && keep_steady) phase = 1;
+        if (phase == 1) {
+          if (s == 0 && k == kF0 && j == m_ - 1) phase = 2;
+          continue;
         }
-        if (best >= 0) {
+        if (phase == 0 && !with_ws) continue;
+        const long long at = slot_[s][k][j];
+        const long long from = earliest(s, k, j);
+        if (with_ws) {
+          // The W's hold their slots: the move adds the op's memory to the levels between its new
+          // slot and its old one, so the earliest free slot from which those levels stay within
+          // the limit is the one.
+          const Mem delta = memory_delta(op_of(k, j), s, pr_);
+          auto& lv = levels[s];
+          long long best = -1;
+          for (long long t = at - 1; t >= from; --t) {
+            if (delta > 0 && lv[t] + delta > limit) break;
+            if (cell(s, t) < 0) best = t;
+          }
+          if (best >= 0) {
+            clear(s, k, j);
+            set(s, k, j, best);
+            for (long long t = best; t < at; ++t) lv[t] += delta;
+          }
+          continue;
+        }
+        for (long long t = from; t < at; ++t) {
+          if (cell(s, t) >= 0) continue;
           clear(s, k, j);
-          set(s, k, j, best);
-          for (long long t = best; t < at; ++t) lv[t] += delta;
+          set(s, k, j, t);
+          if (peak(s, with_ws) <= limit) break;
+          clear(s, k, j);
+          set(s, k, j, at);
         }
-        continue;
       }
-      for (long long t = from; t < at; ++t) {
-        if (cell(s, t) >= 0) continue;
-        clear(s, k, j);
-        set(s, k, j, t);
-        if (peak(s, with_ws) <= limit) break;
-        clear(s, k, j);
-        set(s, k, j, at);
-      }
-    }
     if (!with_ws)
       for (int s = 0; s < p_; ++s) put_ws(s);
   }
@@ -528,18 +529,22 @@ std::vector<std::pair<std::string, Schedule>> generate_v_block_family(const Prob
       if (theirs.peak() <= limit) keep(block.name + ", warm-up and cool-down laid out", theirs.schedule("v-block"));
     }
     // Reordered as V-Min and V-Half are, and again with the steady phase free to move too (which
-    // wins where memory is tight); each also with the authors' cool-down laid out after.
+    // wins where memory is tight); then the authors' cool-down laid out, where that keeps within
+    // the limit (else as the reordering left it).
     for (bool keep_steady : {true, false}) {
       SlotGrid g = grid;
       g.squeeze(true, keep_steady);
       g.squeeze(false, keep_steady);
       const std::string name = block.name + (keep_steady ? "" : ", steady phase too");
-      keep(name, g.schedule("v-block"));
       SlotGrid laid = g;
       if (laid.lay_out_cool_down()) {
         laid.fill_holes();
-        if (laid.peak() <= limit) keep(name + ", cool-down laid out", laid.schedule("v-block"));
+        if (laid.peak() <= limit) {
+          keep(name + ", cool-down laid out", laid.schedule("v-block"));
+          continue;
+        }
       }
+      keep(name, g.schedule("v-block"));
     }
   }
   return out;

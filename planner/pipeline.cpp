@@ -180,7 +180,7 @@ std::optional<Generated> generate(const Problem& original, const std::string& me
     warm_start = v ? "the V search" : "the interleaved search";
     notes.push_back(std::string(v ? "V search: " : "interleaved search: ") + std::to_string(found->feasible) + " of " +
                     std::to_string(found->candidates) + " candidates fit the memory limit (greedy budgets and knobs; " +
-                    (v ? "v-min, v-half (blocks and reordered), the authors' family of blocks (reordered), v-zb, zb-v, dualpipe-v" : "1f1b-i and 1f1b-i split") + " seeds); best by " +
+                    (v ? "v-min, v-half (blocks and reordered), the authors' family of blocks (the 4 best of each form), v-zb, zb-v, dualpipe-v" : "1f1b-i and 1f1b-i split") + " seeds); best by " +
                     ranked_by + ": " + found->winner);
   } else if (method == "heuristic" || method == "ilp") {
     if (!check_shape(pr, method, 1, diags)) return std::nullopt;

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <functional>
 #include <thread>
+#include <tuple>
 
 #include "core/deps.h"
 #include "core/simulate.h"
@@ -325,18 +326,34 @@ std::optional<SearchResult> search_v(const Problem& pr, std::vector<Diag>* diags
   seeds.emplace_back("zb-v", generate_zb_v(pr));
   seeds.emplace_back("dualpipe-v", generate_dualpipe_v(pr, &err));
   // Polished apart: the reordered V-Min and V-Half; and the authors' family of blocks (between
-  // V-Min's, V-Half's and V-ZB's memories one of them fits each limit closely) in five groups, as
-  // each was reordered (steady phase kept or not, cool-down laid out or not, or laid out as the
-  // authors do): each group's best ends lowest after the polish at some limits.
-  std::vector<Seeds> apart(6);
+  // V-Min's, V-Half's and V-ZB's memories one of them fits each limit closely) in three groups, as
+  // each was reordered (steady phase kept or not, or laid out as the authors do): each group's
+  // best ends lowest after the polish at some limits.
+  std::vector<Seeds> apart(4);
   apart[0].emplace_back("v-min reordered", generate_v_block_reordered(pr, VBlock::kMin));
   apart[0].emplace_back("v-half reordered", generate_v_block_reordered(pr, VBlock::kHalf));
   const Mem most = pr.mem_limit ? *pr.mem_limit : std::numeric_limits<Mem>::max();
+  const Cost compute = is_compute_cost(cost_kind) ? cost_kind : Cost::kSpan;
+  std::vector<std::vector<std::tuple<Ticks, size_t, std::string, Schedule>>> family(apart.size());
   for (auto& [name, block] : generate_v_block_family(pr, most)) {
     const bool steady_moved = name.find("steady phase too") != std::string::npos;
-    const bool laid = name.find("cool-down laid out") != std::string::npos;
     const bool as_theirs = name.find("warm-up and cool-down") != std::string::npos;
-    apart[as_theirs ? 5 : 1 + steady_moved + 2 * laid].emplace_back(name, std::move(block));
+    const Ticks cost = simulate_cost(block, pr, compute);
+    auto& group = family[as_theirs ? 3 : steady_moved ? 2 : 1];
+    if (cost >= 0) group.emplace_back(cost, group.size(), name, std::move(block));
+  }
+  // Only the few best of each group by the compute cost go on to be ranked (the true cost lowers
+  // each candidate and runs iterations back to back: hundreds of blocks would cost more than the
+  // greedy's whole grid).
+  constexpr size_t kFamilyKept = 4;
+  for (size_t g = 1; g < family.size(); ++g) {
+    auto& group = family[g];
+    const size_t kept = std::min(kFamilyKept, group.size());
+    // By cost, then in the order made (ties go to the first, as consider() keeps them).
+    std::partial_sort(group.begin(), group.begin() + kept, group.end(), [](const auto& a, const auto& b) {
+      return std::tie(std::get<0>(a), std::get<1>(a)) < std::tie(std::get<0>(b), std::get<1>(b));
+    });
+    for (size_t i = 0; i < kept; ++i) apart[g].emplace_back(std::get<2>(group[i]), std::move(std::get<3>(group[i])));
   }
   return search_placement(pr, v_shape_placement(pr.p), std::move(seeds), "V-shape", diags, cost_kind, true_cost,
                           std::move(apart));
