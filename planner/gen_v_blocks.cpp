@@ -147,16 +147,7 @@ class SlotGrid {
   // Then every op at the earliest slot its order and inputs allow. False where that order
   // deadlocks (nothing changed then).
   bool lay_out_warm_up() {
-    int units = 0;
-    for (int s = 0; s < p_; ++s) {
-      int held = 0;
-      for (int id : cells_[s]) {
-        if (id < 0) continue;
-        held += id / m_ == kF0 || id / m_ == kF1 ? 1 : id / m_ >= kFB ? -1 : 0;
-        units = std::max(units, held);
-      }
-    }
-    units = std::min(units, 2 * p_);
+    const int units = held_units();
     std::vector<std::vector<std::pair<int, int>>> orders(p_);  // [stage]: kind, microbatch
     for (int s = 0; s < p_; ++s) {
       std::array<int, kKinds> before{};
@@ -199,16 +190,7 @@ class SlotGrid {
   // without one, every op at the earliest slot its order allows. False where the layout meets an
   // op or deadlocks (nothing changed then).
   bool lay_out_cool_down() {
-    int units = 0;
-    for (int s = 0; s < p_; ++s) {
-      int held = 0;
-      for (int id : cells_[s]) {
-        if (id < 0) continue;
-        held += id / m_ == kF0 || id / m_ == kF1 ? 1 : id / m_ >= kFB ? -1 : 0;
-        units = std::max(units, held);
-      }
-    }
-    units = std::min(units, 2 * p_);
+    const int units = held_units();
     const int most_b0 = std::min((units + 1) / 2, m_), most_b1 = std::min(units - most_b0, m_);
     std::vector<std::vector<int>> kinds(p_);  // [stage][slot]: a kind or -1
     long long start = -1;                     // stage 0's last F of chunk 1
@@ -397,6 +379,21 @@ class SlotGrid {
       }
     }
     for (; !pending.empty(); ++t, pending.pop_front()) set(s, pending.front().first, pending.front().second, t);
+  }
+
+  // The authors' peak: the largest count of chunk activations a stage holds (its F's less its
+  // W's so far, whatever the problem's memory per op), at most 2p.
+  int held_units() const {
+    int units = 0;
+    for (int s = 0; s < p_; ++s) {
+      int held = 0;
+      for (int id : cells_[s]) {
+        if (id < 0) continue;
+        held += id / m_ == kF0 || id / m_ == kF1 ? 1 : id / m_ >= kFB ? -1 : 0;
+        units = std::max(units, held);
+      }
+    }
+    return std::min(units, 2 * p_);
   }
 
   // Every op at the earliest slot after the op before it on its stage and after its input (each
