@@ -40,7 +40,14 @@ Schedule generate_v_block_reordered(const Problem& problem, VBlock block);
 /// search lays them out and its free slots filled; and reordered as generate_v_block_reordered
 /// does, with its steady phase kept or free to move, then the authors' cool-down laid out after
 /// where that keeps within `limit`. Forms that end over `limit` and orders met before are left out.
-std::vector<std::pair<std::string, Schedule>> generate_v_block_family(const Problem& problem, Mem limit);
+/// How a block of the family was laid out (the V search polishes each form's best apart).
+enum class VBlockForm { kAsTheirs, kSteadyKept, kSteadyFree };
+struct VFamilyMember {
+  std::string name;
+  VBlockForm form;
+  Schedule schedule;
+};
+std::vector<VFamilyMember> generate_v_block_family(const Problem& problem, Mem limit);
 
 /// Which of a ready B and a ready F the greedy runs first.
 enum class VOrder {

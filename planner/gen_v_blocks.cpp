@@ -506,15 +506,15 @@ std::vector<FamilyBlock> block_family(int p) {
 
 }  // namespace
 
-std::vector<std::pair<std::string, Schedule>> generate_v_block_family(const Problem& pr, Mem limit) {
-  std::vector<std::pair<std::string, Schedule>> out;
+std::vector<VFamilyMember> generate_v_block_family(const Problem& pr, Mem limit) {
+  std::vector<VFamilyMember> out;
   std::set<uint64_t> seen;  // blocks that end in the same order, once (by a 64-bit FNV-1a hash)
-  auto keep = [&](std::string name, Schedule s) {
+  auto keep = [&](std::string name, VBlockForm form, Schedule s) {
     uint64_t h = 14695981039346656037ull;
     for (const auto& ops : s.stages)
       for (const Op& op : ops)
         for (int v : {static_cast<int>(op.type), op.mb, op.chunk, -1}) h = (h ^ static_cast<uint32_t>(v)) * 1099511628211ull;
-    if (seen.insert(h).second) out.emplace_back(std::move(name), std::move(s));
+    if (seen.insert(h).second) out.push_back({std::move(name), form, std::move(s)});
   };
   for (const FamilyBlock& block : block_family(pr.p)) {
     SlotGrid grid(pr, block.first);
@@ -523,7 +523,7 @@ std::vector<std::pair<std::string, Schedule>> generate_v_block_family(const Prob
     SlotGrid theirs = grid;
     if (theirs.lay_out_warm_up() && theirs.lay_out_cool_down()) {
       theirs.fill_holes();
-      if (theirs.peak() <= limit) keep(block.name + ", warm-up and cool-down laid out", theirs.schedule("v-block"));
+      if (theirs.peak() <= limit) keep(block.name + ", warm-up and cool-down laid out", VBlockForm::kAsTheirs, theirs.schedule("v-block"));
     }
     // Reordered as V-Min and V-Half are, and again with the steady phase free to move too (which
     // wins where memory is tight); then the authors' cool-down laid out, where that keeps within
@@ -533,15 +533,16 @@ std::vector<std::pair<std::string, Schedule>> generate_v_block_family(const Prob
       g.squeeze(true, keep_steady);
       g.squeeze(false, keep_steady);
       const std::string name = block.name + (keep_steady ? "" : ", steady phase too");
+      const VBlockForm form = keep_steady ? VBlockForm::kSteadyKept : VBlockForm::kSteadyFree;
       SlotGrid laid = g;
       if (laid.lay_out_cool_down()) {
         laid.fill_holes();
         if (laid.peak() <= limit) {
-          keep(name + ", cool-down laid out", laid.schedule("v-block"));
+          keep(name + ", cool-down laid out", form, laid.schedule("v-block"));
           continue;
         }
       }
-      keep(name, g.schedule("v-block"));
+      keep(name, form, g.schedule("v-block"));
     }
   }
   return out;

@@ -335,11 +335,9 @@ std::optional<SearchResult> search_v(const Problem& pr, std::vector<Diag>* diags
   const Mem most = pr.mem_limit ? *pr.mem_limit : std::numeric_limits<Mem>::max();
   const Cost compute = is_compute_cost(cost_kind) ? cost_kind : Cost::kSpan;
   std::vector<std::vector<std::tuple<Ticks, size_t, std::string, Schedule>>> family(apart.size());
-  for (auto& [name, block] : generate_v_block_family(pr, most)) {
-    const bool steady_moved = name.find("steady phase too") != std::string::npos;
-    const bool as_theirs = name.find("warm-up and cool-down") != std::string::npos;
+  for (auto& [name, form, block] : generate_v_block_family(pr, most)) {
     const Ticks cost = simulate_cost(block, pr, compute);
-    auto& group = family[as_theirs ? 3 : steady_moved ? 2 : 1];
+    auto& group = family[form == VBlockForm::kAsTheirs ? 3 : form == VBlockForm::kSteadyFree ? 2 : 1];
     if (cost >= 0) group.emplace_back(cost, group.size(), name, std::move(block));
   }
   // Only the few best of each group by the compute cost go on to be ranked (the true cost lowers

@@ -214,7 +214,7 @@ TEST_CASE("v block family: every block valid for every p and m, within the limit
         auto family = generate_v_block_family(pr, limit);
         CHECK(!family.empty());
         std::set<std::string> orders;  // each stage's ops as text
-        for (const auto& [name, s] : family) {
+        for (const auto& [name, form, s] : family) {
           INFO(name);
           CHECK(name.rfind("block 0", 0) == 0);
           check_invariants(s, pr);
@@ -238,7 +238,7 @@ TEST_CASE("v block family: the authors' own figures at their search's memory on 
   // as the squeezes leave it, 58.
   const Problem pr = make_problem(4, 8, 1, 1, 1, 0, 1, 1, "", 2);
   Ticks best = std::numeric_limits<Ticks>::max();
-  for (const auto& [name, s] : generate_v_block_family(pr, 5 * pr.mem_b[0])) {
+  for (const auto& [name, form, s] : generate_v_block_family(pr, 5 * pr.mem_b[0])) {
     CHECK(peak_of(s, pr) <= 5 * pr.mem_b[0]);
     if (name.find("cool-down laid out") != std::string::npos) best = std::min(best, simulate_span(s, pr));
   }
