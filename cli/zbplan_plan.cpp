@@ -36,22 +36,15 @@ int write_planned(const PlanResult& planned, const IterationFlags& iteration_fla
   if (!timeline) return fail(err, diags);
   const Objective objective = iteration_flags.objective_or_default();
   const Ticks bound = wall_lower_bound(planned.problem, schedule.placement);
-  // Written as it is made: a big schedule's text is never held whole. From about a megabyte on
-  // (some 16,000 ops) a second thread writes each piece while the next is made.
+  // Written as it is made: a big schedule's text is never held whole.
   ReplacingFile file;
   std::string why;
-  size_t ops = 0;
-  for (const auto& stage : schedule.stages) ops += stage.size();
-  std::optional<BackgroundWriter> background;  // destroyed (joined) before the file
-  auto to_file = [&](std::string_view piece) {
-    return background ? background->write(piece, &why) : file.write(piece, &why);
-  };
-  bool written = file.open(output, &why);
-  if (written && ops >= (1u << 14)) background.emplace(&file);
-  written = written &&
-            write_schedule_json(schedule, planned.problem, *timeline, to_file, iterations ? &*iterations : nullptr,
-                                objective_name(objective), bound, planned.solver.status.empty() ? nullptr : &planned.solver) &&
-            (!background || background->finish(&why)) && file.commit(&why);
+  auto to_file = [&](std::string_view piece) { return file.write(piece, &why); };
+  const bool written =
+      file.open(output, &why) &&
+      write_schedule_json(schedule, planned.problem, *timeline, to_file, iterations ? &*iterations : nullptr,
+                          objective_name(objective), bound, planned.solver.status.empty() ? nullptr : &planned.solver) &&
+      file.commit(&why);
   if (!written) {
     err << "zbplan: cannot write " << why << "\n";
     return kExitInvalid;

@@ -131,61 +131,6 @@ bool ReplacingFile::commit(std::string* err) {
   return true;
 }
 
-BackgroundWriter::BackgroundWriter(ReplacingFile* file) : file_(file) { thread_ = std::thread([this] { run(); }); }
-
-BackgroundWriter::~BackgroundWriter() {
-  std::string unused;
-  finish(&unused);
-}
-
-void BackgroundWriter::run() {
-  std::string writing;
-  std::unique_lock<std::mutex> lock(mutex_);
-  for (;;) {
-    changed_.wait(lock, [&] { return !queued_.empty() || finishing_; });
-    if (queued_.empty()) return;  // finishing, all written
-    writing.swap(queued_);
-    changed_.notify_all();  // room for the next piece
-    lock.unlock();
-    std::string why;
-    const bool ok = file_->write(writing, &why);
-    writing.clear();
-    lock.lock();
-    if (!ok) {
-      failed_ = true;
-      why_ = why;
-      changed_.notify_all();
-      return;
-    }
-  }
-}
-
-bool BackgroundWriter::write(std::string_view piece, std::string* err) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  // A piece or more queued is enough to keep the thread busy: wait for it to take them.
-  changed_.wait(lock, [&] { return failed_ || queued_.size() < (1u << 16); });
-  if (failed_) {
-    *err = why_;
-    return false;
-  }
-  queued_.append(piece);
-  changed_.notify_all();
-  return true;
-}
-
-bool BackgroundWriter::finish(std::string* err) {
-  if (thread_.joinable()) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      finishing_ = true;
-    }
-    changed_.notify_all();
-    thread_.join();
-  }
-  if (failed_) *err = why_;
-  return !failed_;
-}
-
 bool write_file_replacing(const std::string& path, const std::string& text, std::string* err) {
   ReplacingFile file;
   return file.open(path, err) && file.write(text, err) && file.commit(err);

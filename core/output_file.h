@@ -13,11 +13,8 @@
 // Errors read "PATH: strerror", e.g. "/dev/full: No space left on device".
 #pragma once
 
-#include <condition_variable>
-#include <mutex>
 #include <string>
 #include <string_view>
-#include <thread>
 
 namespace zbpp {
 
@@ -46,32 +43,6 @@ class ReplacingFile {
   std::string given_;        ///< the path as given, for messages
   std::string target_, tmp_, dir_;
   size_t written_ = 0, flushed_ = 0;  ///< bytes written; bytes handed to the disk early (write())
-};
-
-/// Hands the pieces of a big file to a ReplacingFile on a second thread, so the kernel's part of
-/// writing them (the file's pages) overlaps the making of the next piece. write() copies the piece
-/// (its buffer is free again at once) and waits only while a full piece is still queued; a failure
-/// of the file's write is returned by the next write() or by finish(), which waits for the last
-/// one. Destroyed unfinished, it finishes. Then commit() the file.
-class BackgroundWriter {
- public:
-  explicit BackgroundWriter(ReplacingFile* file);
-  BackgroundWriter(const BackgroundWriter&) = delete;
-  BackgroundWriter& operator=(const BackgroundWriter&) = delete;
-  ~BackgroundWriter();
-
-  bool write(std::string_view piece, std::string* err);
-  bool finish(std::string* err);
-
- private:
-  void run();
-  ReplacingFile* file_;
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::string queued_;   ///< written next; the thread swaps it with its own buffer
-  bool finishing_ = false, failed_ = false;
-  std::string why_;      ///< the file's error, once failed_
-  std::thread thread_;
 };
 
 /// Whether `path` could be written without writing it: an existing file must be writable and not a

@@ -13,9 +13,12 @@ namespace zbpp {
 namespace {
 
 // The op lines make up nearly all of a big file (56,508 ops, 3.3 MB at p=32, m=256): they are
-// written with to_chars and fixed-size copies into a 64 KB buffer handed to the sink whenever it is
-// full (an ostringstream took ten times as long, and holding the whole text costs fresh pages).
-constexpr size_t kMaxOpLine = 96;  // 6 + 10 + 10 ("VALIDATE") + 4 * (13 + 11) + 3 < 96
+// written with fixed-size copies and a digit table into a 256 KB buffer handed to the sink whenever
+// it is full (an ostringstream took ten times as long, and holding the whole text costs fresh pages;
+// smaller pieces cost more writes, and a second thread writing them cost more than it saved).
+// The longest line start (SEND_F's, 31 bytes; its fixed copy writes 48) and four 11-character
+// numbers with their names and the end: 31 + 11 + 11 + 11 + 10 + 11 + 10 + 11 + 3 = 109.
+constexpr size_t kMaxOpLine = 112;
 
 template <size_t N>
 char* put(char* at, const char (&text)[N]) {
@@ -23,41 +26,60 @@ char* put(char* at, const char (&text)[N]) {
   return at + N - 1;
 }
 
-template <size_t N>
-char* put_field(char* at, const char (&name)[N], int v) {
-  return std::to_chars(put(at, name), at + kMaxOpLine, v).ptr;
+// An int in decimal; ops' numbers are small, so up to three digits skip to_chars.
+[[gnu::always_inline]] inline char* put_int(char* at, int v) {
+  static constexpr char kPairs[] =
+      "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+      "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+      "8081828384858687888990919293949596979899";
+  if (static_cast<unsigned>(v) < 10) {
+    *at = static_cast<char>('0' + v);
+    return at + 1;
+  }
+  if (static_cast<unsigned>(v) < 100) {
+    std::memcpy(at, kPairs + 2 * v, 2);
+    return at + 2;
+  }
+  if (static_cast<unsigned>(v) < 1000) {
+    *at = static_cast<char>('0' + v / 100);
+    std::memcpy(at + 1, kPairs + 2 * (v % 100), 2);
+    return at + 3;
+  }
+  return std::to_chars(at, at + 12, v).ptr;
 }
 
-// `"NAME"` of every op type, padded so that one fixed-size copy writes it (and the length says
-// how much of it counts).
-struct QuotedName {
-  char text[16];
+// The start of each op type's line, `      {"type": "NAME"` and, for ops with a microbatch,
+// `, "mb": `, padded so that one fixed-size copy writes it (the length says how much counts).
+struct LineStart {
+  char text[48];
   size_t size;
 };
-const QuotedName& quoted_name(OpType t) {
-  static const auto names = [] {
-    std::array<QuotedName, static_cast<size_t>(OpType::VALIDATE) + 1> out{};
+using LineStarts = std::array<LineStart, static_cast<size_t>(OpType::VALIDATE) + 1>;
+const LineStarts& line_starts() {
+  static const auto starts = [] {
+    LineStarts out{};
     for (size_t i = 0; i < out.size(); ++i) {
-      std::string quoted = "\"" + std::string(op_type_text(static_cast<OpType>(i))) + "\"";
-      std::memcpy(out[i].text, quoted.data(), quoted.size());
-      out[i].size = quoted.size();
+      const auto type = static_cast<OpType>(i);
+      std::string start = "      {\"type\": \"" + std::string(op_type_text(type)) + "\"";
+      if (!is_optimizer_op(type)) start += ", \"mb\": ";
+      std::memcpy(out[i].text, start.data(), start.size());
+      out[i].size = start.size();
     }
     return out;
   }();
-  return names[static_cast<size_t>(t)];
+  return starts;
 }
 
-char* put_op_line(char* at, const Op& op, bool last) {
-  at = put(at, "      {\"type\": ");
-  const QuotedName& name = quoted_name(op.type);
-  std::memcpy(at, name.text, sizeof name.text);
-  at += name.size;
+char* put_op_line(char* at, const Op& op, bool last, const LineStarts& starts) {
+  const LineStart& start = starts[static_cast<size_t>(op.type)];
+  std::memcpy(at, start.text, sizeof start.text);
+  at += start.size;
   if (!is_optimizer_op(op.type)) {
-    at = put_field(at, ", \"mb\": ", op.mb);
-    at = put_field(at, ", \"chunk\": ", op.chunk);
+    at = put_int(at, op.mb);
+    at = put_int(put(at, ", \"chunk\": "), op.chunk);
   }
-  if (op.peer >= 0) at = put_field(at, ", \"peer\": ", op.peer);
-  if (op.slot >= 0) at = put_field(at, ", \"slot\": ", op.slot);
+  if (op.peer >= 0) at = put_int(put(at, ", \"peer\": "), op.peer);
+  if (op.slot >= 0) at = put_int(put(at, ", \"slot\": "), op.slot);
   return last ? put(at, "}\n") : put(at, "},\n");
 }
 
@@ -107,7 +129,7 @@ bool write_schedule_json(const Schedule& s, const Problem& pr, const Timeline& t
   }
   out << "  \"stages\": [\n";
   if (!sink(out.view())) return false;
-  std::vector<char> buffer(64 * 1024);
+  std::vector<char> buffer(256 * 1024);
   char* at = buffer.data();
   auto room = [&](size_t n) {  // false when the sink refuses what the buffer holds
     if (at + n <= buffer.data() + buffer.size()) return true;
@@ -115,13 +137,14 @@ bool write_schedule_json(const Schedule& s, const Problem& pr, const Timeline& t
     at = buffer.data();
     return ok;
   };
+  const LineStarts& starts = line_starts();
   for (size_t st = 0; st < s.stages.size(); ++st) {
     if (!room(16)) return false;
     at = put(at, "    [\n");
     const auto& stage = s.stages[st];
     for (size_t i = 0; i < stage.size(); ++i) {
       if (!room(kMaxOpLine)) return false;
-      at = put_op_line(at, stage[i], i + 1 == stage.size());
+      at = put_op_line(at, stage[i], i + 1 == stage.size(), starts);
     }
     if (!room(16)) return false;
     at = st + 1 < s.stages.size() ? put(at, "    ],\n") : put(at, "    ]\n");

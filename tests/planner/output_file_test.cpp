@@ -120,38 +120,6 @@ TEST_CASE("ReplacingFile: pieces replace the file at commit, and given up, the o
   CHECK(err == "/dev/full: No space left on device");
 }
 
-TEST_CASE("BackgroundWriter: the pieces reach the file in order, and the file's failure comes back") {
-  const std::string dir = fresh_dir("background"), path = dir + "/big.json";
-  std::string err, want;
-  {
-    ReplacingFile f;
-    REQUIRE(f.open(path, &err));
-    BackgroundWriter writer(&f);
-    std::string piece;
-    for (int i = 0; i < 3000; ++i) {  // some 12 MB in pieces of every size up to 8 KB
-      piece.assign(static_cast<size_t>(i * 37 % 8192), static_cast<char>('a' + i % 26));
-      piece += std::to_string(i) + "\n";
-      want += piece;
-      REQUIRE(writer.write(piece, &err));
-      piece.assign(piece.size(), '?');  // the caller's buffer is free again at once
-    }
-    REQUIRE(writer.finish(&err));
-    REQUIRE(f.commit(&err));
-  }
-  CHECK(read_all(path) == want);
-  CHECK(names_in(dir) == std::vector<std::string>{"big.json"});
-  ReplacingFile full;
-  REQUIRE(full.open("/dev/full", &err));
-  BackgroundWriter writer(&full);
-  bool refused = false;
-  for (int i = 0; i < 1000 && !refused; ++i) refused = !writer.write(std::string(4096, 'x'), &err);
-  CHECK(refused);
-  CHECK(err == "/dev/full: No space left on device");
-  err.clear();
-  CHECK_FALSE(writer.finish(&err));
-  CHECK(err == "/dev/full: No space left on device");
-}
-
 TEST_CASE("StreamFile: every write and the close are checked") {
   StreamFile f;
   std::string err;
@@ -205,7 +173,7 @@ TEST_CASE("zbplan: every output survives a failed write and the failure is exit 
   CHECK(names_in(dir) == std::vector<std::string>{"s.json"});
   CHECK(zbplan(with("/dev/full"), &err) == 1);
   CHECK(err == "zbplan: cannot write /dev/full: No space left on device\n");
-  // A big plan (27,000 ops) is written by a second thread (BackgroundWriter): the same.
+  // A big plan (27,000 ops, several pieces of text): the same.
   const std::vector<std::string> big = {"zbplan", "plan", "--method", "1f1b", "-p", "16", "-m", "256", "--tf", "1",
                                         "--tb", "1", "--tw", "1", "-o", path};
   {
