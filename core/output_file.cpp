@@ -9,6 +9,7 @@
 #include <climits>
 #include <cstdlib>
 #include <system_error>
+#include <thread>
 
 namespace zbpp {
 
@@ -48,6 +49,21 @@ mode_t new_file_mode() {
   return mode;
 }
 
+// A thread that drops the page cache of the file at `path` (empty when none can be started: then
+// whoever frees the file drops them).
+std::thread drop_cached_pages_beside(const std::string& path) {
+  try {
+    return std::thread([path] {
+      int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) return;
+      ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+      ::close(fd);
+    });
+  } catch (const std::system_error&) {
+    return std::thread();
+  }
+}
+
 }  // namespace
 
 ReplacingFile::~ReplacingFile() {
@@ -75,6 +91,7 @@ bool ReplacingFile::open(const std::string& path_given, std::string* err) {
   }
   const bool exists = ::stat(target_.c_str(), &st) == 0;
   if (exists && S_ISDIR(st.st_mode)) return fail(EISDIR, err);
+  replaces_big_file_ = exists && S_ISREG(st.st_mode) && st.st_size >= (1 << 20);
   if (exists && !S_ISREG(st.st_mode)) {
     // A device or a FIFO is written in place: nothing to rename over.
     in_place_ = true;
@@ -99,9 +116,9 @@ bool ReplacingFile::write(std::string_view text, std::string* err) {
   if (!write_all(fd_, text.data(), text.size(), &error)) return fail(error, err);
   written_ += text.size();
 #ifdef SYNC_FILE_RANGE_WRITE
-  // A big file written piece by piece: start writing each MiB to the disk now, while the rest is
+  // A big file written piece by piece: start writing each 256 KB to the disk now, while the rest is
   // made, so commit()'s fsync waits for little more than the last piece. Advisory: fsync checks.
-  if (!in_place_ && written_ - flushed_ >= (1u << 20)) {
+  if (!in_place_ && written_ - flushed_ >= (1u << 18)) {
     ::sync_file_range(fd_, static_cast<off_t>(flushed_), static_cast<off_t>(written_ - flushed_), SYNC_FILE_RANGE_WRITE);
     flushed_ = written_;
   }
@@ -110,7 +127,14 @@ bool ReplacingFile::write(std::string_view text, std::string* err) {
 }
 
 bool ReplacingFile::commit(std::string* err) {
-  if (!in_place_ && ::fsync(fd_) != 0) return fail(errno, err);
+  // The rename frees the file it replaces, whose cached pages it would drop on this thread after
+  // the wait for the disk; a big one's are dropped during that wait instead (they are clean, so
+  // nothing is written; a file that is not is only scheduled for writing).
+  std::thread drop_old_pages = replaces_big_file_ ? drop_cached_pages_beside(target_) : std::thread();
+  const int synced = in_place_ ? 0 : ::fsync(fd_);
+  const int sync_error = errno;
+  if (drop_old_pages.joinable()) drop_old_pages.join();
+  if (synced != 0) return fail(sync_error, err);
   int fd = fd_;
   fd_ = -1;
   if (::close(fd) != 0) return fail(errno, err);

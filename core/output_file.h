@@ -40,6 +40,7 @@ class ReplacingFile {
   bool fail(int error, std::string* err);  ///< removes the temporary file; *err = "PATH: strerror"
   int fd_ = -1;
   bool in_place_ = false;    ///< the target is not a regular file: written directly
+  bool replaces_big_file_ = false;  ///< the target is a regular file of 1 MiB or more (commit())
   std::string given_;        ///< the path as given, for messages
   std::string target_, tmp_, dir_;
   size_t written_ = 0, flushed_ = 0;  ///< bytes written; bytes handed to the disk early (write())
