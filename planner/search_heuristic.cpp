@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <barrier>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -382,32 +383,34 @@ std::optional<SearchResult> search_heuristic(const Problem& problem, std::vector
     }
   };
   constexpr size_t kFirst = 2;  // points run unpruned
-  if (threads > 1) {
-    std::thread second(run_point, std::ref(workers[1]), 1);
-    run_point(workers[0], 0);
-    second.join();
-  } else {
-    run_point(workers[0], 0);
-    run_point(workers[0], 1);
-  }
   // A compute cost only grows as ops are placed; a true cost (lowered, timed) is known at the end.
-  if (!true_cost && is_compute_cost(cost_kind)) {
+  auto set_threshold = [&]() noexcept {
+    if (true_cost || !is_compute_cost(cost_kind)) return;
     for (const Worker& wk : workers)
       if (wk.best_cost >= 0 && (threshold < 0 || wk.best_cost < threshold)) threshold = wk.best_cost;
     for (Worker& wk : workers) wk.space->prune_above(threshold, cost_kind);
-  }
-  // The other points, then the seeds, from a shared counter.
-  std::atomic<size_t> next{kFirst};
-  const size_t items = grid.size() + std::size(kSeeds);
+  };
+  // Then the seeds, the dearest items (each a whole schedule made and simulated), and the other
+  // points, from a shared counter.
+  std::atomic<size_t> next{0};
+  const size_t items = std::size(kSeeds) + grid.size() - kFirst;
   auto work = [&](int t) {
     for (size_t k; (k = next.fetch_add(1)) < items;) {
-      if (k < grid.size()) run_point(workers[t], k);
-      else run_seed(workers[t], k - grid.size());
+      if (k < std::size(kSeeds)) run_seed(workers[t], k);
+      else run_point(workers[t], kFirst + k - std::size(kSeeds));
     }
   };
+  // Each thread runs the first points' share, waits for the threshold, then takes items; the
+  // threads are started once, for both.
+  std::barrier first_points(threads, set_threshold);
+  auto thread_work = [&](int t) {
+    for (size_t k = static_cast<size_t>(t); k < kFirst; k += static_cast<size_t>(threads)) run_point(workers[t], k);
+    first_points.arrive_and_wait();
+    work(t);
+  };
   std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
-  work(0);
+  for (int t = 1; t < threads; ++t) pool.emplace_back(thread_work, t);
+  thread_work(0);
   for (auto& th : pool) th.join();
 
   SearchResult result;
