@@ -2,6 +2,7 @@
 #include <array>
 #include <charconv>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -129,12 +130,14 @@ bool write_schedule_json(const Schedule& s, const Problem& pr, const Timeline& t
   }
   out << "  \"stages\": [\n";
   if (!sink(out.view())) return false;
-  std::vector<char> buffer(256 * 1024);
-  char* at = buffer.data();
+  // Not zeroed: a small file touches only the pages it fills.
+  constexpr size_t kBuffer = 256 * 1024;
+  const auto buffer = std::make_unique_for_overwrite<char[]>(kBuffer);
+  char* at = buffer.get();
   auto room = [&](size_t n) {  // false when the sink refuses what the buffer holds
-    if (at + n <= buffer.data() + buffer.size()) return true;
-    bool ok = sink(std::string_view(buffer.data(), static_cast<size_t>(at - buffer.data())));
-    at = buffer.data();
+    if (at + n <= buffer.get() + kBuffer) return true;
+    bool ok = sink(std::string_view(buffer.get(), static_cast<size_t>(at - buffer.get())));
+    at = buffer.get();
     return ok;
   };
   const LineStarts& starts = line_starts();
@@ -151,7 +154,7 @@ bool write_schedule_json(const Schedule& s, const Problem& pr, const Timeline& t
   }
   if (!room(16)) return false;
   at = put(at, "  ]\n}\n");
-  return sink(std::string_view(buffer.data(), static_cast<size_t>(at - buffer.data())));
+  return sink(std::string_view(buffer.get(), static_cast<size_t>(at - buffer.get())));
 }
 
 std::string schedule_to_json_text(const Schedule& s, const Problem& pr, const Timeline& t,
