@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "planner/gen_baseline.h"
+#include "planner/lower.h"
 #include "test_util.h"
 
 using namespace zbpp;
@@ -46,6 +47,38 @@ TEST_CASE("schedule file: written file reads back to the same schedule and probl
   CHECK((*j)["stages"][0][0] == nlohmann::json::parse(R"({"type": "F", "mb": 0, "chunk": 0})"));
   // One op per line, so schedules diff line by line.
   CHECK(text.find("      {\"type\": \"F\", \"mb\": 1, \"chunk\": 0},\n") != std::string::npos);
+}
+
+TEST_CASE("schedule file: numbers of every width the writer spells (1 to 4 digits) read back as written") {
+  // A lowered file has every op field: microbatches, slots and peers.
+  auto round_trip = [](int p, int m) {
+    Problem pr = test::make_problem(p, m, 1, 1, 1, 0.5);
+    const Schedule compute = generate_1f1b(pr);
+    const Schedule lowered = lower_comms(compute);
+    std::vector<Diag> diags;
+    auto t = simulate_timeline(compute, pr, &diags);
+    REQUIRE(t);
+    const std::string text = schedule_to_json_text(lowered, pr, *t);
+    auto j = parse_json_text(text, "s.json", &diags);
+    REQUIRE(j);
+    auto file = schedule_from_json(*j, "s.json", &diags);
+    INFO(format_diags(diags));
+    REQUIRE(file);
+    CHECK(file->schedule.stages == lowered.stages);
+    int most = 0;  // the widest slot and peer written
+    for (const auto& ops : lowered.stages)
+      for (const Op& op : ops) most = std::max({most, op.slot, op.peer});
+    return std::pair{text, most};
+  };
+  // Microbatches 0..1233 on 2 stages.
+  const auto [text, unused] = round_trip(2, 1234);
+  for (const char* line : {"      {\"type\": \"F\", \"mb\": 9, \"chunk\": 0, \"slot\": 1},\n",
+                           "      {\"type\": \"SEND_F\", \"mb\": 99, \"chunk\": 0, \"peer\": 1},\n",
+                           "      {\"type\": \"F\", \"mb\": 100, \"chunk\": 0, \"slot\": 0},\n",
+                           "      {\"type\": \"RECV_F\", \"mb\": 1233, \"chunk\": 0, \"peer\": 0},\n"})
+    CHECK(text.find(line) != std::string::npos);
+  // Slots and peers past 100 on 120 stages.
+  CHECK(round_trip(120, 120).second >= 100);
 }
 
 TEST_CASE("schedule file: a JSON syntax error points at line and column with a caret") {
