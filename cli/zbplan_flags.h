@@ -101,6 +101,7 @@ struct IterationFlags {
 // Problem flags shared by `plan` (and, later, other subcommands that take a problem).
 struct ProblemFlags {
   std::string problem_file;
+  std::string layers_file;  ///< plan --layers: times and memory from layer costs, the partition searched
   static constexpr int kUnset = std::numeric_limits<int>::min();  // flag not given: keep the file's value
   int p = kUnset, m = kUnset, chunks = kUnset;
   std::string tf, tb, tw, mem_b, mem_w, mem_limit, placement;
@@ -126,6 +127,10 @@ struct ProblemFlags {
     app->add_option("--chunks", chunks, "model chunks per stage (interleaved schedules; default 1)")
         ->check(whole)
         ->default_str("");
+    app->add_option("--layers", layers_file,
+                    "layer-cost file (schema/layers.schema.json, e.g. from zbrun --profile-layers): choose each "
+                    "stage's layers with the schedule; times and memory come from it, memory in MiB")
+        ->check(file_name());
     app->add_option("--placement", placement,
                     "which virtual stages each stage holds: v (2 chunks: stage r holds r and 2p-1-r) or interleaved "
                     "(stage s holds s, s+p, ...); default: the method's own (heuristic with 2 chunks: v)")
@@ -138,7 +143,7 @@ struct ProblemFlags {
     std::vector<std::string> names;
     if (p == kUnset) names.push_back("-p (stages)");
     if (m == kUnset) names.push_back("-m (microbatches)");
-    if (require_times) {
+    if (require_times && layers_file.empty()) {
       if (tf.empty()) names.push_back("--tf");
       if (tb.empty()) names.push_back("--tb");
       if (tw.empty()) names.push_back("--tw");

@@ -12,6 +12,7 @@
 #include "core/validate.h"
 #include "io/export_csv.h"
 #include "planner/lower.h"
+#include "planner/partition.h"
 #include "planner/pipeline.h"
 
 namespace zbpp::zbplan {
@@ -43,7 +44,8 @@ int write_planned(const PlanResult& planned, const IterationFlags& iteration_fla
   const bool written =
       file.open(output, &why) &&
       write_schedule_json(schedule, planned.problem, *timeline, to_file, iterations ? &*iterations : nullptr,
-                          objective_name(objective), bound, planned.solver.status.empty() ? nullptr : &planned.solver) &&
+                          objective_name(objective), bound, planned.solver.status.empty() ? nullptr : &planned.solver,
+                          planned.partition ? &*planned.partition : nullptr) &&
       file.commit(&why);
   if (!written) {
     err << "zbplan: cannot write " << why << "\n";
@@ -86,17 +88,66 @@ std::string memory_hint(const Problem& problem, const std::string& method, const
 
 }  // namespace
 
+namespace {
+
+// With --layers the layer file gives the times and memory, and one chunk per stage: flags that
+// would give them too are a usage error, named.
+std::string layers_conflict(const ProblemFlags& flags) {
+  std::vector<std::string> given;
+  if (!flags.problem_file.empty()) given.push_back("--problem");
+  for (const auto& [text, name] : {std::pair{&flags.tf, "--tf"}, {&flags.tb, "--tb"}, {&flags.tw, "--tw"},
+                                   {&flags.mem_b, "--mem-b"}, {&flags.mem_w, "--mem-w"}, {&flags.placement, "--placement"}})
+    if (!text->empty()) given.push_back(name);
+  if (flags.chunks != ProblemFlags::kUnset && flags.chunks != 1) given.push_back("--chunks");
+  std::string out;
+  for (size_t i = 0; i < given.size(); ++i) out += (i ? ", " : "") + given[i];
+  return out;
+}
+
+}  // namespace
+
 int cmd_plan(const std::string& method, const ProblemFlags& flags, const IterationFlags& iteration_flags,
              const std::string& output, bool compute_only, const PlanOptions& options, std::ostream& out,
              std::ostream& err) {
+  const bool layered = !flags.layers_file.empty();
   if (std::string missing = flags.missing(); !missing.empty())
     return usage_error(err, "zbplan", "plan",
-                       "no " + missing + ": give the problem with -p, -m, --tf, --tb and --tw, or with --problem FILE");
+                       "no " + missing +
+                           (layered ? ": with --layers, give -p and -m"
+                                    : ": give the problem with -p, -m, --tf, --tb and --tw, or with --problem FILE"));
+  if (layered) {
+    if (std::string conflict = layers_conflict(flags); !conflict.empty())
+      return usage_error(err, "zbplan", "plan",
+                         "--layers gives the times and memory of every stage, one chunk each; drop " + conflict);
+    if (!plans_one_chunk(method))
+      return usage_error(err, "zbplan", "plan",
+                         "--layers plans one chunk per stage: use --method 1f1b, zb-h1, zb-h2, heuristic, ilp or auto, "
+                         "not " + method + " (V and interleaved placements need times per virtual stage, not yet in "
+                         "the problem model)");
+  }
   std::vector<Diag> diags;
   ProblemInput input;
   if (!flags.to_input(&input, &diags)) return fail(err, diags);
-  auto problem = build_problem(input, flags.problem_file, &diags);
-  if (!problem) return fail(err, diags);
+  LayerCosts costs;
+  std::optional<Problem> problem;
+  if (layered) {
+    if (!load_layer_costs(flags.layers_file, &costs, &diags)) return fail(err, diags);
+    const int layers = static_cast<int>(costs.layers.size());
+    if (input.p > layers) {
+      err << "zbplan: " << flags.layers_file << ": more stages than layers: -p " << input.p << ", but the file has "
+          << layers << " layers, and every stage needs at least one\n";
+      return kExitInvalid;
+    }
+    // The balanced partition's problem, checked as any problem is (m, the memory limit). A limit
+    // like 2p becomes the MiB it means there: one limit for every partition searched.
+    if (input.p >= 1) problem = build_problem(problem_for_partition(costs, balanced_partition(costs, input.p), input), "", &diags);
+    else problem = build_problem(input, "", &diags);
+    if (!problem) return fail(err, diags);
+    if (problem->mem_limit) input.mem_limit = format_quanta(*problem->mem_limit);
+  } else {
+    problem = build_problem(input, flags.problem_file, &diags);
+    if (!problem) return fail(err, diags);
+  }
   PlanOptions with_objective = options;
   with_objective.objective = iteration_flags.objective_or_default();
   with_objective.iterations = iteration_flags.options();
@@ -108,6 +159,17 @@ int cmd_plan(const std::string& method, const ProblemFlags& flags, const Iterati
       with_objective.lowerings = {{kOptimizerPostValidation, PostValidationAt::kFirstBackward},
                                   {kOptimizerPostValidation, PostValidationAt::kStart},
                                   {kOptimizerSync, PostValidationAt::kFirstBackward}};
+  }
+  if (layered) {
+    PartitionSearchOptions search;
+    search.progress = options.progress;
+    auto found = plan_partitioned(costs, input, method, &diags, with_objective, search);
+    if (!found) return fail(err, diags);
+    found->plan.partition = PartitionRecord{costs, found->partition, std::nullopt, std::nullopt};
+    if (!compute_only && found->plan.schedule.level != kLevelLowered &&
+        !lower_planned(&found->plan, &diags, iteration_flags.lower_options()))
+      return fail(err, diags);
+    return write_planned(found->plan, iteration_flags, output, out, err);
   }
   auto planned = plan_schedule(*problem, method, &diags, with_objective);
   if (!planned) {

@@ -109,6 +109,16 @@ std::vector<Diag> check_recorded_figures(const ScheduleFile& f, const Timeline& 
     rate("/solver/bubble_rate_bound", sv.bubble_rate_bound,
          bubble_rate_of(f.problem, static_cast<Ticks>(std::llround(bound))));
   }
+  if (f.partition) {
+    // The partition's gap is taken against the plan's cost as the solver measures it (the span without one).
+    Ticks cost = t.span;
+    if (r.solver) {
+      const Cost c = r.solver->measure;
+      cost = is_compute_cost(c) ? cost_of(t, c) : c == Cost::kWall ? it->wall : it->period;
+    }
+    auto found = check_partition_record(*f.partition, f.problem, cost, path);
+    out.insert(out.end(), found.begin(), found.end());
+  }
   return out;
 }
 

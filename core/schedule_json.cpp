@@ -365,7 +365,7 @@ std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const st
   static const std::set<std::string> known = {"$schema", "comment", "format", "version", "level", "method",
                                               "p", "m", "chunks", "placement", "problem", "makespan", "span",
                                               "span_bubble_rate", "peak_memory", "optimizer", "iterations",
-                                              "objective", "wall_lower_bound", "stages", "solver"};
+                                              "objective", "wall_lower_bound", "stages", "solver", "partition"};
   // What became of version 1's name, for a file that does not say its version.
   const std::string regenerate = ": plan the schedule again with zbplan plan, or drop the figure (every figure is "
                                  "recomputed on read)";
@@ -402,6 +402,10 @@ std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const st
       r.error(std::string("/") + key, "expected a string, got " + json_excerpt(j[key]));
   if (j.contains("method") && j["method"].is_string()) s.method = j["method"].get<std::string>();
   out.recorded = r.figures(j);
+  if (j.contains("partition")) {
+    out.partition = partition_record_from_json(j["partition"], file, "/partition", diags);
+    if (!out.partition) r.ok = false;
+  }
   if (j.contains("optimizer")) {
     const auto& o = j["optimizer"];
     auto optimizer = o.is_string() ? parse_optimizer(o.get<std::string>()) : std::nullopt;

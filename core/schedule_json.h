@@ -15,6 +15,7 @@
 #include "core/bounds.h"
 #include "core/diag.h"
 #include "core/ir.h"
+#include "core/layers.h"
 #include "core/problem.h"
 #include "core/simulate.h"
 #include "core/simulate_iterations.h"
@@ -52,6 +53,7 @@ struct ScheduleFile {
   Problem problem;
   std::string objective;  ///< what the planner minimised, "period" or "wall"; empty when not recorded
   RecordedFigures recorded;
+  std::optional<PartitionRecord> partition;  ///< the layers per stage, when planned from layer costs
 };
 
 /// Parses JSON text; a syntax error becomes `file:line:col: message` followed by the line and a caret.
@@ -81,14 +83,18 @@ bool load_problem_file(const std::string& path, ProblemInput* out, std::vector<D
 /// The file's text: header fields, the problem, the simulated figures (and, for a lowered
 /// schedule, those of several iterations back to back) and one op per line.
 /// `objective` and `wall_bound` (when >= 0) record what the planner minimised and the ramp bound;
-/// `solver`, the plan's certified bound on its cost and its gap ("solver").
+/// `solver`, the plan's certified bound on its cost and its gap ("solver"); `partition`, the layers
+/// each stage runs when planned from layer costs (its bound is recomputed, its gap taken against the
+/// solver's cost, or the span without one).
 std::string schedule_to_json_text(const Schedule& schedule, const Problem& problem, const Timeline& timeline,
                                   const IterationTimeline* iterations = nullptr, const std::string& objective = "",
-                                  Ticks wall_bound = -1, const SolverReport* solver = nullptr);
+                                  Ticks wall_bound = -1, const SolverReport* solver = nullptr,
+                                  const PartitionRecord* partition = nullptr);
 /// The same text handed to `sink` in pieces of up to 64 KB, never held whole (zbplan writes it to
 /// the file as it goes); stops and returns false as soon as the sink does.
 bool write_schedule_json(const Schedule& schedule, const Problem& problem, const Timeline& timeline,
                          const std::function<bool(std::string_view)>& sink, const IterationTimeline* iterations = nullptr,
-                         const std::string& objective = "", Ticks wall_bound = -1, const SolverReport* solver = nullptr);
+                         const std::string& objective = "", Ticks wall_bound = -1, const SolverReport* solver = nullptr,
+                         const PartitionRecord* partition = nullptr);
 
 }  // namespace zbpp

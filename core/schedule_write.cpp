@@ -88,7 +88,8 @@ char* put_op_line(char* at, const Op& op, bool last, const LineStarts& starts) {
 
 bool write_schedule_json(const Schedule& s, const Problem& pr, const Timeline& t,
                          const std::function<bool(std::string_view)>& sink, const IterationTimeline* iterations,
-                         const std::string& objective, Ticks wall_bound, const SolverReport* solver) {
+                         const std::string& objective, Ticks wall_bound, const SolverReport* solver,
+                         const PartitionRecord* partition) {
   nlohmann::json peak = nlohmann::json::array();
   for (Mem m : t.peak_memory) peak.push_back(from_quanta(m));
   nlohmann::json placement = s.placement;
@@ -128,6 +129,12 @@ bool write_schedule_json(const Schedule& s, const Problem& pr, const Timeline& t
                         {"seconds", solver->seconds},       {"nodes", solver->nodes}};
     out << "  \"solver\": " << j.dump() << ",\n";
   }
+  if (partition) {
+    const Ticks bound = static_cast<Ticks>(pr.m) * best_partition_load(partition->costs, pr.p);
+    out << "  \"partition\": "
+        << partition_record_to_json(partition->costs, partition->partition, bound, solver ? solver->value : t.span).dump()
+        << ",\n";
+  }
   out << "  \"stages\": [\n";
   if (!sink(out.view())) return false;
   // Not zeroed: a small file touches only the pages it fills.
@@ -159,7 +166,7 @@ bool write_schedule_json(const Schedule& s, const Problem& pr, const Timeline& t
 
 std::string schedule_to_json_text(const Schedule& s, const Problem& pr, const Timeline& t,
                                   const IterationTimeline* iterations, const std::string& objective, Ticks wall_bound,
-                                  const SolverReport* solver) {
+                                  const SolverReport* solver, const PartitionRecord* partition) {
   std::string text;
   write_schedule_json(
       s, pr, t,
@@ -167,7 +174,7 @@ std::string schedule_to_json_text(const Schedule& s, const Problem& pr, const Ti
         text += piece;
         return true;
       },
-      iterations, objective, wall_bound, solver);
+      iterations, objective, wall_bound, solver, partition);
   return text;
 }
 

@@ -10,6 +10,7 @@
 #include "core/bounds.h"
 #include "core/diag.h"
 #include "core/ir.h"
+#include "core/layers.h"
 #include "core/problem.h"
 #include "core/simulate.h"
 #include "core/simulate_iterations.h"
@@ -29,6 +30,8 @@ struct PlanResult {
   SolverReport solver;             ///< the plan's cost against a certified lower bound (and the ILP's figures)
   /// A lowered plan: its iterations back to back, as PlanOptions::iterations times them.
   std::optional<IterationTimeline> iterations;
+  /// The layers each stage runs, when the plan chose them from layer costs (partition.h).
+  std::optional<PartitionRecord> partition = std::nullopt;
 };
 
 struct PlanOptions {
@@ -47,6 +50,9 @@ struct PlanOptions {
   double time_limit = 0;  ///< seconds for the ILP; 0: not given (ilp takes 10 s, auto leaves the ILP out)
   int threads = 1;        ///< CBC threads
   std::function<void(const std::string&)> progress;  ///< ILP progress lines (nothing when empty)
+  /// auto: only the candidates with one chunk per stage (a layer partition gives each stage one
+  /// range of layers: zbplan plan --layers).
+  bool single_chunk = false;
 };
 
 /// Runs the passes for `method`. Returns a validated schedule, or nothing with diagnostics

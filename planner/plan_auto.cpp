@@ -5,6 +5,7 @@
 #include <future>
 
 #include "core/simulate.h"
+#include "planner/partition.h"  // plans_one_chunk
 #include "planner/pipeline_internal.h"
 
 namespace zbpp {
@@ -58,8 +59,10 @@ std::vector<AutoCandidate> auto_candidates(const Problem& pr, const PlanOptions&
     if ((method == "heuristic-v" || method == "ilp-v") && pr.chunks > 1) continue;
     const bool split = method == "1f1b-i" && pr.chunks == 1;
     if (split && !interleaved) continue;
+    if (options.single_chunk && !plans_one_chunk(method)) continue;
     candidates.push_back({method, method, split ? *interleaved : pr, split, method == "heuristic-v"});
   }
+  if (options.single_chunk) interleaved.reset();
   if (interleaved) {
     candidates.push_back({"heuristic --placement interleaved", "heuristic", *interleaved, pr.chunks == 1, true});
     // The ILP refines the interleaved search's best as it refines the others' (with a time budget).

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "runtime/backend/cpu/gemm.h"
 #include "runtime/backend/cpu/layers.h"
 #include "runtime/state_format.h"
 
@@ -428,7 +429,7 @@ class CpuCompute final : public Compute {
 
 }  // namespace
 
-void cpu_set_threads(int threads) { cpu::set_blas_threads(threads); }
+void cpu_set_threads(int threads) { cpu::set_threads(threads); }
 std::string cpu_kernels() { return "OpenBLAS " + cpu::blas_core() + " kernels"; }
 void cpu_restart_with_faster_kernels(char** argv) {
   // Set, the variable is the user's choice (or this restart's: it also stops a second one).

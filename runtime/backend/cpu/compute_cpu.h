@@ -12,8 +12,9 @@
 
 namespace zbpp {
 
-/// Threads OpenBLAS may use for each of the CPU backend's GEMMs, for the whole process (default 1).
-/// The bits of every result are the same for any count.
+/// Threads that share the CPU backend's GEMM tiles and attention heads, for the whole process
+/// (default 1; OpenBLAS itself always runs single-threaded). The bits of every result are the same
+/// for any count, by construction (backend/cpu/gemm.h).
 void cpu_set_threads(int threads);
 /// The GEMM kernels OpenBLAS picked for this CPU ("OpenBLAS SkylakeX kernels"). The bits of a run
 /// depend on them: another CPU (or OPENBLAS_CORETYPE) can give another weights digest, while the

@@ -1,6 +1,6 @@
-// CPU reference kernels (see layers.h). Every output is summed in a fixed order (CBLAS for the
-// GEMMs, fixed loops elsewhere), which keeps results bit-identical however the work is split into
-// microbatches and stages.
+// CPU reference kernels (see layers.h). Every output is summed in a fixed order (the GEMMs in tiles
+// fixed by their shape, gemm.h; fixed loops elsewhere), which keeps results bit-identical however the
+// work is split into microbatches, stages and threads.
 #include "runtime/backend/cpu/layers.h"
 
 #include <algorithm>
@@ -10,7 +10,9 @@
 #include <cstring>
 #include <vector>
 
-#include <cblas.h>
+#include <cblas.h>  // openblas_get_corename
+
+#include "runtime/backend/cpu/gemm.h"  // gemm, gemm_one, parallel_for
 
 namespace zbpp::cpu {
 
@@ -89,7 +91,6 @@ void softmax_causal_row(float* row, int n, int len) {
 
 }  // namespace
 
-void set_blas_threads(int threads) { openblas_set_num_threads(threads); }
 std::string blas_core() {
   std::string name = openblas_get_corename();
   // OpenBLAS names some cores in lower case ("haswell"), others not ("SkylakeX").
@@ -171,16 +172,15 @@ void layernorm_backward_weight(float* dweight, float* dbias, const float* dout, 
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int BT, int C, int OC) {
   if (bias)
     for (int i = 0; i < BT; ++i) std::copy(bias, bias + OC, out + static_cast<long>(i) * OC);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, OC, C, 1.0f, inp, C, weight, C, bias ? 1.0f : 0.0f, out, OC);
+  gemm(Trans::kNo, Trans::kYes, BT, OC, C, 1.0f, inp, C, weight, C, bias ? 1.0f : 0.0f, out, OC);
 }
 
 void matmul_backward_input(float* dinp, const float* dout, const float* weight, int BT, int C, int OC, Out out) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, BT, C, OC, 1.0f, dout, OC, weight, C,
-              out == Out::kAdd ? 1.0f : 0.0f, dinp, C);
+  gemm(Trans::kNo, Trans::kNo, BT, C, OC, 1.0f, dout, OC, weight, C, out == Out::kAdd ? 1.0f : 0.0f, dinp, C);
 }
 
 void matmul_backward_weight(float* dweight, float* dbias, const float* dout, const float* inp, int BT, int C, int OC) {
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, BT, 1.0f, dout, OC, inp, C, 1.0f, dweight, C);
+  gemm(Trans::kYes, Trans::kNo, OC, C, BT, 1.0f, dout, OC, inp, C, 1.0f, dweight, C);
   if (!dbias) return;
   std::vector<float> sums(dout, dout + OC);  // this microbatch's column sums, row by row, then added once
   for (int i = 1; i < BT; ++i) {
@@ -192,18 +192,20 @@ void matmul_backward_weight(float* dweight, float* dbias, const float* dout, con
 
 // Attention per (sequence, head) as GEMMs on strided views of qkv (row stride 3C): scores
 // S = Q K^T / sqrt(hs) over the whole T x T square, the future masked to probability 0, then Y = P V.
+// The (sequence, head) pairs write disjoint parts of the outputs, so threads take whole pairs, each
+// computed by the same single-threaded calls whichever thread runs it.
 void attention_forward(float* out, float* att, const float* qkv, int batch, int seq, int C, int NH) {
   const int hs = C / NH, ld = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  for (int b = 0; b < batch; ++b)
-    for (int h = 0; h < NH; ++h) {
-      const float* q = qkv + static_cast<long>(b) * seq * ld + h * hs;
-      float* a = att + (static_cast<long>(b) * NH + h) * seq * seq;
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, seq, seq, hs, scale, q, ld, q + C, ld, 0.0f, a, seq);
-      for (int t = 0; t < seq; ++t) softmax_causal_row(a + static_cast<long>(t) * seq, t + 1, seq);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, seq, hs, seq, 1.0f, a, seq, q + 2 * C, ld, 0.0f,
-                  out + static_cast<long>(b) * seq * C + h * hs, C);
-    }
+  parallel_for(batch * NH, [&](int pair) {
+    const int b = pair / NH, h = pair % NH;
+    const float* q = qkv + static_cast<long>(b) * seq * ld + h * hs;
+    float* a = att + (static_cast<long>(b) * NH + h) * seq * seq;
+    gemm_one(Trans::kNo, Trans::kYes, seq, seq, hs, scale, q, ld, q + C, ld, 0.0f, a, seq);
+    for (int t = 0; t < seq; ++t) softmax_causal_row(a + static_cast<long>(t) * seq, t + 1, seq);
+    gemm_one(Trans::kNo, Trans::kNo, seq, hs, seq, 1.0f, a, seq, q + 2 * C, ld, 0.0f,
+             out + static_cast<long>(b) * seq * C + h * hs, C);
+  });
 }
 
 // dP = dY V^T, dV += P^T dY; dS = P (dP - rowsum(P dP)) / sqrt(hs); dQ += dS K, dK += dS^T Q.
@@ -212,28 +214,26 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
   const int hs = C / NH, ld = 3 * C;
   const float beta = out == Out::kAdd ? 1.0f : 0.0f;  // each (sequence, head) part of dqkv is written once
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  std::vector<float> ds(static_cast<size_t>(seq) * seq);
-  for (int b = 0; b < batch; ++b)
-    for (int h = 0; h < NH; ++h) {
-      const long base = static_cast<long>(b) * seq * ld + h * hs;
-      const float *q = qkv + base, *dy = dout + static_cast<long>(b) * seq * C + h * hs;
-      const float* p = att + (static_cast<long>(b) * NH + h) * seq * seq;
-      float* dq = dqkv + base;
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, seq, seq, hs, 1.0f, dy, C, q + 2 * C, ld, 0.0f, ds.data(),
-                  seq);
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, seq, hs, seq, 1.0f, p, seq, dy, C, beta, dq + 2 * C, ld);
-      for (int t = 0; t < seq; ++t) {
-        const float* pr = p + static_cast<long>(t) * seq;
-        float* d = ds.data() + static_cast<long>(t) * seq;
-        const float dot = lanes_sum(t + 1, [&](int i) { return pr[i] * d[i]; });
-        for (int i = 0; i <= t; ++i) d[i] = pr[i] * (d[i] - dot) * scale;
-        std::fill(d + t + 1, d + seq, 0.0f);
-      }
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, seq, hs, seq, 1.0f, ds.data(), seq, q + C, ld, beta, dq,
-                  ld);
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, seq, hs, seq, 1.0f, ds.data(), seq, q, ld, beta, dq + C,
-                  ld);
+  parallel_for(batch * NH, [&](int pair) {
+    const int b = pair / NH, h = pair % NH;
+    thread_local std::vector<float> ds;
+    ds.resize(static_cast<size_t>(seq) * seq);
+    const long base = static_cast<long>(b) * seq * ld + h * hs;
+    const float *q = qkv + base, *dy = dout + static_cast<long>(b) * seq * C + h * hs;
+    const float* p = att + (static_cast<long>(b) * NH + h) * seq * seq;
+    float* dq = dqkv + base;
+    gemm_one(Trans::kNo, Trans::kYes, seq, seq, hs, 1.0f, dy, C, q + 2 * C, ld, 0.0f, ds.data(), seq);
+    gemm_one(Trans::kYes, Trans::kNo, seq, hs, seq, 1.0f, p, seq, dy, C, beta, dq + 2 * C, ld);
+    for (int t = 0; t < seq; ++t) {
+      const float* pr = p + static_cast<long>(t) * seq;
+      float* d = ds.data() + static_cast<long>(t) * seq;
+      const float dot = lanes_sum(t + 1, [&](int i) { return pr[i] * d[i]; });
+      for (int i = 0; i <= t; ++i) d[i] = pr[i] * (d[i] - dot) * scale;
+      std::fill(d + t + 1, d + seq, 0.0f);
     }
+    gemm_one(Trans::kNo, Trans::kNo, seq, hs, seq, 1.0f, ds.data(), seq, q + C, ld, beta, dq, ld);
+    gemm_one(Trans::kYes, Trans::kNo, seq, hs, seq, 1.0f, ds.data(), seq, q, ld, beta, dq + C, ld);
+  });
 }
 
 ZBPP_WIDE_VECTORS void gelu_forward(float* out, const float* inp, int N) {

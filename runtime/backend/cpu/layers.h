@@ -10,8 +10,6 @@
 
 namespace zbpp::cpu {
 
-/// OpenBLAS's thread count for every GEMM below, process-wide.
-void set_blas_threads(int threads);
 /// OpenBLAS's name for the kernels it chose for this CPU (e.g. "SkylakeX", "Haswell").
 std::string blas_core();
 

@@ -1,0 +1,431 @@
+// Layer costs (schema/layers.schema.json) and partitions of layers into virtual stages (layers.h).
+#include "core/layers.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "core/schedule_json.h"  // read_text_file, parse_json_text
+
+namespace zbpp {
+
+namespace {
+
+constexpr const char* kLayersFormat = "zbpp-layers-1";
+
+struct KindName {
+  LayerKind kind;
+  const char* name;
+};
+constexpr KindName kKindNames[] = {
+    {LayerKind::kEmbedding, "embedding"}, {LayerKind::kBlock, "block"}, {LayerKind::kHead, "head"},
+    {LayerKind::kOther, "other"}};
+
+// The numeric fields of a layer: name in the file, member, largest value, whether required.
+struct NumberField {
+  const char* name;
+  double LayerCost::*member;
+  double most;
+  bool required;
+};
+constexpr double kMostMs = 1e9, kMostBytes = 1e18;
+constexpr NumberField kNumberFields[] = {
+    {"t_f", &LayerCost::t_f, kMostMs, true},
+    {"t_b", &LayerCost::t_b, kMostMs, true},
+    {"t_w", &LayerCost::t_w, kMostMs, true},
+    {"activation_bytes", &LayerCost::activation_bytes, kMostBytes, false},
+    {"activation_bytes_w", &LayerCost::activation_bytes_w, kMostBytes, false},
+    {"parameter_bytes", &LayerCost::parameter_bytes, kMostBytes, false},
+    {"gradient_bytes", &LayerCost::gradient_bytes, kMostBytes, false},
+    {"optimizer_bytes", &LayerCost::optimizer_bytes, kMostBytes, false},
+    {"output_bytes", &LayerCost::output_bytes, kMostBytes, false},
+};
+
+Ticks ticks_of(double ms) { return to_quanta(ms).value_or(0); }  // checked in range when read
+Mem mem_of(double bytes) { return to_quanta(bytes / kBytesPerMemUnit).value_or(0); }
+
+}  // namespace
+
+const char* layer_kind_name(LayerKind kind) {
+  for (const auto& k : kKindNames)
+    if (k.kind == kind) return k.name;
+  return "other";
+}
+
+std::optional<LayerCosts> layer_costs_from_json(const nlohmann::json& j, const std::string& file,
+                                                const std::string& pointer, std::vector<Diag>* diags) {
+  auto error = [&](const std::string& where, const std::string& msg) {
+    add_diag(diags, {file, where.empty() ? "/" : where, -1, -1, "", msg});
+  };
+  if (!j.is_object()) {
+    error(pointer, "expected a layer-cost object {\"format\": \"" + std::string(kLayersFormat) +
+                       "\", \"layers\": [...]}, got " + json_excerpt(j));
+    return std::nullopt;
+  }
+  bool ok = true;
+  static const std::set<std::string> known = {"$schema", "format", "comment", "model", "source", "layers"};
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (!known.count(it.key())) {
+      error(pointer + "/" + it.key(), "unknown field '" + it.key() + "'");
+      ok = false;
+    }
+  if (!j.contains("format") || j["format"] != kLayersFormat) {
+    error(pointer + "/format", std::string("expected \"") + kLayersFormat + "\" (a layer-cost file, schema/layers.schema.json), got " +
+                                   (j.contains("format") ? json_excerpt(j["format"]) : "nothing"));
+    ok = false;
+  }
+  LayerCosts out;
+  for (auto [field, target] : {std::pair{"model", &out.model}, {"source", &out.source}, {"comment", nullptr}}) {
+    if (!j.contains(field)) continue;
+    if (!j[field].is_string()) {
+      error(pointer + "/" + field, "expected a string, got " + json_excerpt(j[field]));
+      ok = false;
+    } else if (target) {
+      *target = j[field].get<std::string>();
+    }
+  }
+  if (!j.contains("layers") || !j["layers"].is_array() || j["layers"].empty()) {
+    error(pointer + "/layers", "expected a non-empty list of layers, got " +
+                                   (j.contains("layers") ? json_excerpt(j["layers"]) : std::string("nothing")));
+    return std::nullopt;
+  }
+  std::set<std::string> names;
+  const auto& list = j["layers"];
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string at = pointer + "/layers/" + std::to_string(i);
+    const auto& v = list[i];
+    if (!v.is_object()) {
+      error(at, "expected a layer object {\"name\", \"t_f\", \"t_b\", \"t_w\", ...}, got " + json_excerpt(v));
+      ok = false;
+      continue;
+    }
+    LayerCost layer;
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      const std::string& key = it.key();
+      const bool numeric = std::any_of(std::begin(kNumberFields), std::end(kNumberFields),
+                                       [&](const NumberField& f) { return key == f.name; });
+      if (!numeric && key != "name" && key != "kind") {
+        error(at + "/" + key, "unknown field '" + key + "'");
+        ok = false;
+      }
+    }
+    if (!v.contains("name") || !v["name"].is_string() || v["name"].get<std::string>().empty() ||
+        v["name"].get<std::string>().size() > 200) {
+      error(at + "/name", "expected the layer's name (1 to 200 characters), got " +
+                              (v.contains("name") ? json_excerpt(v["name"]) : std::string("nothing")));
+      ok = false;
+    } else {
+      layer.name = v["name"].get<std::string>();
+      if (!names.insert(layer.name).second) {
+        error(at + "/name", "layer name " + json_excerpt(v["name"]) + " is used twice; names must be unique");
+        ok = false;
+      }
+    }
+    if (v.contains("kind")) {
+      const auto* k = std::find_if(std::begin(kKindNames), std::end(kKindNames),
+                                   [&](const KindName& kn) { return v["kind"] == kn.name; });
+      if (k == std::end(kKindNames)) {
+        error(at + "/kind", "expected \"embedding\", \"block\", \"head\" or \"other\", got " + json_excerpt(v["kind"]));
+        ok = false;
+      } else {
+        layer.kind = k->kind;
+      }
+    }
+    for (const auto& f : kNumberFields) {
+      if (!v.contains(f.name)) {
+        if (f.required) {
+          error(at, std::string("missing required field '") + f.name + "'");
+          ok = false;
+        }
+        continue;
+      }
+      const auto& x = v[f.name];
+      if (!x.is_number() || !(x.get<double>() >= 0) || x.get<double>() > f.most) {
+        error(at + "/" + f.name, std::string("expected a number from 0 to ") + (f.most == kMostMs ? "1e9 (ms)" : "1e18 (bytes)") +
+                                     ", got " + json_excerpt(x));
+        ok = false;
+        continue;
+      }
+      layer.*f.member = x.get<double>();
+    }
+    if (layer.activation_bytes_w > layer.activation_bytes) {
+      error(at + "/activation_bytes_w", "is more than activation_bytes (" + json_excerpt(v["activation_bytes_w"]) +
+                                            " > " + json_excerpt(v.value("activation_bytes", nlohmann::json(0))) +
+                                            "): B frees memory, it never adds any");
+      ok = false;
+    }
+    out.layers.push_back(std::move(layer));
+  }
+  if (!ok) return std::nullopt;
+  return out;
+}
+
+bool load_layer_costs(const std::string& path, LayerCosts* out, std::vector<Diag>* diags) {
+  std::string text;
+  if (!read_text_file(path, &text, diags)) return false;
+  auto j = parse_json_text(text, path, diags);
+  if (!j) return false;
+  auto costs = layer_costs_from_json(*j, path, "", diags);
+  if (!costs) return false;
+  *out = std::move(*costs);
+  return true;
+}
+
+nlohmann::json layer_costs_to_json(const LayerCosts& costs) {
+  nlohmann::json j = {{"format", kLayersFormat}};
+  if (!costs.model.empty()) j["model"] = costs.model;
+  if (!costs.source.empty()) j["source"] = costs.source;
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& layer : costs.layers) {
+    nlohmann::json l = {{"name", layer.name}, {"kind", layer_kind_name(layer.kind)}};
+    for (const auto& f : kNumberFields) l[f.name] = layer.*f.member;
+    list.push_back(std::move(l));
+  }
+  j["layers"] = std::move(list);
+  return j;
+}
+
+std::vector<int> Partition::firsts() const {
+  std::vector<int> out;
+  int at = 0;
+  for (int c : counts) {
+    out.push_back(at);
+    at += c;
+  }
+  return out;
+}
+
+StageCosts stage_costs(const LayerCosts& costs, const Partition& partition) {
+  StageCosts out;
+  const auto firsts = partition.firsts();
+  for (size_t vs = 0; vs < partition.counts.size(); ++vs) {
+    Ticks f = 0, b = 0, w = 0;
+    Mem mb = 0, mw = 0;
+    double fixed = 0;
+    for (int l = firsts[vs]; l < firsts[vs] + partition.counts[vs]; ++l) {
+      const LayerCost& layer = costs.layers[static_cast<size_t>(l)];
+      f += ticks_of(layer.t_f), b += ticks_of(layer.t_b), w += ticks_of(layer.t_w);
+      mb += mem_of(layer.activation_bytes), mw += mem_of(layer.activation_bytes_w);
+      fixed += layer.static_bytes();
+    }
+    // The problem asks for T_F, T_B > 0; an embedding alone has no input gradient to compute.
+    f = std::max<Ticks>(f, 1), b = std::max<Ticks>(b, 1);
+    out.t_f.push_back(f), out.t_b.push_back(b), out.t_w.push_back(w);
+    out.mem_b.push_back(mb), out.mem_w.push_back(mw), out.static_bytes.push_back(fixed);
+  }
+  return out;
+}
+
+ProblemInput problem_for_partition(const LayerCosts& costs, const Partition& partition, const ProblemInput& base) {
+  const StageCosts sums = stage_costs(costs, partition);
+  ProblemInput in = base;
+  in.p = static_cast<int>(partition.counts.size());
+  in.chunks = 1;
+  in.placement.clear();
+  auto values = [](const std::vector<std::int64_t>& q) {
+    std::vector<double> v;
+    for (auto x : q) v.push_back(from_quanta(x));
+    return v;
+  };
+  in.t_f = values(sums.t_f), in.t_b = values(sums.t_b), in.t_w = values(sums.t_w);
+  in.mem_b = values(sums.mem_b), in.mem_w = values(sums.mem_w);
+  return in;
+}
+
+Ticks best_partition_load(const LayerCosts& costs, int stages) {
+  const int n = static_cast<int>(costs.layers.size());
+  if (stages < 1 || stages > n) return 0;
+  std::vector<Ticks> prefix(static_cast<size_t>(n) + 1, 0);
+  for (int l = 0; l < n; ++l) {
+    const LayerCost& layer = costs.layers[static_cast<size_t>(l)];
+    prefix[static_cast<size_t>(l) + 1] = prefix[static_cast<size_t>(l)] + ticks_of(layer.t_f) + ticks_of(layer.t_b) + ticks_of(layer.t_w);
+  }
+  // best[k][i]: the smallest busiest load of the first i layers on k stages.
+  const Ticks inf = std::numeric_limits<Ticks>::max();
+  std::vector<Ticks> prev(static_cast<size_t>(n) + 1, inf), cur(static_cast<size_t>(n) + 1, inf);
+  for (int i = 1; i <= n; ++i) prev[static_cast<size_t>(i)] = prefix[static_cast<size_t>(i)];
+  for (int k = 2; k <= stages; ++k) {
+    std::fill(cur.begin(), cur.end(), inf);
+    for (int i = k; i <= n; ++i)
+      for (int j = k - 1; j < i; ++j) {  // the last stage takes layers j..i-1
+        if (prev[static_cast<size_t>(j)] == inf) continue;
+        const Ticks load = std::max(prev[static_cast<size_t>(j)], prefix[static_cast<size_t>(i)] - prefix[static_cast<size_t>(j)]);
+        cur[static_cast<size_t>(i)] = std::min(cur[static_cast<size_t>(i)], load);
+      }
+    prev.swap(cur);
+  }
+  return prev[static_cast<size_t>(n)];
+}
+
+std::string check_partition(const LayerCosts& costs, const Partition& partition, int stages) {
+  const int n = static_cast<int>(costs.layers.size());
+  if (static_cast<int>(partition.counts.size()) != stages)
+    return "gives " + std::to_string(partition.counts.size()) + " layer counts for " + std::to_string(stages) +
+           " virtual stages";
+  long sum = 0;
+  for (size_t vs = 0; vs < partition.counts.size(); ++vs) {
+    if (partition.counts[vs] < 1) return "virtual stage " + std::to_string(vs) + " has no layers";
+    sum += partition.counts[vs];
+  }
+  if (sum != n) return "covers " + std::to_string(sum) + " layers, but there are " + std::to_string(n);
+  return "";
+}
+
+nlohmann::json partition_record_to_json(const LayerCosts& costs, const Partition& partition, Ticks bound, Ticks cost) {
+  nlohmann::json ranges = nlohmann::json::array();
+  for (size_t vs = 0; vs < partition.counts.size(); ++vs)
+    ranges.push_back(partition_range_text(costs, partition, static_cast<int>(vs)));
+  return {{"counts", partition.counts},
+          {"ranges", ranges},
+          {"bound", from_quanta(bound)},
+          {"gap", cost > 0 ? static_cast<double>(cost - bound) / static_cast<double>(cost) : 0.0},
+          {"layers", layer_costs_to_json(costs)}};
+}
+
+std::optional<PartitionRecord> partition_record_from_json(const nlohmann::json& j, const std::string& file,
+                                                         const std::string& pointer, std::vector<Diag>* diags) {
+  auto error = [&](const std::string& where, const std::string& msg) { add_diag(diags, {file, where, -1, -1, "", msg}); };
+  if (!j.is_object()) {
+    error(pointer, "expected an object {counts, ranges, bound, gap, layers}, got " + json_excerpt(j));
+    return std::nullopt;
+  }
+  bool ok = true;
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (it.key() != "counts" && it.key() != "ranges" && it.key() != "bound" && it.key() != "gap" && it.key() != "layers") {
+      error(pointer + "/" + it.key(), "unknown field '" + it.key() + "'");
+      ok = false;
+    }
+  for (const char* required : {"counts", "layers"})
+    if (!j.contains(required)) {
+      error(pointer, std::string("missing required field '") + required + "'");
+      ok = false;
+    }
+  if (!ok) return std::nullopt;
+  PartitionRecord out;
+  const auto& counts = j["counts"];
+  if (!counts.is_array() || counts.empty()) {
+    error(pointer + "/counts", "expected a list of layer counts, one per virtual stage, got " + json_excerpt(counts));
+    ok = false;
+  } else {
+    for (size_t i = 0; i < counts.size(); ++i) {
+      auto c = json_integer(counts[i], 1, 1'000'000);
+      if (!c) {
+        error(pointer + "/counts/" + std::to_string(i), "expected a layer count 1..1000000, got " + json_excerpt(counts[i]));
+        ok = false;
+      } else {
+        out.partition.counts.push_back(static_cast<int>(*c));
+      }
+    }
+  }
+  if (j.contains("ranges")) {
+    if (!j["ranges"].is_array() || !std::all_of(j["ranges"].begin(), j["ranges"].end(), [](const auto& v) { return v.is_string(); })) {
+      error(pointer + "/ranges", "expected a list of layer names, one per virtual stage, got " + json_excerpt(j["ranges"]));
+      ok = false;
+    }
+  }
+  for (auto [field, target] : {std::pair{"bound", &out.bound}, {"gap", &out.gap}}) {
+    if (!j.contains(field)) continue;
+    if (!j[field].is_number() || !(j[field].get<double>() >= 0) || j[field].get<double>() > 1e12) {
+      error(pointer + "/" + field, "expected a non-negative number, got " + json_excerpt(j[field]));
+      ok = false;
+    } else {
+      *target = j[field].get<double>();
+    }
+  }
+  auto costs = layer_costs_from_json(j["layers"], file, pointer + "/layers", diags);
+  if (!costs || !ok) return std::nullopt;
+  out.costs = std::move(*costs);
+  // The ranges are the layers' names: checked here, where both are at hand.
+  if (j.contains("ranges") && check_partition(out.costs, out.partition, static_cast<int>(out.partition.counts.size())).empty()) {
+    const auto& ranges = j["ranges"];
+    for (size_t vs = 0; vs < out.partition.counts.size(); ++vs) {
+      const std::string want = partition_range_text(out.costs, out.partition, static_cast<int>(vs));
+      if (vs >= ranges.size() || ranges[vs] != want) {
+        error(pointer + "/ranges/" + std::to_string(vs), "recorded " + (vs < ranges.size() ? json_excerpt(ranges[vs]) : std::string("nothing")) +
+                                                            ", but counts give \"" + want + "\"");
+        return std::nullopt;
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<Diag> check_partition_record(const PartitionRecord& record, const Problem& problem, Ticks cost,
+                                         const std::string& path) {
+  std::vector<Diag> out;
+  auto say = [&](const std::string& pointer, const std::string& msg) { out.push_back({path, pointer, -1, -1, "", msg}); };
+  if (problem.chunks != 1) {
+    say("/partition", "a partition is planned for one chunk per stage; the problem has " + std::to_string(problem.chunks));
+    return out;
+  }
+  if (std::string why = check_partition(record.costs, record.partition, problem.virtual_stages()); !why.empty()) {
+    say("/partition/counts", "the partition " + why);
+    return out;
+  }
+  const StageCosts sums = stage_costs(record.costs, record.partition);
+  struct Field {
+    const char* name;
+    const std::vector<std::int64_t>& problem;
+    const std::vector<std::int64_t>& layers;
+  };
+  for (const Field& f : {Field{"t_f", problem.t_f, sums.t_f}, Field{"t_b", problem.t_b, sums.t_b},
+                         Field{"t_w", problem.t_w, sums.t_w}, Field{"mem_b", problem.mem_b, sums.mem_b},
+                         Field{"mem_w", problem.mem_w, sums.mem_w}})
+    for (int st = 0; st < problem.p; ++st)
+      if (f.problem[static_cast<size_t>(st)] != f.layers[static_cast<size_t>(st)]) {
+        say(std::string("/problem/") + f.name,
+            std::string(f.name) + " of stage " + std::to_string(st) + " is " + format_quanta(f.problem[static_cast<size_t>(st)]) +
+                ", but its layers (" + partition_range_text(record.costs, record.partition, st) + ") sum to " +
+                format_quanta(f.layers[static_cast<size_t>(st)]) + " (the file was edited after it was written: plan it again)");
+        return out;
+      }
+  const Ticks bound = static_cast<Ticks>(problem.m) * best_partition_load(record.costs, problem.p);
+  if (record.bound && to_quanta(*record.bound) != bound)
+    say("/partition/bound", "recorded " + format_quanta(to_quanta(*record.bound).value_or(0)) + ", recomputed " + format_quanta(bound) +
+                                " (the file was edited after it was written: plan it again)");
+  const double gap = cost > 0 ? static_cast<double>(cost - bound) / static_cast<double>(cost) : 0.0;
+  if (record.gap && !(std::fabs(*record.gap - gap) <= 1e-9))
+    say("/partition/gap", "recorded " + nlohmann::json(*record.gap).dump() + ", recomputed " + nlohmann::json(gap).dump() +
+                              " (the file was edited after it was written: plan it again)");
+  return out;
+}
+
+std::string partition_range_text(const LayerCosts& costs, const Partition& partition, int vs) {
+  const int first = partition.firsts()[static_cast<size_t>(vs)], count = partition.counts[static_cast<size_t>(vs)];
+  const std::string& a = costs.layers[static_cast<size_t>(first)].name;
+  if (count == 1) return a;
+  return a + ".." + costs.layers[static_cast<size_t>(first + count - 1)].name;
+}
+
+std::string megatron_layout(const LayerCosts& costs, const Partition& partition, std::string* err) {
+  std::string out;
+  const auto firsts = partition.firsts();
+  for (size_t vs = 0; vs < partition.counts.size(); ++vs) {
+    if (vs) out += "|";
+    int blocks = 0;
+    auto flush = [&] {
+      if (blocks == 1) out += "t";
+      if (blocks > 1) out += "t*" + std::to_string(blocks);
+      blocks = 0;
+    };
+    for (int l = firsts[vs]; l < firsts[vs] + partition.counts[vs]; ++l) {
+      const LayerCost& layer = costs.layers[static_cast<size_t>(l)];
+      switch (layer.kind) {
+        case LayerKind::kBlock: ++blocks; break;
+        case LayerKind::kEmbedding: flush(), out += "E"; break;
+        case LayerKind::kHead: flush(), out += "L"; break;
+        case LayerKind::kOther:
+          *err = "layer " + std::to_string(l) + " ('" + layer.name +
+                 "') is of kind other: Megatron's layout names only embedding (E), blocks (t) and the loss (L)";
+          return "";
+      }
+    }
+    flush();
+  }
+  return out;
+}
+
+}  // namespace zbpp

@@ -1,0 +1,107 @@
+// Layer costs and the partition of a model's layers into virtual stages. A layer-cost file
+// (schema/layers.schema.json) says what each layer costs; a partition gives every virtual stage a
+// contiguous range of layers, and from it follow the problem's per-stage times and memory (sums of
+// its layers). The schedule file records the layers and the partition ("partition"), so a reader
+// recomputes the problem's per-stage figures and the bound over all partitions from them.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/diag.h"
+#include "core/problem.h"
+#include "core/ticks.h"
+
+namespace zbpp {
+
+/// What a layer is, as zbrun's GPT has them: zbrun runs a partition whose layers are an embedding,
+/// blocks and a head, in that order.
+enum class LayerKind { kEmbedding, kBlock, kHead, kOther };
+const char* layer_kind_name(LayerKind kind);
+
+/// One layer's costs for one microbatch: times in the problem's time unit (ms), memory in bytes.
+struct LayerCost {
+  std::string name;
+  LayerKind kind = LayerKind::kOther;
+  double t_f = 0, t_b = 0, t_w = 0;
+  double activation_bytes = 0;    ///< held from F until B (M_B)
+  double activation_bytes_w = 0;  ///< held from B until W (M_W)
+  double parameter_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0;
+  double output_bytes = 0;        ///< sent forward at a boundary after this layer
+  double static_bytes() const { return parameter_bytes + gradient_bytes + optimizer_bytes; }
+};
+
+struct LayerCosts {
+  std::vector<LayerCost> layers;
+  std::string model;   ///< the model they are of (zbrun's name for it), or empty
+  std::string source;  ///< how they were measured, or empty
+};
+
+/// The memory unit of a problem made from layer costs: MiB (a quantum is 1e-6 MiB, about a byte).
+inline constexpr double kBytesPerMemUnit = 1024.0 * 1024.0;
+inline constexpr const char* kMemUnitName = "MiB";
+
+/// Reads a layer-cost object; every wrong field is reported with its JSON pointer under `pointer`.
+std::optional<LayerCosts> layer_costs_from_json(const nlohmann::json& j, const std::string& file,
+                                                const std::string& pointer, std::vector<Diag>* diags);
+bool load_layer_costs(const std::string& path, LayerCosts* out, std::vector<Diag>* diags);
+/// The same object back, exactly (every number as read).
+nlohmann::json layer_costs_to_json(const LayerCosts& costs);
+
+/// Layers per virtual stage, in virtual-stage order; every count >= 1, summing to the layers.
+struct Partition {
+  std::vector<int> counts;
+  /// The first layer of each virtual stage.
+  std::vector<int> firsts() const;
+};
+
+/// A partition's per-virtual-stage figures in exact units: each layer's figure quantised, then summed.
+struct StageCosts {
+  std::vector<Ticks> t_f, t_b, t_w;
+  std::vector<Mem> mem_b, mem_w;          ///< activation memory in MiB quanta
+  std::vector<double> static_bytes;       ///< parameters, gradients and optimizer state
+};
+StageCosts stage_costs(const LayerCosts& costs, const Partition& partition);
+
+/// The problem of one-chunk stages (p = virtual stages) with a partition's sums, the rest of `base`
+/// (m, T_comm, memory limit) kept. `base` is the user's input for everything but times and memory.
+ProblemInput problem_for_partition(const LayerCosts& costs, const Partition& partition, const ProblemInput& base);
+
+/// The smallest, over every partition of the layers into `stages` non-empty contiguous ranges, of
+/// the busiest range's F + B + W time in ticks (exact, by dynamic programming). m times it bounds
+/// the span and period of every schedule of every partition from below.
+Ticks best_partition_load(const LayerCosts& costs, int stages);
+
+/// Whether a partition fits the layers: `stages` counts, each >= 1, summing to the layer count.
+/// Empty string when it does, else why not.
+std::string check_partition(const LayerCosts& costs, const Partition& partition, int stages);
+
+/// What a schedule file planned from layer costs records ("partition"): the layers, their counts per
+/// virtual stage, and the bound over all partitions with the plan's gap to it. Readers recompute the
+/// problem's per-stage figures, the bound and the gap from the layers (check_partition_record).
+struct PartitionRecord {
+  LayerCosts costs;
+  Partition partition;
+  std::optional<double> bound, gap;  ///< as recorded (time units; a ratio)
+};
+nlohmann::json partition_record_to_json(const LayerCosts& costs, const Partition& partition, Ticks bound, Ticks cost);
+std::optional<PartitionRecord> partition_record_from_json(const nlohmann::json& j, const std::string& file,
+                                                         const std::string& pointer, std::vector<Diag>* diags);
+/// The record against the problem it claims to have made: a partition that fits the layers and the
+/// virtual stages, the problem's T_F, T_B, T_W, M_B and M_W those of its ranges, the bound m times
+/// best_partition_load and the gap that of `cost` (the plan's cost, as its solver report measures it).
+std::vector<Diag> check_partition_record(const PartitionRecord& record, const Problem& problem, Ticks cost,
+                                         const std::string& path);
+
+/// "embedding..h4" or "h5": a virtual stage's layers by name.
+std::string partition_range_text(const LayerCosts& costs, const Partition& partition, int vs);
+
+/// The partition in Megatron-LM's --pipeline-model-parallel-layout notation: stages separated by
+/// '|', "E" the embedding, "t" a transformer block (runs written "t*5"), "L" the loss (head), e.g.
+/// "Et*5|t*4|t*3|L". Empty, with *err set, where a layer is neither (kind other).
+std::string megatron_layout(const LayerCosts& costs, const Partition& partition, std::string* err);
+
+}  // namespace zbpp

@@ -1,0 +1,245 @@
+// The partition search (partition.h). A partition's busy bound, m x its busiest stage's F + B + W,
+// bounds the cost of any of its schedules from below, so partitions are planned in order of that
+// bound and the search stops at the first whose bound cannot beat the best plan so far: the same
+// winner as planning every partition, at a fraction of the plans.
+#include "planner/partition.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+
+namespace zbpp {
+
+namespace {
+
+constexpr Ticks kNever = std::numeric_limits<Ticks>::max();
+
+// Per-layer F + B + W in ticks, as prefix sums: the load of layers [a, b) is at[b] - at[a].
+struct Loads {
+  std::vector<Ticks> at;
+  explicit Loads(const LayerCosts& costs) : at(costs.layers.size() + 1, 0) {
+    Partition each;
+    each.counts.assign(costs.layers.size(), 1);
+    const StageCosts per_layer = stage_costs(costs, each);
+    for (size_t l = 0; l < costs.layers.size(); ++l)
+      at[l + 1] = at[l] + per_layer.t_f[l] + per_layer.t_b[l] + per_layer.t_w[l];
+  }
+  Ticks range(int a, int b) const { return at[static_cast<size_t>(b)] - at[static_cast<size_t>(a)]; }
+  int layers() const { return static_cast<int>(at.size()) - 1; }
+};
+
+struct Candidate {
+  Ticks busiest = 0;  // the busiest stage's load
+  std::vector<int> counts;
+  bool operator<(const Candidate& o) const { return busiest != o.busiest ? busiest < o.busiest : counts < o.counts; }
+};
+
+// Every partition into `stages` ranges whose busiest load is below `below`, depth first with the
+// ranges too heavy (or leaving too few layers for the stages after) cut early. Keeps at most
+// `keep` (the lightest) and counts the rest in *left_out.
+void enumerate(const Loads& loads, int stages, Ticks below, size_t keep, std::vector<Candidate>* out, long* left_out) {
+  const int n = loads.layers();
+  std::vector<int> counts(static_cast<size_t>(stages));
+  auto trim = [&] {
+    std::nth_element(out->begin(), out->begin() + static_cast<long>(keep), out->end());
+    *left_out += static_cast<long>(out->size() - keep);
+    out->resize(keep);
+  };
+  auto go = [&](auto&& self, int stage, int first, Ticks busiest) -> void {
+    if (stage == stages - 1) {
+      const Ticks load = loads.range(first, n);
+      if (load >= below) return;
+      counts[static_cast<size_t>(stage)] = n - first;
+      out->push_back({std::max(busiest, load), counts});
+      if (out->size() >= 2 * keep) trim();
+      return;
+    }
+    const int rest = stages - stage - 1;  // stages after this one, one layer each at least
+    for (int end = first + 1; end <= n - rest; ++end) {
+      const Ticks load = loads.range(first, end);
+      if (load >= below) break;  // longer ranges only weigh more
+      // The layers left must fit the stages left below the bar.
+      if (loads.range(end, n) >= below * rest) continue;
+      counts[static_cast<size_t>(stage)] = end - first;
+      self(self, stage + 1, end, std::max(busiest, load));
+    }
+  };
+  go(go, 0, 0, 0);
+  if (out->size() > keep) trim();
+}
+
+// One partition planned: its cost, or nothing when the method cannot plan it (memory, say).
+struct Planned {
+  Partition partition;
+  PlanResult plan;
+  Ticks cost = 0;
+};
+
+std::optional<Planned> plan_one(const LayerCosts& costs, const ProblemInput& base, const Partition& partition,
+                                const std::string& method, const PlanOptions& options, std::vector<Diag>* diags) {
+  const ProblemInput input = problem_for_partition(costs, partition, base);
+  auto problem = build_problem(input, "", diags);
+  if (!problem) return std::nullopt;
+  auto plan = plan_schedule(*problem, method, diags, options);
+  if (!plan) return std::nullopt;
+  const Ticks cost = plan->solver.value;
+  return Planned{partition, std::move(*plan), cost};
+}
+
+std::string counts_text(const std::vector<int>& counts) {
+  std::string s;
+  for (size_t i = 0; i < counts.size(); ++i) s += (i ? "/" : "") + std::to_string(counts[i]);
+  return s;
+}
+
+// The search with one method: the balanced partition first, then, lightest bound first, every
+// partition whose bound is below the best cost so far.
+struct SearchOutcome {
+  std::vector<Planned> best;  // the best few, cheapest first (ties: the lighter bound, then counts)
+  long enumerated = 0, planned = 0, left_out = 0;
+  std::vector<Diag> first_failure;  // why the balanced partition could not be planned
+};
+
+SearchOutcome search(const LayerCosts& costs, const ProblemInput& base, const std::string& method,
+                     const PlanOptions& options, const PartitionSearchOptions& so, size_t keep_best) {
+  SearchOutcome out;
+  const Loads loads(costs);
+  const int p = base.p;
+  const auto started = std::chrono::steady_clock::now();
+  auto last_said = started;
+  auto consider = [&](const Partition& partition) {
+    ++out.planned;
+    std::vector<Diag> why;
+    auto planned = plan_one(costs, base, partition, method, options, &why);
+    if (!planned) {
+      if (out.planned == 1) out.first_failure = why;
+      return;
+    }
+    out.best.push_back(std::move(*planned));
+    std::stable_sort(out.best.begin(), out.best.end(), [](const Planned& a, const Planned& b) { return a.cost < b.cost; });
+    if (out.best.size() > keep_best) out.best.resize(keep_best);
+  };
+  auto bar = [&] { return out.best.size() < keep_best ? kNever : out.best.back().cost; };
+  const Partition balanced = balanced_partition(costs, p);
+  consider(balanced);
+  std::vector<Candidate> candidates;
+  // A plan costs m x its busiest load at least: only lighter partitions than best / m can beat it
+  // (those kept beside the best are the best found among these).
+  const Ticks first_bar = out.best.empty() ? kNever : out.best.front().cost;
+  const Ticks below = first_bar == kNever ? kNever : first_bar / base.m + (first_bar % base.m != 0);
+  enumerate(loads, p, below, static_cast<size_t>(std::max<long>(1, so.max_plans)), &candidates, &out.left_out);
+  std::sort(candidates.begin(), candidates.end());
+  out.enumerated = static_cast<long>(candidates.size()) + out.left_out;
+  for (const Candidate& c : candidates) {
+    if (c.counts == balanced.counts) continue;
+    const Ticks b = bar();
+    if (b != kNever && static_cast<long double>(c.busiest) * base.m >= b) break;  // cannot beat the bar
+    consider(Partition{c.counts});
+    if (so.progress && std::chrono::steady_clock::now() - last_said > std::chrono::seconds(1)) {
+      last_said = std::chrono::steady_clock::now();
+      so.progress("partition search: " + std::to_string(out.planned) + " of at most " +
+                  std::to_string(candidates.size()) + " partitions planned" +
+                  (out.best.empty() ? "" : ", best " + counts_text(out.best.front().partition.counts) + " at " +
+                                               format_quanta(out.best.front().cost)));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+bool plans_one_chunk(const std::string& method) {
+  return method == "1f1b" || method == "zb-h1" || method == "zb-h2" || method == "heuristic" || method == "ilp" ||
+         method == "auto";
+}
+
+Partition balanced_partition(const LayerCosts& costs, int stages) {
+  const Loads loads(costs);
+  const int n = loads.layers();
+  // best[k][i]: the lightest busiest load of layers [0, i) on k stages; cut[k][i] where the k-th begins.
+  std::vector<std::vector<Ticks>> best(static_cast<size_t>(stages) + 1, std::vector<Ticks>(static_cast<size_t>(n) + 1, kNever));
+  std::vector<std::vector<int>> cut(static_cast<size_t>(stages) + 1, std::vector<int>(static_cast<size_t>(n) + 1, 0));
+  best[0][0] = 0;
+  for (int k = 1; k <= stages; ++k)
+    for (int i = k; i <= n; ++i)
+      for (int j = k - 1; j < i; ++j) {  // stage k takes layers [j, i)
+        if (best[static_cast<size_t>(k) - 1][static_cast<size_t>(j)] == kNever) continue;
+        const Ticks load = std::max(best[static_cast<size_t>(k) - 1][static_cast<size_t>(j)], loads.range(j, i));
+        if (load < best[static_cast<size_t>(k)][static_cast<size_t>(i)]) {
+          best[static_cast<size_t>(k)][static_cast<size_t>(i)] = load;
+          cut[static_cast<size_t>(k)][static_cast<size_t>(i)] = j;
+        }
+      }
+  Partition out;
+  out.counts.assign(static_cast<size_t>(stages), 0);
+  for (int k = stages, i = n; k >= 1; --k) {
+    const int j = cut[static_cast<size_t>(k)][static_cast<size_t>(i)];
+    out.counts[static_cast<size_t>(k) - 1] = i - j;
+    i = j;
+  }
+  return out;
+}
+
+std::optional<PartitionPlan> plan_partitioned(const LayerCosts& costs, const ProblemInput& base, const std::string& method,
+                                              std::vector<Diag>* diags, const PlanOptions& options,
+                                              const PartitionSearchOptions& so) {
+  const int n = static_cast<int>(costs.layers.size());
+  if (!plans_one_chunk(method)) {
+    add_diag(diags, {"", "", -1, -1, "",
+                     "--layers plans one chunk per stage (1f1b, zb-h1, zb-h2, heuristic, ilp, auto), not " + method +
+                         ": V and interleaved placements need times per virtual stage, which the problem model does "
+                         "not have yet"});
+    return std::nullopt;
+  }
+  if (base.p > n) {
+    add_diag(diags, {"", "", -1, -1, "",
+                     "more stages than layers: p = " + std::to_string(base.p) + ", but the layer file has " +
+                         std::to_string(n) + " layers; every stage needs at least one"});
+    return std::nullopt;
+  }
+  PlanOptions one_chunk = options;
+  one_chunk.single_chunk = true;
+  // auto and the ILPs cost seconds a plan: screen every partition with the heuristic, then plan the
+  // best few with the method itself.
+  const bool screened = method == "auto" || method == "ilp";
+  SearchOutcome outcome = search(costs, base, screened ? so.screen : method, one_chunk, so,
+                                 screened ? static_cast<size_t>(std::max(1, so.refine)) : 1);
+  if (outcome.best.empty()) {
+    add_diag(diags, {"", "", -1, -1, "",
+                     "no partition of the " + std::to_string(n) + " layers over " + std::to_string(base.p) +
+                         " stages could be planned with " + (screened ? so.screen : method) + "; the balanced one (" +
+                         counts_text(balanced_partition(costs, base.p).counts) + " layers) failed with:"});
+    for (const auto& d : outcome.first_failure) add_diag(diags, d);
+    return std::nullopt;
+  }
+  std::optional<Planned> winner;
+  long planned = outcome.planned;
+  if (screened) {
+    for (const Planned& c : outcome.best) {
+      ++planned;
+      std::vector<Diag> why;
+      auto refined = plan_one(costs, base, c.partition, method, one_chunk, &why);
+      if (refined && (!winner || refined->cost < winner->cost)) winner = std::move(refined);
+    }
+    if (!winner) winner = std::move(outcome.best.front());  // the screen's plan stands
+  } else {
+    winner = std::move(outcome.best.front());
+  }
+  PartitionPlan out{std::move(winner->plan), winner->partition, outcome.enumerated, planned,
+                    static_cast<Ticks>(base.m) * best_partition_load(costs, base.p)};
+  std::string layers;
+  for (int vs = 0; vs < base.p; ++vs)
+    layers += (vs ? ", " : "") + partition_range_text(costs, out.partition, vs);
+  out.plan.notes.insert(out.plan.notes.begin(),
+                        "partition: " + counts_text(out.partition.counts) + " layers (" + layers + "), best of " +
+                            std::to_string(planned) + " planned of " + std::to_string(outcome.enumerated) +
+                            " partitions whose bound could win" +
+                            (outcome.left_out ? " (" + std::to_string(outcome.left_out) + " left out past --max-plans)" : "") +
+                            (screened ? "; screened with " + so.screen + ", the best " + std::to_string(outcome.best.size()) +
+                                            " planned with " + method
+                                      : "") +
+                            "; no partition's plan costs less than " + format_quanta(out.bound));
+  return out;
+}
+
+}  // namespace zbpp
