@@ -109,7 +109,7 @@ int profile_layers(const Options& o, std::ostream& out, std::ostream& err) {
                                                   : "CPU backend, " + cpu_kernels() + ", " +
                                                         std::to_string(o.blas_threads) +
                                                         (o.blas_threads == 1 ? " thread" : " threads");
-  const std::string source = "zbrun --profile-layers, " + backend + ", median of " + std::to_string(o.profile_repeats);
+  const std::string how = backend + ", median of " + std::to_string(o.profile_repeats);
   for (const LayerCost& k : *kinds) {
     char line[240];
     std::snprintf(line, sizeof line,
@@ -119,10 +119,10 @@ int profile_layers(const Options& o, std::ostream& out, std::ostream& err) {
                   k.output_bytes);
     out << line;
   }
-  if (!write_file_replacing(o.profile_layers, layers_file(*model, *kinds, source).dump(2) + "\n", &why))
+  if (!write_file_replacing(o.profile_layers, layers_file(*model, *kinds, "zbrun --profile-layers, " + how).dump(2) + "\n", &why))
     return fail("--profile-layers: cannot write " + why);
   out << "wrote " << o.profile_layers << " (model " << model->name << ": embedding, " << model->layers
-      << " blocks, head; " << source.substr(std::string("zbrun --profile-layers, ").size()) << ")\n";
+      << " blocks, head; " << how << ")\n";
   return 0;
 }
 
