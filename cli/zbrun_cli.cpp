@@ -26,6 +26,7 @@
 #include "runtime/backend/cpu/compute_cpu.h"
 #include "runtime/data.h"
 #include "runtime/interpreter.h"
+#include "runtime/profile_layers.h"
 #include "runtime/trainer.h"
 #ifdef ZBPP_HAVE_CUDA
 #include "runtime/backend/cuda/compute_cuda.h"
@@ -84,6 +85,45 @@ std::string write_profile(const Options& o, const ScheduleFile& file, const GptC
     out << line;
   }
   return "";
+}
+
+// --profile-layers: measures the model's layer kinds alone (runtime/profile_layers.h), prints a
+// line for each and writes the layer-cost file. Exit code 0, or 1 with the message on `err`.
+int profile_layers(const Options& o, std::ostream& out, std::ostream& err) {
+  auto fail = [&err](const std::string& msg) {
+    err << "zbrun: " << msg << "\n";
+    return 1;
+  };
+  std::string why;
+  auto model = load_gpt_config(o.model, &why);
+  if (!model) return fail(why);
+  if (std::string bad = check_writable_file(o.profile_layers); !bad.empty())
+    return fail("--profile-layers: cannot write " + bad);
+  ProfileLayersOptions po;
+  po.backend = o.backend;
+  po.repeats = o.profile_repeats;
+  po.seed = static_cast<std::uint64_t>(o.run.seed);
+  auto kinds = profile_layer_kinds(*model, po, &why);
+  if (!kinds) return fail(why);
+  const std::string backend = o.backend == "cuda" ? "CUDA backend (bf16), GPU 0"
+                                                  : "CPU backend, " + cpu_kernels() + ", " +
+                                                        std::to_string(o.blas_threads) +
+                                                        (o.blas_threads == 1 ? " thread" : " threads");
+  const std::string how = backend + ", median of " + std::to_string(o.profile_repeats);
+  for (const LayerCost& k : *kinds) {
+    char line[240];
+    std::snprintf(line, sizeof line,
+                  "%-9s  F %9.4f ms  B %9.4f ms  W %9.4f ms  activations %.0f B (%.0f B after B), parameters %.0f B, "
+                  "output %.0f B\n",
+                  k.kind.c_str(), k.t_f, k.t_b, k.t_w, k.activation_bytes, k.activation_bytes_w, k.parameter_bytes,
+                  k.output_bytes);
+    out << line;
+  }
+  if (!write_file_replacing(o.profile_layers, layers_file(*model, *kinds, "zbrun --profile-layers, " + how).dump(2) + "\n", &why))
+    return fail("--profile-layers: cannot write " + why);
+  out << "wrote " << o.profile_layers << " (model " << model->name << ": embedding, " << model->layers
+      << " blocks, head; " << how << ")\n";
+  return 0;
 }
 
 // Writes the trace --trace asked for: every rank's measured op spans of the last step, with the
@@ -284,6 +324,7 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
     setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 1);
     setenv("CUDA_MODULE_LOADING", "EAGER", 1);
   }
+  if (!o.profile_layers.empty()) return profile_layers(o, out, err);  // one process, no schedule, no MPI
   bool mpi = use_mpi && !o.local;
   int world_rank = 0, world_size = 1;
 #ifdef ZBPP_HAVE_MPI

@@ -74,7 +74,9 @@ std::string empty_stages_warning(const GptConfig& model, const Schedule& s) {
 }  // namespace
 
 void add_flags(CLI::App* app, Options* o) {
-  app->add_option("schedule", o->schedule_file, "lowered schedule file from zbplan plan")->required()->check(file_name());
+  // Required unless --profile-layers, which measures the model alone (check_flags says so).
+  app->add_option("schedule", o->schedule_file, "lowered schedule file from zbplan plan (none with --profile-layers)")
+      ->check(file_name());
   app->add_option("--model", o->model,
                  std::string("a preset (") + kGptPresets + ") or a model JSON file {vocab, seq, channels, heads, "
                  "layers, batch}")
@@ -96,6 +98,14 @@ void add_flags(CLI::App* app, Options* o) {
                  "measure T_F, T_B, T_W, T_comm (ms) and M_B, M_W (MiB) per stage and write them as a problem file "
                  "for zbplan")
       ->check(file_name());
+  app->add_option("--profile-layers", o->profile_layers,
+                 "measure each layer kind (embedding, one block, head) alone, F, B and W of one microbatch, and write "
+                 "the layer-cost file (schema/layers.schema.json) for zbplan; takes no schedule")
+      ->check(file_name());
+  app->add_option("--profile-repeats", o->profile_repeats, "with --profile-layers: timed runs, after a warm-up; the median is kept")
+      ->check(integer_in(1, 1000000))
+      ->option_text("N")
+      ->default_str("5");
   app->add_option("--dump-weights", o->run.dump_weights,
                  "after training, write every weight tensor to DIR/tensor<id>.f32 (raw floats)")
       ->check(dir_name());
@@ -148,6 +158,13 @@ void add_flags(CLI::App* app, Options* o) {
 
 std::string check_flags(Options* op) {
   Options& o = *op;
+  const bool profile_layers = !o.profile_layers.empty();
+  if (o.schedule_file.empty() && !profile_layers)
+    return "schedule is required (lowered schedule file from zbplan plan), or --profile-layers FILE";
+  if (!o.schedule_file.empty() && profile_layers)
+    return "--profile-layers measures the model's layers alone and takes no schedule file (drop " + o.schedule_file + ")";
+  if (o.profile_repeats > 0 && !profile_layers) return "--profile-repeats needs --profile-layers FILE";
+  if (o.profile_repeats == 0) o.profile_repeats = 5;
   if (!o.fail_at.empty()) {
     std::string bad = parse_fields(o.fail_at, ":@", 2, {&o.run.fail_rank, &o.run.fail_op, &o.run.fail_step});
     if (!bad.empty()) return "--fail-at: expected RANK:OP or RANK:OP@STEP, got '" + o.fail_at + "': " + bad;
@@ -171,10 +188,14 @@ std::string check_flags(Options* op) {
     o.backend = "cuda";
     o.local = true;
   }
-  // Under mpirun every process would run the whole pipeline in threads, all writing the same files.
-  if (o.local)
+  // Under mpirun every process would run the whole pipeline in threads (or profile the layers), all
+  // writing the same files.
+  if (o.local || profile_layers)
     for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MPI_LOCALNRANKS"})
       if (const char* n = std::getenv(var); n != nullptr && std::atoi(n) > 1) {
+        if (profile_layers)
+          return "--profile-layers runs in one process, but mpirun started " + std::string(n) + " processes (" + var +
+                 "=" + n + "): each would write the same file; start zbrun without mpirun";
         const std::string flag = o.single_gpu ? "--single-gpu" : "--local";
         return flag + " runs every rank in this process, but mpirun started " + n + " processes (" + var + "=" +
                n + "): each would run the whole pipeline and write the same files; drop " + flag +

@@ -28,6 +28,8 @@ struct Options {
   std::string fault = "error";  ///< how it fails: "error", "hang" or "truncate" (a send)
   std::string layer_split;  ///< "a,b,...": blocks per virtual stage
   std::string inject;       ///< "STEP:RANK": a NaN gradient on RANK at STEP
+  std::string profile_layers;  ///< measure each layer kind alone and write this layer-cost file (no schedule)
+  int profile_repeats = 0;     ///< timed runs of --profile-layers, the median kept (0: not given, 5)
   RunOptions run;           ///< the flags the driver takes as they are (run_options adds the others)
 };
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Checks that files zbplan writes match schema/*.schema.json, and that the schemas reject known-bad
-documents (so this check can fail). Usage: ZBPLAN=path check_schemas.py SOURCE_DIR TMP_DIR"""
+"""Checks that files zbplan and zbrun write match schema/*.schema.json, and that the schemas reject
+known-bad documents (so this check can fail). Usage: ZBPLAN=path ZBRUN=path check_schemas.py SOURCE_DIR TMP_DIR"""
 import json
 import os
 import subprocess
@@ -14,10 +14,12 @@ warnings.simplefilter("ignore", DeprecationWarning)  # RefResolver: newer jsonsc
 
 src, tmp = sys.argv[1], sys.argv[2]
 zbplan = os.environ["ZBPLAN"]
+zbrun = os.environ["ZBRUN"]
 load = lambda path: json.load(open(path))
 problem_schema = load(os.path.join(src, "schema/problem.schema.json"))
 schedule_schema = load(os.path.join(src, "schema/schedule.schema.json"))
-for schema in (problem_schema, schedule_schema):
+layers_schema = load(os.path.join(src, "schema/layers.schema.json"))
+for schema in (problem_schema, schedule_schema, layers_schema):
     jsonschema.Draft202012Validator.check_schema(schema)
 # schedule.schema.json refers to problem.schema.json by relative path, resolved in schema/.
 base = "file://" + os.path.abspath(os.path.join(src, "schema")) + "/"
@@ -25,6 +27,7 @@ resolver = jsonschema.RefResolver(base + "schedule.schema.json", schedule_schema
                                   store={base + "problem.schema.json": problem_schema})
 schedule_validator = jsonschema.Draft202012Validator(schedule_schema, resolver=resolver)
 problem_validator = jsonschema.Draft202012Validator(problem_schema)
+layers_validator = jsonschema.Draft202012Validator(layers_schema)
 
 failures = 0
 def expect(ok, what):
@@ -104,6 +107,21 @@ expect(not errors(schedule_validator, compute_doc) and compute_doc["solver"]["co
        "compute-level file matches the schema, its solver cost the span")
 neg = dict(doc["problem"], t_f=-1)
 expect(errors(problem_validator, neg), "schema rejects a negative t_f")
+
+# The layer-cost file zbrun --profile-layers writes.
+out = os.path.join(tmp, "schema_layers.json")
+run = subprocess.run([zbrun, "--profile-layers", out, "--model", "tiny", "--profile-repeats", "1"],
+                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+expect(run.returncode == 0, f"zbrun --profile-layers {run.stderr.strip()}")
+layers_doc = load(out)
+errs = errors(layers_validator, layers_doc)
+expect(not errs, f"zbrun --profile-layers file matches layers.schema.json {errs[:3]}")
+neg = json.loads(json.dumps(layers_doc)); neg["layers"][0]["t_f"] = -1
+expect(errors(layers_validator, neg), "schema rejects a layer's negative t_f")
+bad_kind = json.loads(json.dumps(layers_doc)); bad_kind["layers"][0]["kind"] = "mlp"
+expect(errors(layers_validator, bad_kind), "schema rejects an unknown layer kind")
+bad_format = dict(layers_doc, format="zbpp-layers-2")
+expect(errors(layers_validator, bad_format), "schema rejects another format version")
 
 print(f"{failures} failed")
 sys.exit(1 if failures else 0)

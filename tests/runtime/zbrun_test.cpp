@@ -344,7 +344,7 @@ TEST_CASE("zbrun: usage errors exit 2 naming the closest flag or value, --help s
   }
   Run r = call(zbrun_local, {"zbrun", "--local"});
   CHECK(r.code == 2);
-  CHECK(r.err == "zbrun: schedule is required (lowered schedule file from zbplan plan)" + help);
+  CHECK(r.err == "zbrun: schedule is required (lowered schedule file from zbplan plan), or --profile-layers FILE" + help);
   // Values are read in any case.
   r = call(zbrun_local, {"zbrun", s, "--local", "--backend", "CPU", "--check"});
   CHECK(r.code == 0);
@@ -368,7 +368,8 @@ TEST_CASE("zbrun: usage errors exit 2 naming the closest flag or value, --help s
     CHECK(r.out.find(described) != std::string::npos);
   for (const char* shown : {"  --checkpoint DIR ", "  --dump-weights DIR ", "  --steps INT ", "  --lr NUMBER ",
                             "  --backend cpu|cuda ", "  --model PRESET|FILE ", "  --data synthetic|FILE ",
-                            "  --fail-at RANK:OP[@STEP] ", "  schedule FILE REQUIRED "})
+                            "  --fail-at RANK:OP[@STEP] ", "  schedule FILE ",
+                            "  --profile-repeats N "})
     CHECK(r.out.find(shown) != std::string::npos);
   CHECK(r.out.find("TEXT") == std::string::npos);  // CLI11's type names: a metavar says what to give
   CHECK(r.out.find("INT:") == std::string::npos);
