@@ -102,8 +102,10 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
 
   auto* export_cmd = app.add_subcommand("export", "write a schedule in another tool's format");
   export_cmd->add_option("file", file, "schedule file")->required()->check(file_name());
-  export_cmd->add_option("--format", export_format, "the format: pytorch-csv (torch.distributed.pipelining)")
-      ->transform(one_of({"pytorch-csv"}, "format"));
+  export_cmd->add_option("--format", export_format,
+                         "the format: pytorch-csv (torch.distributed.pipelining), or layout (a file planned with "
+                         "--layers: its partition as Megatron-LM's --pipeline-model-parallel-layout)")
+      ->transform(one_of({"pytorch-csv", "layout"}, "format"));
   export_cmd->add_option("-o,--output", export_out, "file to write")->required()->check(file_name());
 
   ProblemFlags import_flags;
@@ -142,7 +144,7 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
   if (show->parsed())
     return cmd_show(file, show_out, show_width, show_measured, show_iterations_flags, show->count("--iterations") > 0,
                     out, err);
-  if (export_cmd->parsed()) return cmd_export(file, export_out, out, err);
+  if (export_cmd->parsed()) return cmd_export(file, export_format, export_out, out, err);
   if (import_cmd->parsed()) {
     import_flags.tcomm_given = import_cmd->count("--tcomm") > 0;
     return cmd_import(file, import_flags, import_iterations, import_out, import_compute_only, out, err);

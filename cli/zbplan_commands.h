@@ -26,6 +26,7 @@ int cmd_simulate(const std::string& path, const std::string& trace_path, const I
 int cmd_validate(const std::string& path, std::ostream& out, std::ostream& err);
 int cmd_show(const std::string& path, const std::string& output, int width, const std::string& measured_path,
              const IterationFlags& iteration_flags, bool show_iterations, std::ostream& out, std::ostream& err);
-int cmd_export(const std::string& path, const std::string& output, std::ostream& out, std::ostream& err);
+int cmd_export(const std::string& path, const std::string& format, const std::string& output, std::ostream& out,
+               std::ostream& err);
 
 }  // namespace zbpp::zbplan

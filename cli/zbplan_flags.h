@@ -102,6 +102,8 @@ struct IterationFlags {
 struct ProblemFlags {
   std::string problem_file;
   std::string layers_file;  ///< plan --layers: times and memory from layer costs, the partition searched
+  std::string partition;    ///< plan --partition: with --layers, these layer counts per stage, not searched
+  std::string device_memory;  ///< plan --device-memory: with --layers, bytes per device ("80GiB" or a list)
   static constexpr int kUnset = std::numeric_limits<int>::min();  // flag not given: keep the file's value
   int p = kUnset, m = kUnset, chunks = kUnset;
   std::string tf, tb, tw, mem_b, mem_w, mem_limit, placement;
@@ -131,6 +133,14 @@ struct ProblemFlags {
                     "layer-cost file (schema/layers.schema.json, e.g. from zbrun --profile-layers): choose each "
                     "stage's layers with the schedule; times and memory come from it, memory in MiB")
         ->check(file_name());
+    app->add_option("--partition", partition,
+                    "with --layers: plan these layers per stage (counts \"a,b,...\" of the file's layers) instead of "
+                    "searching")
+        ->check(integer_list_in(1, 1'000'000));
+    app->add_option("--device-memory", device_memory,
+                    "with --layers: each device's memory, e.g. 80GiB, or one per stage \"80GiB,80GiB,40GiB,80GiB\"; a "
+                    "stage's activation limit is it less the parameters, gradients and optimizer state of its layers")
+        ->option_text("BYTES");
     app->add_option("--placement", placement,
                     "which virtual stages each stage holds: v (2 chunks: stage r holds r and 2p-1-r) or interleaved "
                     "(stage s holds s, s+p, ...); default: the method's own (heuristic with 2 chunks: v)")

@@ -114,6 +114,9 @@ int cmd_show(const std::string& path, const std::string& output, int width, cons
   Timeline timeline = one;
   RenderOptions options;
   options.width = width;
+  if (file.partition)  // each stage labelled with its layers
+    for (int st = 0; st < file.schedule.p; ++st)
+      options.stage_labels.push_back(partition_range_text(file.partition->costs, file.partition->partition, st));
   if (show_iterations) {
     if (file.schedule.level != kLevelLowered) {
       err << "zbplan: show: " << path << ": --iterations needs a lowered file (one with the optimizer's ops): plan it "
@@ -145,9 +148,28 @@ int cmd_show(const std::string& path, const std::string& output, int width, cons
   return 0;
 }
 
-int cmd_export(const std::string& path, const std::string& output, std::ostream& out, std::ostream& err) {
+int cmd_export(const std::string& path, const std::string& format, const std::string& output, std::ostream& out,
+               std::ostream& err) {
   auto loaded = load_checked(path, err);
   if (!loaded) return kExitInvalid;
+  if (format == "layout") {
+    const auto& partition = loaded->first.partition;
+    if (!partition) {
+      err << "zbplan: export: " << path << ": the file records no partition of layers: plan it with --layers FILE "
+          << "for --format layout\n";
+      return kExitInvalid;
+    }
+    std::string why;
+    const std::string layout = megatron_layout(partition->costs, partition->partition, &why);
+    if (layout.empty()) {
+      err << "zbplan: export: " << path << ": " << why << "\n";
+      return kExitInvalid;
+    }
+    if (!write_file(output, layout + "\n", err)) return kExitInvalid;
+    out << "wrote " << output << " (Megatron-LM: --pipeline-model-parallel-size " << loaded->first.schedule.p
+        << " --pipeline-model-parallel-layout \"" << layout << "\")\n";
+    return 0;
+  }
   if (!write_file(output, export_pytorch_csv(loaded->first.schedule), err)) return kExitInvalid;
   out << "wrote " << output << " (PyTorch pipelining CSV: one row per rank; I = our B, B = our BW)\n";
   return 0;

@@ -33,7 +33,7 @@ void print_figures(std::ostream& out, const Schedule& s, const Problem& pr, cons
   out << label("span bubble rate") << format_fixed(t.span_bubble_rate, 4) << "  ((span - busy) / span; "
       << format_fixed(t.span_bubble_rate, 6) << ")\n";
   out << label("peak memory") << memory_list(t.peak_memory);
-  if (pr.mem_limit)
+  if (pr.limited())
     out << "  (limit " << mem_limit_text(pr) << ")";
   out << "\n";
 }

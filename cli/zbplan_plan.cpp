@@ -65,7 +65,7 @@ int write_planned(const PlanResult& planned, const IterationFlags& iteration_fla
 std::string memory_hint(const Problem& problem, const std::string& method, const PlanOptions& options,
                         const std::vector<Diag>& failed) {
   const std::string header = "the " + method + " schedule does not fit this problem:";
-  if (!problem.mem_limit || failed.empty() || failed[0].message != header || method == "heuristic" || method == "ilp")
+  if (!problem.mem_limit || !problem.stage_mem_limits.empty() || failed.empty() || failed[0].message != header || method == "heuristic" || method == "ilp")
     return "";
   Problem unlimited = problem;
   unlimited.mem_limit.reset();
@@ -115,6 +115,31 @@ int cmd_plan(const std::string& method, const ProblemFlags& flags, const Iterati
                        "no " + missing +
                            (layered ? ": with --layers, give -p and -m"
                                     : ": give the problem with -p, -m, --tf, --tb and --tw, or with --problem FILE"));
+  if (!layered && !flags.partition.empty())
+    return usage_error(err, "zbplan", "plan", "--partition counts the layers of a --layers file: give --layers FILE");
+  if (!layered && !flags.device_memory.empty())
+    return usage_error(err, "zbplan", "plan",
+                       "--device-memory needs the layers' static bytes: give --layers FILE (without it, memory is in "
+                       "the problem's own unit: use --mem-limit)");
+  std::vector<double> device_bytes;
+  if (!flags.device_memory.empty()) {
+    if (!flags.mem_limit.empty())
+      return usage_error(err, "zbplan", "plan", "give the memory once: --device-memory or --mem-limit, not both");
+    size_t from = 0;
+    for (;;) {
+      const size_t comma = flags.device_memory.find(',', from);
+      std::string why;
+      auto bytes = parse_bytes(flags.device_memory.substr(from, comma == std::string::npos ? std::string::npos : comma - from), &why);
+      if (!bytes) return usage_error(err, "zbplan", "plan", "--device-memory: " + why);
+      device_bytes.push_back(*bytes);
+      if (comma == std::string::npos) break;
+      from = comma + 1;
+    }
+    if (device_bytes.size() != 1 && static_cast<int>(device_bytes.size()) != flags.p)
+      return usage_error(err, "zbplan", "plan",
+                         "--device-memory gives " + std::to_string(device_bytes.size()) +
+                             " sizes: give one for every device, or one per stage (-p " + std::to_string(flags.p) + ")");
+  }
   if (layered) {
     if (std::string conflict = layers_conflict(flags); !conflict.empty())
       return usage_error(err, "zbplan", "plan",
@@ -138,10 +163,25 @@ int cmd_plan(const std::string& method, const ProblemFlags& flags, const Iterati
           << layers << " layers, and every stage needs at least one\n";
       return kExitInvalid;
     }
-    // The balanced partition's problem, checked as any problem is (m, the memory limit). A limit
-    // like 2p becomes the MiB it means there: one limit for every partition searched.
-    if (input.p >= 1) problem = build_problem(problem_for_partition(costs, balanced_partition(costs, input.p), input), "", &diags);
-    else problem = build_problem(input, "", &diags);
+    if (!device_bytes.empty() && device_bytes.size() == 1) {
+      // Below the least any partition needs, no method can plan: say what would do.
+      const auto [least, partition] = least_device_memory(costs, input.p);
+      if (device_bytes[0] < least) {
+        err << "zbplan: " << flags.layers_file << ": --device-memory " << bytes_text(device_bytes[0])
+            << " cannot hold any partition's parameters, gradients, optimizer state and one microbatch's activations "
+            << "on every stage: the least is " << bytes_text(least) << " (" << std::to_string(static_cast<long long>(std::ceil(least)))
+            << " bytes), with the layers split ";
+        for (size_t s = 0; s < partition.counts.size(); ++s) err << (s ? "/" : "") << partition.counts[s];
+        err << "; give more memory, or more stages\n";
+        return kExitInvalid;
+      }
+    }
+    // The balanced partition's problem checks m and the limit as any problem's are checked. A limit
+    // like 2p becomes the MiB it means there: one limit for every partition searched. (Device memory
+    // sets each partition's limits itself; where the balanced one does not fit, others may.)
+    const ProblemInput balanced = input.p >= 1 ? problem_for_partition(costs, balanced_partition(costs, input.p), input)
+                                               : input;
+    problem = build_problem(balanced, "", &diags);
     if (!problem) return fail(err, diags);
     if (problem->mem_limit) input.mem_limit = format_quanta(*problem->mem_limit);
   } else {
@@ -163,9 +203,17 @@ int cmd_plan(const std::string& method, const ProblemFlags& flags, const Iterati
   if (layered) {
     PartitionSearchOptions search;
     search.progress = options.progress;
+    search.device_bytes = device_bytes;
+    if (!flags.partition.empty()) {
+      std::vector<long long> counts;  // the form was checked with the command line
+      parse_integer_list(flags.partition, 1, 1'000'000, &counts);
+      search.fixed = Partition{std::vector<int>(counts.begin(), counts.end())};
+    }
     auto found = plan_partitioned(costs, input, method, &diags, with_objective, search);
     if (!found) return fail(err, diags);
-    found->plan.partition = PartitionRecord{costs, found->partition, std::nullopt, std::nullopt};
+    std::vector<double> per_stage = device_bytes;
+    if (per_stage.size() == 1) per_stage.assign(static_cast<size_t>(flags.p), device_bytes[0]);
+    found->plan.partition = PartitionRecord{costs, found->partition, per_stage, std::nullopt, std::nullopt};
     if (!compute_only && found->plan.schedule.level != kLevelLowered &&
         !lower_planned(&found->plan, &diags, iteration_flags.lower_options()))
       return fail(err, diags);

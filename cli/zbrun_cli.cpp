@@ -115,11 +115,11 @@ int profile_layers(const Options& o, std::ostream& out, std::ostream& err) {
     std::snprintf(line, sizeof line,
                   "%-9s  F %9.4f ms  B %9.4f ms  W %9.4f ms  activations %.0f B (%.0f B after B), parameters %.0f B, "
                   "output %.0f B\n",
-                  k.kind.c_str(), k.t_f, k.t_b, k.t_w, k.activation_bytes, k.activation_bytes_w, k.parameter_bytes,
+                  layer_kind_name(k.kind), k.t_f, k.t_b, k.t_w, k.activation_bytes, k.activation_bytes_w, k.parameter_bytes,
                   k.output_bytes);
     out << line;
   }
-  if (!write_file_replacing(o.profile_layers, layers_file(*model, *kinds, "zbrun --profile-layers, " + how).dump(2) + "\n", &why))
+  if (!write_file_replacing(o.profile_layers, layer_costs_to_json(model_layer_costs(*model, *kinds, "zbrun --profile-layers, " + how)).dump(2) + "\n", &why))
     return fail("--profile-layers: cannot write " + why);
   out << "wrote " << o.profile_layers << " (model " << model->name << ": embedding, " << model->layers
       << " blocks, head; " << how << ")\n";
@@ -240,6 +240,12 @@ class Printer : public RunObserver {
     const Schedule& s = file_.schedule;
     out_ << "done: " << o_.run.steps << " steps of " << s.method << " on " << s.p << " ranks (p=" << s.p << ", m=" << s.m
          << ", chunks=" << s.chunks << "), model " << model_.name << " (" << model_.layers << " layers)\n";
+    // Which blocks each virtual stage ran, and who chose them.
+    const LayerSplit split = layer_split(model_, s.p * s.chunks);
+    out_ << "  blocks per virtual stage: ";
+    for (size_t vs = 0; vs < split.count.size(); ++vs) out_ << (vs ? "/" : "") << split.count[vs];
+    out_ << (file_.partition ? " (the schedule's partition)" : o_.layer_split.empty() ? " (even)" : " (--layer-split)")
+         << "\n";
     if (sum.measured_steps > 0)
       out_ << "  iteration time " << f4(sum.mean_seconds) << " s (mean of steps 1.." << o_.run.steps - 1
            << "), span bubble rate " << f4(sum.mean_span_bubble_rate) << " measured / " << f4(planned_.span_bubble_rate)
@@ -252,7 +258,7 @@ class Printer : public RunObserver {
     auto it = simulate_iterations(s, file_.problem, figures, &unused);
     if (it)
       out_ << "  planned per iteration: period " << format_quanta(it->period) << " (steady state), one alone "
-           << format_quanta(it->wall) << " (in the problem's time unit)\n";
+           << format_quanta(it->wall) << (file_.partition ? " ms (from the layer costs)\n" : " (in the problem's time unit)\n");
     if (sum.period_gaps > 0) {
       out_ << "  measured per iteration: period " << f4(sum.measured_period) << " s (steady state: steps "
            << sum.first_step + 1 << ".." << o_.run.steps - 1 << ", slowest rank)";
@@ -270,8 +276,18 @@ class Printer : public RunObserver {
     out_ << "  peak activation memory per rank: measured [";
     for (int r = 0; r < s.p; ++r) out_ << (r ? ", " : "") << f4(sum.peak_activation_bytes[r] / (1 << 20)) << " MiB";
     out_ << "], planned [";
-    for (int r = 0; r < s.p; ++r) out_ << (r ? ", " : "") << format_quanta(planned_.peak_memory[r]);
-    out_ << "] (in the problem's memory unit)\n";
+    // Planned from layer costs, memory is in MiB and each stage has its limit: said beside the peak.
+    for (int r = 0; r < s.p; ++r) {
+      out_ << (r ? ", " : "") << format_quanta(planned_.peak_memory[r]);
+      if (file_.partition) out_ << " MiB" << (file_.problem.limit(r) ? " of " + format_quanta(*file_.problem.limit(r)) : "");
+    }
+    out_ << (file_.partition ? "]" : "] (in the problem's memory unit)");
+    if (file_.partition) {
+      bool over = false;
+      for (int r = 0; r < s.p; ++r) over = over || sum.peak_activation_bytes[r] / (1 << 20) > from_quanta(planned_.peak_memory[r]);
+      out_ << (over ? ": measured ABOVE plan on some rank" : ": every rank within its plan");
+    }
+    out_ << "\n";
     out_ << "  weights digest " << sum.weights_digest;
     // The bits depend on the BLAS kernels, so the line says which gave them.
     if (o_.backend == "cpu") out_ << " (" << cpu_kernels() << ")";

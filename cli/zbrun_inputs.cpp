@@ -246,6 +246,22 @@ std::optional<CheckedInputs> check_inputs(Options& o, bool mpi, int world_rank, 
       model->split.push_back(static_cast<int>(n));
     }
   }
+  if (file->partition) {
+    // The file's partition is the split; --layer-split may only say the same.
+    std::vector<int> planned;
+    if (std::string bad = blocks_of_partition(file->partition->costs, file->partition->partition, *model, &planned);
+        !bad.empty())
+      return fail(o.schedule_file + ": " + bad);
+    auto text = [](const std::vector<int>& v) {
+      std::string t;
+      for (size_t i = 0; i < v.size(); ++i) t += (i ? "," : "") + std::to_string(v[i]);
+      return t;
+    };
+    if (!model->split.empty() && model->split != planned)
+      return fail("--layer-split " + text(model->split) + " contradicts the split the schedule was planned for (" +
+                  text(planned) + " blocks per stage, from its partition): drop --layer-split, or plan again");
+    model->split = planned;
+  }
   if (std::string bad = check_layer_split(*model, s.p * s.chunks); !bad.empty()) return fail(bad);
   if (std::string warning = empty_stages_warning(*model, s); !warning.empty() && world_rank == 0)
     err << "zbrun: warning: " << warning << "\n";

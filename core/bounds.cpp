@@ -65,8 +65,8 @@ int pairs_of(const Problem& pr) { return pr.m * pr.chunks; }
 // Most F's that fit in memory before the first B (nothing is freed before it).
 int fs_before_first_b(const Problem& pr, int s) {
   const int n = pairs_of(pr);
-  if (!pr.mem_limit || pr.mem_b[s] <= 0) return n;
-  return static_cast<int>(std::min<Mem>(n, std::max<Mem>(0, *pr.mem_limit / pr.mem_b[s])));
+  if (!pr.limit(s) || pr.mem_b[s] <= 0) return n;
+  return static_cast<int>(std::min<Mem>(n, std::max<Mem>(0, *pr.limit(s) / pr.mem_b[s])));
 }
 
 // Most B/W work stage s can have left, besides the last B(lo_s) and its W, right after its last F:
@@ -75,8 +75,8 @@ int fs_before_first_b(const Problem& pr, int s) {
 Ticks tail_work(const Problem& pr, int s) {
   const int n = pairs_of(pr);
   const Ticks bw = pr.t_b[s] + pr.t_w[s];
-  if (!pr.mem_limit || pr.mem_b[s] <= 0) return (n - 1) * bw;
-  const Mem limit = *pr.mem_limit, mb = pr.mem_b[s], mw = pr.mem_w[s];
+  if (!pr.limit(s) || pr.mem_b[s] <= 0) return (n - 1) * bw;
+  const Mem limit = *pr.limit(s), mb = pr.mem_b[s], mw = pr.mem_w[s];
   Ticks best = 0;
   for (int k = pr.chunks; k <= n; ++k) {
     Mem left = limit - k * mb;
@@ -92,8 +92,8 @@ Ticks tail_work(const Problem& pr, int s) {
 // hold M_W until their W; after that B all N hold M_W until their W.
 int forced_ws_before_last_b(const Problem& pr, int s) {
   const int n = pairs_of(pr);
-  if (!pr.mem_limit || pr.mem_w[s] <= 0) return 0;
-  const Mem limit = *pr.mem_limit, mw = pr.mem_w[s];
+  if (!pr.limit(s) || pr.mem_w[s] <= 0) return 0;
+  const Mem limit = *pr.limit(s), mw = pr.mem_w[s];
   Mem before = n - 1 - std::max<Mem>(0, limit - pr.mem_b[s]) / mw;
   Mem after = n - limit / mw;
   return static_cast<int>(std::clamp<Mem>(std::max(before, after), 0, n - 1));
@@ -136,7 +136,7 @@ StageFacts stage_facts(const Problem& pr, const VirtualStageMap& map, const Chai
 // chunks of (M_B * lifespan + min(M_B, M_W) * T_W): a bound where memory, not
 // compute, limits the stage (a few microbatches in flight against a long round trip).
 Ticks area_bound(const Problem& pr, const Chains& chains, const std::vector<int>& chunk_vs, int s) {
-  if (!pr.mem_limit || *pr.mem_limit <= 0) return 0;
+  if (!pr.limit(s) || *pr.limit(s) <= 0) return 0;
   // In doubles (the products overflow 64 bits on large problems), rounded down with a tick to
   // spare against their rounding: a bound may be a little low, never high.
   double area = 0;
@@ -145,7 +145,7 @@ Ticks area_bound(const Problem& pr, const Chains& chains, const std::vector<int>
     area += static_cast<double>(pr.mem_b[s]) * static_cast<double>(lifespan) +
             static_cast<double>(std::min(pr.mem_w[s], pr.mem_b[s])) * static_cast<double>(pr.t_w[s]);
   }
-  const double span = area * pr.m / static_cast<double>(*pr.mem_limit) * (1 - 1e-12);
+  const double span = area * pr.m / static_cast<double>(*pr.limit(s)) * (1 - 1e-12);
   return std::max<Ticks>(0, static_cast<Ticks>(std::floor(span)) - 1);
 }
 

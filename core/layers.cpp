@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <set>
 
@@ -181,7 +182,12 @@ nlohmann::json layer_costs_to_json(const LayerCosts& costs) {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& layer : costs.layers) {
     nlohmann::json l = {{"name", layer.name}, {"kind", layer_kind_name(layer.kind)}};
-    for (const auto& f : kNumberFields) l[f.name] = layer.*f.member;
+    for (const auto& f : kNumberFields) {
+      const double v = layer.*f.member;
+      // Whole numbers (bytes, mostly) as integers: 262144, not 262144.0.
+      if (v == std::floor(v) && std::fabs(v) < 9e15) l[f.name] = static_cast<long long>(v);
+      else l[f.name] = v;
+    }
     list.push_back(std::move(l));
   }
   j["layers"] = std::move(list);
@@ -219,7 +225,8 @@ StageCosts stage_costs(const LayerCosts& costs, const Partition& partition) {
   return out;
 }
 
-ProblemInput problem_for_partition(const LayerCosts& costs, const Partition& partition, const ProblemInput& base) {
+ProblemInput problem_for_partition(const LayerCosts& costs, const Partition& partition, const ProblemInput& base,
+                                   const std::vector<double>& device_bytes) {
   const StageCosts sums = stage_costs(costs, partition);
   ProblemInput in = base;
   in.p = static_cast<int>(partition.counts.size());
@@ -232,7 +239,89 @@ ProblemInput problem_for_partition(const LayerCosts& costs, const Partition& par
   };
   in.t_f = values(sums.t_f), in.t_b = values(sums.t_b), in.t_w = values(sums.t_w);
   in.mem_b = values(sums.mem_b), in.mem_w = values(sums.mem_w);
+  if (!device_bytes.empty()) {
+    in.mem_limit.clear();
+    in.stage_mem_limits.clear();
+    for (size_t s = 0; s < partition.counts.size(); ++s) {
+      const double device = device_bytes.size() == 1 ? device_bytes[0] : device_bytes.at(s);
+      in.stage_mem_limits.push_back(from_quanta(mem_of(device - sums.static_bytes[s])));
+    }
+  }
   return in;
+}
+
+std::pair<double, Partition> least_device_memory(const LayerCosts& costs, int stages) {
+  // Each layer's static bytes and one microbatch's M_B, as prefix sums.
+  const int n = static_cast<int>(costs.layers.size());
+  std::vector<double> prefix(static_cast<size_t>(n) + 1, 0);
+  for (int l = 0; l < n; ++l)
+    prefix[static_cast<size_t>(l) + 1] = prefix[static_cast<size_t>(l)] + costs.layers[static_cast<size_t>(l)].static_bytes() +
+                                         costs.layers[static_cast<size_t>(l)].activation_bytes;
+  // best[k][i]: the least busiest need of layers [0, i) on k stages; cut[k][i] where the k-th begins.
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> best(static_cast<size_t>(stages) + 1, std::vector<double>(static_cast<size_t>(n) + 1, inf));
+  std::vector<std::vector<int>> cut(static_cast<size_t>(stages) + 1, std::vector<int>(static_cast<size_t>(n) + 1, 0));
+  best[0][0] = 0;
+  for (int k = 1; k <= stages; ++k)
+    for (int i = k; i <= n; ++i)
+      for (int j = k - 1; j < i; ++j) {
+        const double need = std::max(best[static_cast<size_t>(k) - 1][static_cast<size_t>(j)],
+                                     prefix[static_cast<size_t>(i)] - prefix[static_cast<size_t>(j)]);
+        if (need < best[static_cast<size_t>(k)][static_cast<size_t>(i)]) {
+          best[static_cast<size_t>(k)][static_cast<size_t>(i)] = need;
+          cut[static_cast<size_t>(k)][static_cast<size_t>(i)] = j;
+        }
+      }
+  Partition out;
+  out.counts.assign(static_cast<size_t>(stages), 0);
+  for (int k = stages, i = n; k >= 1; --k) {
+    const int j = cut[static_cast<size_t>(k)][static_cast<size_t>(i)];
+    out.counts[static_cast<size_t>(k) - 1] = i - j;
+    i = j;
+  }
+  return {best[static_cast<size_t>(stages)][static_cast<size_t>(n)], out};
+}
+
+namespace {
+
+struct ByteUnit {
+  const char* name;
+  double bytes;
+};
+constexpr ByteUnit kByteUnits[] = {{"TiB", 1099511627776.0}, {"GiB", 1073741824.0}, {"MiB", 1048576.0}, {"KiB", 1024.0},
+                                   {"TB", 1e12}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1}};
+
+}  // namespace
+
+std::optional<double> parse_bytes(const std::string& text, std::string* err) {
+  for (const ByteUnit& u : kByteUnits) {
+    const std::string unit = u.name;
+    if (text.size() <= unit.size() || text.compare(text.size() - unit.size(), unit.size(), unit) != 0) continue;
+    std::string number = text.substr(0, text.size() - unit.size());
+    while (!number.empty() && number.back() == ' ') number.pop_back();
+    if (!is_decimal(number)) break;
+    const double v = std::stod(number) * u.bytes;
+    if (!(v > 0) || v > 1e18) {
+      *err = "'" + text + "' must be above 0 and at most 1e18 bytes";
+      return std::nullopt;
+    }
+    return v;
+  }
+  *err = "'" + text + "' is not a memory size: give a number and a unit, e.g. 80GiB, 80GB, 512MiB (units: B, KiB, MiB, "
+         "GiB, TiB, KB, MB, GB, TB)";
+  return std::nullopt;
+}
+
+std::string bytes_text(double bytes) {
+  for (const ByteUnit& u : kByteUnits) {
+    if (std::string(u.name).size() != 3 && u.bytes != 1) continue;  // binary units for display
+    if (bytes >= u.bytes || u.bytes == 1) {
+      char text[64];
+      std::snprintf(text, sizeof text, "%.4g %s", bytes / u.bytes, u.name);
+      return text;
+    }
+  }
+  return std::to_string(bytes) + " B";
 }
 
 Ticks best_partition_load(const LayerCosts& costs, int stages) {
@@ -274,15 +363,17 @@ std::string check_partition(const LayerCosts& costs, const Partition& partition,
   return "";
 }
 
-nlohmann::json partition_record_to_json(const LayerCosts& costs, const Partition& partition, Ticks bound, Ticks cost) {
+nlohmann::json partition_record_to_json(const PartitionRecord& record, Ticks bound, Ticks cost) {
   nlohmann::json ranges = nlohmann::json::array();
-  for (size_t vs = 0; vs < partition.counts.size(); ++vs)
-    ranges.push_back(partition_range_text(costs, partition, static_cast<int>(vs)));
-  return {{"counts", partition.counts},
-          {"ranges", ranges},
-          {"bound", from_quanta(bound)},
-          {"gap", cost > 0 ? static_cast<double>(cost - bound) / static_cast<double>(cost) : 0.0},
-          {"layers", layer_costs_to_json(costs)}};
+  for (size_t vs = 0; vs < record.partition.counts.size(); ++vs)
+    ranges.push_back(partition_range_text(record.costs, record.partition, static_cast<int>(vs)));
+  nlohmann::json j = {{"counts", record.partition.counts},
+                      {"ranges", ranges},
+                      {"bound", from_quanta(bound)},
+                      {"gap", cost > 0 ? static_cast<double>(cost - bound) / static_cast<double>(cost) : 0.0},
+                      {"layers", layer_costs_to_json(record.costs)}};
+  if (!record.device_bytes.empty()) j["device_memory"] = record.device_bytes;
+  return j;
 }
 
 std::optional<PartitionRecord> partition_record_from_json(const nlohmann::json& j, const std::string& file,
@@ -294,7 +385,8 @@ std::optional<PartitionRecord> partition_record_from_json(const nlohmann::json& 
   }
   bool ok = true;
   for (auto it = j.begin(); it != j.end(); ++it)
-    if (it.key() != "counts" && it.key() != "ranges" && it.key() != "bound" && it.key() != "gap" && it.key() != "layers") {
+    if (it.key() != "counts" && it.key() != "ranges" && it.key() != "bound" && it.key() != "gap" && it.key() != "layers" &&
+        it.key() != "device_memory") {
       error(pointer + "/" + it.key(), "unknown field '" + it.key() + "'");
       ok = false;
     }
@@ -333,6 +425,16 @@ std::optional<PartitionRecord> partition_record_from_json(const nlohmann::json& 
       ok = false;
     } else {
       *target = j[field].get<double>();
+    }
+  }
+  if (j.contains("device_memory")) {
+    const auto& v = j["device_memory"];
+    if (!v.is_array() || v.empty() ||
+        !std::all_of(v.begin(), v.end(), [](const auto& x) { return x.is_number() && x.template get<double>() > 0 && x.template get<double>() <= 1e18; })) {
+      error(pointer + "/device_memory", "expected a list of device memory sizes in bytes, one per stage, got " + json_excerpt(v));
+      ok = false;
+    } else {
+      for (const auto& x : v) out.device_bytes.push_back(x.get<double>());
     }
   }
   auto costs = layer_costs_from_json(j["layers"], file, pointer + "/layers", diags);
@@ -382,6 +484,26 @@ std::vector<Diag> check_partition_record(const PartitionRecord& record, const Pr
                 format_quanta(f.layers[static_cast<size_t>(st)]) + " (the file was edited after it was written: plan it again)");
         return out;
       }
+  if (!record.device_bytes.empty()) {
+    // Each stage's limit: its device's bytes less its layers' static bytes, in MiB quanta.
+    const ProblemInput expected = problem_for_partition(record.costs, record.partition, {}, record.device_bytes);
+    if (record.device_bytes.size() != static_cast<size_t>(problem.p)) {
+      say("/partition/device_memory", "gives " + std::to_string(record.device_bytes.size()) + " sizes for " +
+                                          std::to_string(problem.p) + " stages");
+      return out;
+    }
+    for (int st = 0; st < problem.p; ++st) {
+      const auto want = to_quanta(expected.stage_mem_limits[static_cast<size_t>(st)]);
+      if (problem.limit(st) != want) {
+        say("/problem/mem_limit", "stage " + std::to_string(st) + "'s memory limit is " +
+                                      (problem.limit(st) ? format_quanta(*problem.limit(st)) : std::string("none")) +
+                                      ", but its device's " + bytes_text(record.device_bytes[static_cast<size_t>(st)]) +
+                                      " less its layers' static " + bytes_text(sums.static_bytes[static_cast<size_t>(st)]) +
+                                      " leave " + format_quanta(want.value_or(0)) + " MiB (the file was edited after it was written: plan it again)");
+        return out;
+      }
+    }
+  }
   const Ticks bound = static_cast<Ticks>(problem.m) * best_partition_load(record.costs, problem.p);
   if (record.bound && to_quanta(*record.bound) != bound)
     say("/partition/bound", "recorded " + format_quanta(to_quanta(*record.bound).value_or(0)) + ", recomputed " + format_quanta(bound) +

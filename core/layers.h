@@ -68,7 +68,21 @@ StageCosts stage_costs(const LayerCosts& costs, const Partition& partition);
 
 /// The problem of one-chunk stages (p = virtual stages) with a partition's sums, the rest of `base`
 /// (m, T_comm, memory limit) kept. `base` is the user's input for everything but times and memory.
-ProblemInput problem_for_partition(const LayerCosts& costs, const Partition& partition, const ProblemInput& base);
+/// With `device_bytes` (one capacity for every device, or one per stage), each stage's memory limit
+/// is its device's bytes less its static bytes, in MiB, in place of base's limit.
+ProblemInput problem_for_partition(const LayerCosts& costs, const Partition& partition, const ProblemInput& base,
+                                   const std::vector<double>& device_bytes = {});
+
+/// The smallest device memory (bytes, the same on every stage) that holds some partition's static
+/// bytes and one microbatch's activations on every stage, and that partition: below it, no plan of
+/// any partition fits. The busiest stage's need is additive over layers, so a min-max as for times.
+std::pair<double, Partition> least_device_memory(const LayerCosts& costs, int stages);
+
+/// Parses a device memory: "80GiB", "80GB", "512MiB", "1.5TiB", "4096B" (a unit is required: KiB,
+/// MiB, GiB, TiB or KB, MB, GB, TB or B). Returns bytes, or nothing with *err set.
+std::optional<double> parse_bytes(const std::string& text, std::string* err);
+/// Bytes as people read them: "80 GiB", "1.5 GiB", "512 MiB", "100 B".
+std::string bytes_text(double bytes);
 
 /// The smallest, over every partition of the layers into `stages` non-empty contiguous ranges, of
 /// the busiest range's F + B + W time in ticks (exact, by dynamic programming). m times it bounds
@@ -85,14 +99,16 @@ std::string check_partition(const LayerCosts& costs, const Partition& partition,
 struct PartitionRecord {
   LayerCosts costs;
   Partition partition;
+  std::vector<double> device_bytes;  ///< the device memory planned for, per stage; empty: none given
   std::optional<double> bound, gap;  ///< as recorded (time units; a ratio)
 };
-nlohmann::json partition_record_to_json(const LayerCosts& costs, const Partition& partition, Ticks bound, Ticks cost);
+nlohmann::json partition_record_to_json(const PartitionRecord& record, Ticks bound, Ticks cost);
 std::optional<PartitionRecord> partition_record_from_json(const nlohmann::json& j, const std::string& file,
                                                          const std::string& pointer, std::vector<Diag>* diags);
 /// The record against the problem it claims to have made: a partition that fits the layers and the
 /// virtual stages, the problem's T_F, T_B, T_W, M_B and M_W those of its ranges, the bound m times
-/// best_partition_load and the gap that of `cost` (the plan's cost, as its solver report measures it).
+/// best_partition_load and the gap that of `cost` (the plan's cost, as its solver report measures it);
+/// with device memory, each stage's limit that memory less its static bytes.
 std::vector<Diag> check_partition_record(const PartitionRecord& record, const Problem& problem, Ticks cost,
                                          const std::string& path);
 

@@ -31,6 +31,11 @@ bool Problem::uniform_times() const {
 }
 
 std::string mem_limit_text(const Problem& pr) {
+  if (!pr.stage_mem_limits.empty()) {
+    std::string text = "[";
+    for (size_t s = 0; s < pr.stage_mem_limits.size(); ++s) text += (s ? ", " : "") + format_quanta(pr.stage_mem_limits[s]);
+    return text + "] per stage";
+  }
   if (!pr.mem_limit) return "none";
   std::string text = format_quanta(*pr.mem_limit);
   if (!pr.mem_limit_spec.empty() && pr.mem_limit_spec.back() == 'p') text += " = " + pr.mem_limit_spec;
@@ -246,6 +251,24 @@ std::optional<Problem> build_problem(const ProblemInput& in, const std::string& 
     pr.mem_limit = *limit;
     pr.mem_limit_spec = in.mem_limit;
   }
+  if (!in.stage_mem_limits.empty()) {
+    if (!in.mem_limit.empty()) {
+      fail("give the memory limit once: as one value for every stage or as a list per stage, not both");
+      return std::nullopt;
+    }
+    std::vector<Mem> limits;
+    if (!per_stage(in.stage_mem_limits, in.p, "mem_limit", true, file, &limits, diags)) return std::nullopt;
+    for (int s = 0; s < pr.p; ++s)
+      if (limits[static_cast<size_t>(s)] < pr.mem_b[static_cast<size_t>(s)]) {
+        fail("memory limit of stage " + std::to_string(s) + ", " + format_quanta(limits[static_cast<size_t>(s)]) +
+             ", is below " + format_quanta(pr.mem_b[static_cast<size_t>(s)]) +
+             ", the activation memory of a single microbatch there (M_B); no schedule fits");
+        return std::nullopt;
+      }
+    // The same value everywhere is one limit: every method plans it.
+    if (std::adjacent_find(limits.begin(), limits.end(), std::not_equal_to<>()) == limits.end()) pr.mem_limit = limits[0];
+    else pr.stage_mem_limits = std::move(limits);
+  }
   return pr;
 }
 
@@ -340,8 +363,11 @@ bool problem_input_from_json(const nlohmann::json& j, const std::string& file, c
       out->mem_limit = v.get<std::string>();
     } else if (v.is_number()) {
       out->mem_limit = v.dump();
+    } else if (v.is_array()) {
+      ok = r.number_or_list(v, pointer + "/mem_limit", &out->stage_mem_limits) && ok;
     } else if (!v.is_null()) {
-      r.error(pointer + "/mem_limit", "expected a number, a multiple like \"2p\", or null, got " + json_excerpt(v));
+      r.error(pointer + "/mem_limit",
+              "expected a number, a multiple like \"2p\", a list of one number per stage, or null, got " + json_excerpt(v));
       ok = false;
     }
   }
@@ -395,7 +421,11 @@ nlohmann::json problem_to_json(const Problem& pr) {
   j["t_comm"] = from_quanta(pr.t_comm);
   j["mem_b"] = compact(pr.mem_b);
   j["mem_w"] = compact(pr.mem_w);
-  if (pr.mem_limit) {
+  if (!pr.stage_mem_limits.empty()) {
+    nlohmann::json list = nlohmann::json::array();
+    for (Mem l : pr.stage_mem_limits) list.push_back(from_quanta(l));
+    j["mem_limit"] = list;
+  } else if (pr.mem_limit) {
     // Keep the user's form ("2p") so the file reads as it was asked for; plain numbers stay numbers.
     bool multiple = !pr.mem_limit_spec.empty() && pr.mem_limit_spec.back() == 'p';
     if (multiple) j["mem_limit"] = pr.mem_limit_spec;

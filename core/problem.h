@@ -28,6 +28,7 @@ struct ProblemInput {
   std::vector<double> mem_b{1.0};            ///< activation memory one F adds (per chunk op)
   std::vector<double> mem_w{0.5};            ///< memory kept after B until W (per chunk op)
   std::string mem_limit;                     ///< "" (none), an absolute value ("12.5") or a multiple of p*M_B ("2p")
+  std::vector<double> stage_mem_limits;      ///< or a limit per stage (p values), e.g. device memory less static bytes
 };
 
 /// A checked problem in exact units. Per-stage vectors have exactly p entries.
@@ -39,8 +40,17 @@ struct Problem {
   std::vector<Ticks> t_f, t_b, t_w;         ///< per stage, one op of one chunk
   Ticks t_comm = 0;
   std::vector<Mem> mem_b, mem_w;            ///< per stage, one op of one chunk
-  std::optional<Mem> mem_limit;             ///< absolute limit per stage; none = unlimited
+  std::optional<Mem> mem_limit;             ///< the same absolute limit on every stage; none = see stage_mem_limits
+  std::vector<Mem> stage_mem_limits;        ///< per stage where limits differ (p entries; mem_limit then empty)
   std::string mem_limit_spec;               ///< the limit as the user wrote it, kept for the file
+
+  /// Stage s's activation memory limit, whichever way it was given; none = unlimited.
+  std::optional<Mem> limit(int stage) const {
+    if (!stage_mem_limits.empty()) return stage_mem_limits[static_cast<size_t>(stage)];
+    return mem_limit;
+  }
+  /// Whether any stage has a limit.
+  bool limited() const { return mem_limit || !stage_mem_limits.empty(); }
 
   int virtual_stages() const { return p * chunks; }
   /// The reference activation memory of one microbatch on one stage (all chunks): the unit of "Np".

@@ -132,7 +132,7 @@ bool write_schedule_json(const Schedule& s, const Problem& pr, const Timeline& t
   if (partition) {
     const Ticks bound = static_cast<Ticks>(pr.m) * best_partition_load(partition->costs, pr.p);
     out << "  \"partition\": "
-        << partition_record_to_json(partition->costs, partition->partition, bound, solver ? solver->value : t.span).dump()
+        << partition_record_to_json(*partition, bound, solver ? solver->value : t.span).dump()
         << ",\n";
   }
   out << "  \"stages\": [\n";

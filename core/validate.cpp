@@ -133,10 +133,10 @@ std::vector<Diag> validate_message_order(const Schedule& s) {
 
 std::vector<Diag> validate_memory(const Schedule& s, const Problem& pr) {
   std::vector<Diag> out;
-  if (!pr.mem_limit) return out;
-  Mem limit = *pr.mem_limit;
-  const std::string limit_text = mem_limit_text(pr);
+  if (!pr.limited()) return out;
   for (int st = 0; st < s.p; ++st) {
+    const Mem limit = *pr.limit(st);
+    const std::string limit_text = pr.stage_mem_limits.empty() ? mem_limit_text(pr) : format_quanta(limit) + " (stage " + std::to_string(st) + "'s)";
     Mem now = 0;
     for (int i = 0; i < static_cast<int>(s.stages[st].size()); ++i) {
       now += memory_delta(s.stages[st][i], st, pr);

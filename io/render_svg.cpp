@@ -92,6 +92,8 @@ struct Drawing {
   std::vector<OpType> kinds;  ///< compute kinds that occur, in legend order
   std::string title, figures, instruction_key;
   std::vector<std::string> peaks;  ///< [stage] "peak / limit"
+  std::vector<std::string> labels;  ///< [stage] "stage 3", or "stage 3: h8..head" with its layers
+  int left = 70;                    ///< px left of the plot: the longest label fits
 };
 
 Drawing drawing_of(const Schedule& s, const Problem& pr, const Timeline& t, const RenderOptions& options) {
@@ -142,9 +144,18 @@ Drawing drawing_of(const Schedule& s, const Problem& pr, const Timeline& t, cons
       }
     }
   }
+  size_t longest = 0;
+  for (int st = 0; st < s.p; ++st) {
+    std::string label = "stage " + std::to_string(st);
+    if (st < static_cast<int>(options.stage_labels.size()) && !options.stage_labels[st].empty())
+      label += ": " + options.stage_labels[st];
+    longest = std::max(longest, label.size());
+    d.labels.push_back(std::move(label));
+  }
+  d.left = std::max(70, 16 + static_cast<int>(std::ceil(6.2 * static_cast<double>(longest))));  // ~6 px a character at 11 px
   for (int st = 0; st < s.p; ++st) {
     std::string peak = format_quanta(t.peak_memory[st]);
-    if (pr.mem_limit) peak += " / " + format_quanta(*pr.mem_limit);
+    if (pr.limit(st)) peak += " / " + format_quanta(*pr.limit(st));
     d.peaks.push_back(peak);
   }
   return d;
@@ -162,7 +173,7 @@ std::string render_svg(const Schedule& s, const Problem& pr, const Timeline& t, 
   const MeasuredRun* measured = options.measured;
   const Ticks first = d.first;
   const double total = static_cast<double>(std::max<Ticks>(1, d.last - first));
-  const int row_h = s.p <= 16 ? 22 : 14, gap = 4, left = 70, right = 150, top = 76;
+  const int row_h = s.p <= 16 ? 22 : 14, gap = 4, left = d.left, right = 150, top = 76;
   const int measured_h = measured ? row_h / 2 : 0;
   const int pitch = row_h + measured_h + gap;
   const int height = top + s.p * pitch + 30;
@@ -202,8 +213,8 @@ std::string render_svg(const Schedule& s, const Problem& pr, const Timeline& t, 
 
   for (int st = 0; st < s.p; ++st) {
     int y = top + st * pitch;
-    svg << "<text x=\"" << left - 8 << "\" y=\"" << y + row_h - 6 << "\" font-size=\"11\" text-anchor=\"end\">stage " << st
-        << "</text>\n";
+    svg << "<text x=\"" << left - 8 << "\" y=\"" << y + row_h - 6 << "\" font-size=\"11\" text-anchor=\"end\">"
+        << escape(d.labels[st]) << "</text>\n";
     // The row band: what shows through between blocks is idle time.
     svg << "<rect class=\"idle\" x=\"" << left << "\" y=\"" << y << "\" width=\"" << plot_w << "\" height=\"" << row_h
         << "\" fill=\"#eeeeee\"/>\n";
@@ -298,9 +309,11 @@ std::string render_html(const Schedule& s, const Problem& pr, const Timeline& t,
         measured.push_back(std::llround(start * kQuantaPerUnit));
         measured.push_back(std::llround(end * kQuantaPerUnit));
       }
-    stages.push_back({{"ops", ops}, {"instructions", instructions}, {"measured", measured}, {"peak", d.peaks[st]}});
+    stages.push_back({{"ops", ops}, {"instructions", instructions}, {"measured", measured}, {"peak", d.peaks[st]},
+                      {"label", d.labels[st]}});
   }
   data["stages"] = stages;
+  data["left"] = d.left;
   nlohmann::json types = nlohmann::json::array();
   for (OpType type : instruction_types) {
     Instruction in{type, 0, -1};

@@ -22,6 +22,8 @@ struct RenderOptions {
   std::string title;    ///< first legend line; default: the method and shape
   std::string figures;  ///< second legend line; default: the timeline's makespan, span and span bubble rate
   const MeasuredRun* measured = nullptr;  ///< optional: drawn as a thinner row under each stage
+  /// Optional, [stage]: what the stage runs, shown after its name ("stage 0: embedding..h2").
+  std::vector<std::string> stage_labels;
 };
 
 /// A standalone SVG document. `timeline` must come from simulate_timeline(schedule, problem).

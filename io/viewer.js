@@ -15,7 +15,7 @@
   const card = document.getElementById('zbpp-card');
 
   // Layout in CSS px; rows are as tall as in the SVG picture.
-  const LEFT = 70, RIGHT = 130, AXIS = 24, ROW = D.rowHeight, GAP = 4;
+  const LEFT = D.left || 70, RIGHT = 130, AXIS = 24, ROW = D.rowHeight, GAP = 4;
   const MROW = D.measured ? Math.floor(ROW / 2) : 0, PITCH = ROW + MROW + GAP;
   const OUTLINE_MIN = 3;  // narrower blocks get no white edge: it would wash their colour out
   const DIGIT = 7;        // px a digit of the 11 px labels takes; a label needs 4 px more
@@ -198,7 +198,7 @@
     for (let s = firstRow; s <= lastRow; ++s) {
       const y = rowY(s) + ROW - 6;
       ctx.textAlign = 'right';
-      ctx.fillText('stage ' + s, LEFT - 8, y);
+      ctx.fillText(D.stages[s].label || 'stage ' + s, LEFT - 8, y);
       ctx.textAlign = 'left';
       ctx.fillText(D.stages[s].peak, LEFT + plotW + 8, y);
     }

@@ -169,9 +169,8 @@ Solve solve_window(const Problem& pr, const Incumbent& inc, const std::vector<in
     rows.push_back(std::move(xy));
     rows.push_back(std::move(yx));
   }
-  if (pr.mem_limit) {
-    // For each free op b: the memory of every op before it, plus its own, within the limit.
-    const double limit = from_quanta(*pr.mem_limit);
+  if (pr.limited()) {
+    // For each free op b: the memory of every op before it, plus its own, within its stage's limit.
     std::vector<std::vector<std::pair<int, double>>> free_terms(static_cast<size_t>(p) * n);
     std::vector<double> free_const(static_cast<size_t>(p) * n, 0.0);
     for (const Pair& q : pairs) {
@@ -182,6 +181,8 @@ Solve solve_window(const Problem& pr, const Incumbent& inc, const std::vector<in
       free_terms[q.s * n + q.x].push_back({q.col, -my});
     }
     for (int s = 0; s < p; ++s) {
+      if (!pr.limit(s)) continue;
+      const double limit = from_quanta(*pr.limit(s));
       const auto& ops = inc.schedule.stages[s];
       double before = 0;
       for (int i = 0; i < lo[s]; ++i) before += from_quanta(memory_delta(ops[i], s, pr));

@@ -76,8 +76,9 @@ struct Planned {
 };
 
 std::optional<Planned> plan_one(const LayerCosts& costs, const ProblemInput& base, const Partition& partition,
-                                const std::string& method, const PlanOptions& options, std::vector<Diag>* diags) {
-  const ProblemInput input = problem_for_partition(costs, partition, base);
+                                const std::string& method, const PlanOptions& options,
+                                const std::vector<double>& device_bytes, std::vector<Diag>* diags) {
+  const ProblemInput input = problem_for_partition(costs, partition, base, device_bytes);
   auto problem = build_problem(input, "", diags);
   if (!problem) return std::nullopt;
   auto plan = plan_schedule(*problem, method, diags, options);
@@ -90,6 +91,14 @@ std::string counts_text(const std::vector<int>& counts) {
   std::string s;
   for (size_t i = 0; i < counts.size(); ++i) s += (i ? "/" : "") + std::to_string(counts[i]);
   return s;
+}
+
+// "embedding..h2, h3..h6, head".
+std::string ranges_text(const LayerCosts& costs, const Partition& partition) {
+  std::string out;
+  for (size_t vs = 0; vs < partition.counts.size(); ++vs)
+    out += (vs ? ", " : "") + partition_range_text(costs, partition, static_cast<int>(vs));
+  return out;
 }
 
 // The search with one method: the balanced partition first, then, lightest bound first, every
@@ -110,7 +119,7 @@ SearchOutcome search(const LayerCosts& costs, const ProblemInput& base, const st
   auto consider = [&](const Partition& partition) {
     ++out.planned;
     std::vector<Diag> why;
-    auto planned = plan_one(costs, base, partition, method, options, &why);
+    auto planned = plan_one(costs, base, partition, method, options, so.device_bytes, &why);
     if (!planned) {
       if (out.planned == 1) out.first_failure = why;
       return;
@@ -129,7 +138,9 @@ SearchOutcome search(const LayerCosts& costs, const ProblemInput& base, const st
   const Ticks below = first_bar == kNever ? kNever : first_bar / base.m + (first_bar % base.m != 0);
   enumerate(loads, p, below, static_cast<size_t>(std::max<long>(1, so.max_plans)), &candidates, &out.left_out);
   std::sort(candidates.begin(), candidates.end());
-  out.enumerated = static_cast<long>(candidates.size()) + out.left_out;
+  out.enumerated = static_cast<long>(candidates.size()) + out.left_out -
+                   std::count_if(candidates.begin(), candidates.end(),
+                                 [&](const Candidate& c) { return c.counts == balanced.counts; });
   for (const Candidate& c : candidates) {
     if (c.counts == balanced.counts) continue;
     const Ticks b = bar();
@@ -199,6 +210,19 @@ std::optional<PartitionPlan> plan_partitioned(const LayerCosts& costs, const Pro
   }
   PlanOptions one_chunk = options;
   one_chunk.single_chunk = true;
+  if (so.fixed) {
+    if (std::string why = check_partition(costs, *so.fixed, base.p); !why.empty()) {
+      add_diag(diags, {"", "", -1, -1, "", "--partition " + counts_text(so.fixed->counts) + " " + why});
+      return std::nullopt;
+    }
+    auto planned = plan_one(costs, base, *so.fixed, method, one_chunk, so.device_bytes, diags);
+    if (!planned) return std::nullopt;
+    PartitionPlan out{std::move(planned->plan), *so.fixed, 1, 1, static_cast<Ticks>(base.m) * best_partition_load(costs, base.p)};
+    out.plan.notes.insert(out.plan.notes.begin(), "partition: " + counts_text(out.partition.counts) + " layers (" +
+                                                      ranges_text(costs, out.partition) + "), as --partition gives; no "
+                                                      "partition's plan costs less than " + format_quanta(out.bound));
+    return out;
+  }
   // auto and the ILPs cost seconds a plan: screen every partition with the heuristic, then plan the
   // best few with the method itself.
   const bool screened = method == "auto" || method == "ilp";
@@ -218,7 +242,7 @@ std::optional<PartitionPlan> plan_partitioned(const LayerCosts& costs, const Pro
     for (const Planned& c : outcome.best) {
       ++planned;
       std::vector<Diag> why;
-      auto refined = plan_one(costs, base, c.partition, method, one_chunk, &why);
+      auto refined = plan_one(costs, base, c.partition, method, one_chunk, so.device_bytes, &why);
       if (refined && (!winner || refined->cost < winner->cost)) winner = std::move(refined);
     }
     if (!winner) winner = std::move(outcome.best.front());  // the screen's plan stands
@@ -227,13 +251,11 @@ std::optional<PartitionPlan> plan_partitioned(const LayerCosts& costs, const Pro
   }
   PartitionPlan out{std::move(winner->plan), winner->partition, outcome.enumerated, planned,
                     static_cast<Ticks>(base.m) * best_partition_load(costs, base.p)};
-  std::string layers;
-  for (int vs = 0; vs < base.p; ++vs)
-    layers += (vs ? ", " : "") + partition_range_text(costs, out.partition, vs);
+  const std::string layers = ranges_text(costs, out.partition);
   out.plan.notes.insert(out.plan.notes.begin(),
-                        "partition: " + counts_text(out.partition.counts) + " layers (" + layers + "), best of " +
-                            std::to_string(planned) + " planned of " + std::to_string(outcome.enumerated) +
-                            " partitions whose bound could win" +
+                        "partition: " + counts_text(out.partition.counts) + " layers (" + layers + "), the best of " +
+                            std::to_string(planned) + " planned: the balanced one, then, lightest bound first, of the " +
+                            std::to_string(outcome.enumerated) + " others whose bound could beat it, those that still could" +
                             (outcome.left_out ? " (" + std::to_string(outcome.left_out) + " left out past --max-plans)" : "") +
                             (screened ? "; screened with " + so.screen + ", the best " + std::to_string(outcome.best.size()) +
                                             " planned with " + method

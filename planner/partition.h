@@ -29,6 +29,11 @@ struct PartitionSearchOptions {
   std::string screen = "heuristic";
   int refine = 3;
   std::function<void(const std::string&)> progress;  ///< a line now and then on long searches
+  /// Plan this partition only (zbplan plan --partition): no search, the bound over all still said.
+  std::optional<Partition> fixed;
+  /// Device memory in bytes (one for all stages or one per stage): each stage's activation limit is
+  /// it less the stage's static bytes (problem_for_partition), in place of the base's limit.
+  std::vector<double> device_bytes;
 };
 
 struct PartitionPlan {

@@ -10,6 +10,7 @@
 #include "planner/gen_baseline.h"
 #include "planner/gen_v.h"
 #include "planner/lower.h"
+#include "planner/partition.h"  // plans_one_chunk
 #include "planner/pipeline_internal.h"
 #include "planner/search_heuristic.h"
 #ifdef ZBPP_HAVE_CBC
@@ -132,6 +133,13 @@ std::optional<Generated> generate(const Problem& original, const std::string& me
   std::vector<std::string> notes;
   std::optional<SolverReport> ilp_report;
   Problem pr = original;
+  if (!pr.stage_mem_limits.empty() && (!plans_one_chunk(method) || pr.chunks > 1)) {
+    diags->push_back({"", "", -1, -1, "", "memory limits that differ by stage (" + mem_limit_text(pr) +
+                                          ") are planned with one chunk per stage: use --method 1f1b, zb-h1, zb-h2, "
+                                          "heuristic, ilp or auto, not " + method +
+                                          (pr.chunks > 1 ? " with " + std::to_string(pr.chunks) + " chunks" : "")});
+    return std::nullopt;
+  }
   const bool v_shape = method == "zb-v" || method == "dualpipe-v" || method == "v-min" || method == "v-half" ||
                        method == "v-zb" || method == "heuristic-v" || method == "ilp-v";
   if (v_shape && pr.chunks == 1) {

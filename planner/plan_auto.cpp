@@ -28,7 +28,7 @@ std::string shape_and_memory(const PlanResult& result, const Timeline& t) {
                           : "interleaved (" + std::to_string(pr.chunks) + " chunks)";
   const Mem peak = t.peak_memory.empty() ? 0 : *std::max_element(t.peak_memory.begin(), t.peak_memory.end());
   return shape + ", peak memory " + format_quanta(peak) +
-         (pr.mem_limit ? " of " + mem_limit_text(pr) : std::string(" (no limit)"));
+         (pr.limited() ? " of " + mem_limit_text(pr) : std::string(" (no limit)"));
 }
 
 // One of auto's candidates: a method on the problem as given, or on it placed interleaved.
@@ -59,10 +59,10 @@ std::vector<AutoCandidate> auto_candidates(const Problem& pr, const PlanOptions&
     if ((method == "heuristic-v" || method == "ilp-v") && pr.chunks > 1) continue;
     const bool split = method == "1f1b-i" && pr.chunks == 1;
     if (split && !interleaved) continue;
-    if (options.single_chunk && !plans_one_chunk(method)) continue;
+    if ((options.single_chunk || !pr.stage_mem_limits.empty()) && !plans_one_chunk(method)) continue;
     candidates.push_back({method, method, split ? *interleaved : pr, split, method == "heuristic-v"});
   }
-  if (options.single_chunk) interleaved.reset();
+  if (options.single_chunk || !pr.stage_mem_limits.empty()) interleaved.reset();
   if (interleaved) {
     candidates.push_back({"heuristic --placement interleaved", "heuristic", *interleaved, pr.chunks == 1, true});
     // The ILP refines the interleaved search's best as it refines the others' (with a time budget).

@@ -33,10 +33,16 @@ namespace {
 
 constexpr Mem kUnlimited = std::numeric_limits<Mem>::max() / 4;
 
+std::vector<Mem> limits_of(const Problem& pr) {
+  std::vector<Mem> out;
+  for (int s = 0; s < pr.p; ++s) out.push_back(pr.limit(s).value_or(kUnlimited));
+  return out;
+}
+
 class Heuristic {
  public:
   explicit Heuristic(const Problem& pr)
-      : pr_(pr), p_(pr.p), m_(pr.m), limit_(pr.mem_limit.value_or(kUnlimited)),
+      : pr_(pr), p_(pr.p), m_(pr.m), limit_(limits_of(pr)),
         tl_(pr, interleaved_placement(pr.p, 1), pr.m), order_(pr.p), kept_(pr.p) {
     for (auto* lists : {&order_, &kept_})
       for (auto& types : *lists) types.reserve(3 * static_cast<size_t>(m_));
@@ -156,10 +162,10 @@ class Heuristic {
 
   // Runs W's until `extra` more memory fits; false (with the reason) when no W is left to run.
   [[gnu::always_inline]] bool make_room(int j, Mem extra, const char* for_what) {
-    while (mem_[j] + extra > limit_) {
+    while (mem_[j] + extra > limit_[j]) {
       if (pending_w(j) == 0) {
         why_ = "stage " + std::to_string(j) + " cannot fit " + for_what + " under the memory limit " +
-               format_quanta(limit_) + " (it holds " + format_quanta(mem_[j]) + " with no W left to free memory)";
+               format_quanta(limit_[j]) + " (it holds " + format_quanta(mem_[j]) + " with no W left to free memory)";
         return false;
       }
       put(j, OpType::W);
@@ -190,7 +196,7 @@ class Heuristic {
       Ticks clock = tl_.stage_end(j);
       Mem mem = mem_[j];
       Ticks b_input = first_b_end + pr_.t_comm;
-      while (f_[j] + extra[j] < m_ && mem + delta(OpType::F, j) <= limit_) {
+      while (f_[j] + extra[j] < m_ && mem + delta(OpType::F, j) <= limit_[j]) {
         bool stop = opt_.allow_bubble_before_first_b ? clock + pr_.t_f[j] > b_input : clock >= b_input;
         if (stop) break;
         clock += pr_.t_f[j];
@@ -242,7 +248,7 @@ class Heuristic {
     if (now >= next_b_input) return false;
     Ticks w_time = 0;
     Mem mem = mem_[j] + delta(OpType::F, j);
-    for (int k = 0; mem > limit_ && k < pending_w(j); ++k) {
+    for (int k = 0; mem > limit_[j] && k < pending_w(j); ++k) {
       mem += delta(OpType::W, j);
       w_time += pr_.t_w[j];
     }
@@ -266,7 +272,7 @@ class Heuristic {
   const Problem& pr_;
   HeuristicOptions opt_;
   int p_, m_;
-  Mem limit_;
+  std::vector<Mem> limit_;  // [stage]
   TimelineBuilder tl_;
   std::vector<int> f_, b_, w_;  // next microbatch of each kind, per stage
   std::vector<Mem> mem_;

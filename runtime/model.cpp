@@ -143,6 +143,31 @@ std::string check_layer_split(const GptConfig& c, int virtual_stages) {
   return "";
 }
 
+std::string blocks_of_partition(const LayerCosts& costs, const Partition& partition, const GptConfig& config,
+                                std::vector<int>* blocks) {
+  if (!costs.model.empty() && costs.model != config.name)
+    return "the schedule was planned from layer costs of model " + costs.model + ", but this run's model is " +
+           config.name + ": give --model " + costs.model + ", or plan again with --layers from this model (zbrun "
+           "--profile-layers FILE --model " + config.name + ")";
+  const int n = static_cast<int>(costs.layers.size());
+  bool shaped = n == config.layers + 2 && costs.layers.front().kind == LayerKind::kEmbedding &&
+                costs.layers.back().kind == LayerKind::kHead;
+  for (int l = 1; shaped && l + 1 < n; ++l) shaped = costs.layers[static_cast<size_t>(l)].kind == LayerKind::kBlock;
+  if (!shaped)
+    return "the schedule's partition is of " + std::to_string(n) + " layers that are not an embedding, " +
+           std::to_string(config.layers) + " blocks and a head, as model " + config.name +
+           " has: plan again with --layers from this model (zbrun --profile-layers FILE --model " + config.name + ")";
+  blocks->clear();
+  const auto firsts = partition.firsts();
+  for (size_t vs = 0; vs < partition.counts.size(); ++vs) {
+    int count = 0;
+    for (int l = firsts[vs]; l < firsts[vs] + partition.counts[vs]; ++l)
+      count += costs.layers[static_cast<size_t>(l)].kind == LayerKind::kBlock;
+    blocks->push_back(count);
+  }
+  return "";
+}
+
 int global_tensor_id_block(int block, int k) { return 2 + block * kBlockTensors + k; }
 int global_tensor_id_head(const GptConfig& c) { return 2 + kBlockTensors * c.layers; }
 int global_tensor_count(const GptConfig& c) { return global_tensor_id_head(c) + 3; }

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "core/layers.h"  // LayerCosts, Partition
+
 namespace zbpp {
 
 struct GptConfig {
@@ -42,6 +44,12 @@ LayerSplit layer_split(const GptConfig& config, int virtual_stages);
 /// Whether an explicit split fits: one count per virtual stage, none negative, summing to the
 /// model's layers. Empty string when it fits, else why not.
 std::string check_layer_split(const GptConfig& config, int virtual_stages);
+
+/// The blocks per virtual stage that a schedule file's partition (core/layers.h) gives this model:
+/// its layers must be the model's embedding, blocks and head, in that order, and, when the file names
+/// a model, this one. Empty string with *blocks filled when they are, else why not.
+std::string blocks_of_partition(const LayerCosts& costs, const Partition& partition, const GptConfig& config,
+                                std::vector<int>* blocks);
 
 /// The parameter tensors of a transformer block, in their global order.
 enum BlockTensor { LN1W, LN1B, QKVW, QKVB, ATTPROJW, ATTPROJB, LN2W, LN2B, FCW, FCB, FCPROJW, FCPROJB, kBlockTensors };

@@ -17,7 +17,9 @@ namespace zbpp {
 namespace {
 
 constexpr int kKinds = 3;  // embedding, block, head: virtual stages (and chunks) 0, 1, 2
-const char* const kKindNames[kKinds] = {"embedding", "block", "head"};
+constexpr LayerKind kKinds_[kKinds] = {LayerKind::kEmbedding, LayerKind::kBlock, LayerKind::kHead};
+
+double round6(double v) { return std::round(v * 1e6) / 1e6; }
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -83,20 +85,22 @@ std::vector<LayerCost> measure_layer_kinds(Compute& compute, const GptConfig& mo
   std::vector<LayerCost> kinds(kKinds);
   for (int c = 0; c < kKinds; ++c) {
     LayerCost& k = kinds[c];
-    k.kind = kKindNames[c];
-    k.t_f = median(times[c][0]);
-    k.t_b = median(times[c][1]);
-    k.t_w = median(times[c][2]);
+    k.kind = kKinds_[c];
+    k.name = layer_kind_name(k.kind);
+    // Rounded to 1e-6 ms, the planner's tick, so the file holds exactly what the planner reads.
+    k.t_f = round6(median(times[c][0]));
+    k.t_b = round6(median(times[c][1]));
+    k.t_w = round6(median(times[c][2]));
     // Held bytes are the same every run (the last run's are kept); M_W never exceeds M_B.
     k.activation_bytes = static_cast<double>(std::max(held_f[c], 0LL));
     k.activation_bytes_w = std::clamp(static_cast<double>(held_w[c]), 0.0, k.activation_bytes);
     double values = 0;
     for (const TensorSpec& spec : stage_tensors(one, c, kKinds)) values += static_cast<double>(spec.size);
-    k.parameter_bytes = values * bytes.parameter;
-    k.gradient_bytes = values * bytes.gradient;
-    k.optimizer_bytes = values * bytes.optimizer;
+    k.parameter_bytes = std::round(values * bytes.parameter);
+    k.gradient_bytes = std::round(values * bytes.gradient);
+    k.optimizer_bytes = std::round(values * bytes.optimizer);
     // The head sends nothing forward.
-    k.output_bytes = c < 2 ? static_cast<double>(one.tokens()) * one.channels * bytes.activation : 0;
+    k.output_bytes = c < 2 ? std::round(static_cast<double>(one.tokens()) * one.channels * bytes.activation) : 0;
   }
   return kinds;
 }
@@ -133,27 +137,17 @@ std::optional<std::vector<LayerCost>> profile_layer_kinds(const GptConfig& model
   return measure_layer_kinds(*compute, model, o.repeats, BackendBytes{});
 }
 
-nlohmann::ordered_json layers_file(const GptConfig& model, const std::vector<LayerCost>& kinds, const std::string& source) {
-  // Times rounded to 1e-6 ms, so the file holds exactly what the planner reads.
-  auto round6 = [](double v) { return std::round(v * 1e6) / 1e6; };
-  auto layer = [&](const std::string& name, const LayerCost& k) {
-    return nlohmann::ordered_json{{"name", name},
-                          {"kind", k.kind},
-                          {"t_f", round6(k.t_f)},
-                          {"t_b", round6(k.t_b)},
-                          {"t_w", round6(k.t_w)},
-                          {"activation_bytes", static_cast<long long>(k.activation_bytes)},
-                          {"activation_bytes_w", static_cast<long long>(k.activation_bytes_w)},
-                          {"parameter_bytes", static_cast<long long>(k.parameter_bytes)},
-                          {"gradient_bytes", static_cast<long long>(k.gradient_bytes)},
-                          {"optimizer_bytes", static_cast<long long>(k.optimizer_bytes)},
-                          {"output_bytes", static_cast<long long>(k.output_bytes)}};
-  };
-  nlohmann::ordered_json layers = nlohmann::ordered_json::array();
-  layers.push_back(layer("embedding", kinds.at(0)));
-  for (int l = 0; l < model.layers; ++l) layers.push_back(layer("h" + std::to_string(l), kinds.at(1)));
-  layers.push_back(layer("head", kinds.at(2)));
-  return nlohmann::ordered_json{{"format", "zbpp-layers-1"}, {"model", model.name}, {"source", source}, {"layers", layers}};
+LayerCosts model_layer_costs(const GptConfig& model, const std::vector<LayerCost>& kinds, const std::string& source) {
+  LayerCosts out;
+  out.model = model.name;
+  out.source = source;
+  out.layers.push_back(kinds.at(0));
+  for (int l = 0; l < model.layers; ++l) {
+    out.layers.push_back(kinds.at(1));
+    out.layers.back().name = "h" + std::to_string(l);
+  }
+  out.layers.push_back(kinds.at(2));
+  return out;
 }
 
 }  // namespace zbpp

@@ -8,20 +8,11 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "core/layers.h"  // LayerCost, LayerCosts
 #include "runtime/compute.h"
 #include "runtime/model.h"
 
 namespace zbpp {
-
-/// What one layer costs per microbatch: times in ms, memory in bytes (the schema's fields).
-struct LayerCost {
-  std::string kind;  ///< "embedding", "block" or "head"
-  double t_f = 0, t_b = 0, t_w = 0;
-  double activation_bytes = 0, activation_bytes_w = 0;
-  double parameter_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0, output_bytes = 0;
-};
 
 /// Bytes a backend keeps per parameter value (weights, gradients, optimizer state) and per
 /// activation value sent between stages: what turns tensor sizes into the file's static bytes.
@@ -41,7 +32,8 @@ GptConfig one_block_model(const GptConfig& model);
 
 /// Measures the three kinds through `compute`, which must hold virtual stages {0, 1, 2} of
 /// one_block_model(...) (`model`) for one microbatch: F, B and W of each chunk in turn, as a step
-/// would run them, one warm-up then `repeats` times, medians kept. Returns embedding, block, head.
+/// would run them, one warm-up then `repeats` times, medians kept. Returns embedding, block, head
+/// (named so, times rounded to 1e-6 ms and bytes to whole bytes: what the file holds).
 std::vector<LayerCost> measure_layer_kinds(Compute& compute, const GptConfig& model, int repeats,
                                            const BackendBytes& bytes);
 
@@ -50,7 +42,7 @@ std::vector<LayerCost> measure_layer_kinds(Compute& compute, const GptConfig& mo
 std::optional<std::vector<LayerCost>> profile_layer_kinds(const GptConfig& model, const ProfileLayersOptions& o,
                                                           std::string* err);
 
-/// The layer-cost file: "embedding", "h0".."h{L-1}" (every block the measured one), "head".
-nlohmann::ordered_json layers_file(const GptConfig& model, const std::vector<LayerCost>& kinds, const std::string& source);
+/// The model's layer costs: "embedding", "h0".."h{L-1}" (every block the measured one), "head".
+LayerCosts model_layer_costs(const GptConfig& model, const std::vector<LayerCost>& kinds, const std::string& source);
 
 }  // namespace zbpp

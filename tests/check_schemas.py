@@ -24,7 +24,8 @@ for schema in (problem_schema, schedule_schema, layers_schema):
 # schedule.schema.json refers to problem.schema.json by relative path, resolved in schema/.
 base = "file://" + os.path.abspath(os.path.join(src, "schema")) + "/"
 resolver = jsonschema.RefResolver(base + "schedule.schema.json", schedule_schema,
-                                  store={base + "problem.schema.json": problem_schema})
+                                  store={base + "problem.schema.json": problem_schema,
+                                         base + "layers.schema.json": layers_schema})
 schedule_validator = jsonschema.Draft202012Validator(schedule_schema, resolver=resolver)
 problem_validator = jsonschema.Draft202012Validator(problem_schema)
 layers_validator = jsonschema.Draft202012Validator(layers_schema)
@@ -122,6 +123,22 @@ bad_kind = json.loads(json.dumps(layers_doc)); bad_kind["layers"][0]["kind"] = "
 expect(errors(layers_validator, bad_kind), "schema rejects an unknown layer kind")
 bad_format = dict(layers_doc, format="zbpp-layers-2")
 expect(errors(layers_validator, bad_format), "schema rejects another format version")
+
+# A plan with its partition chosen from that file, under a device memory: the partition (with the
+# layer table inside) and the per-stage limits match the schemas.
+out = os.path.join(tmp, "schema_partition.json")
+run = subprocess.run([zbplan, "plan", "--layers", os.path.join(tmp, "schema_layers.json"), "-p", "3", "-m", "6",
+                      "--method", "heuristic", "--device-memory", "64MiB", "-o", out],
+                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+expect(run.returncode == 0, f"zbplan plan --layers --device-memory {run.stderr.strip()}")
+part_doc = load(out)
+errs = errors(schedule_validator, part_doc)
+expect(not errs and "partition" in part_doc and isinstance(part_doc["problem"]["mem_limit"], list),
+       f"--layers schedule file (partition, per-stage limits) matches schedule.schema.json {errs[:3]}")
+no_counts = json.loads(json.dumps(part_doc)); del no_counts["partition"]["counts"]
+expect(errors(schedule_validator, no_counts), "schema rejects a partition without its counts")
+bad_layer = json.loads(json.dumps(part_doc)); bad_layer["partition"]["layers"]["layers"][0]["t_w"] = "slow"
+expect(errors(schedule_validator, bad_layer), "schema rejects a partition's malformed layer")
 
 print(f"{failures} failed")
 sys.exit(1 if failures else 0)

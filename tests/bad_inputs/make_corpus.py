@@ -107,7 +107,10 @@ problem("mem_limit-garbage.json", with_(mem_limit="2q"), ": memory limit '2q' is
 problem("mem_limit-hex.json", with_(mem_limit="0x10"), ": memory limit '0x10' is neither a number nor a multiple like '2p'")
 problem("mem_limit-negative.json", with_(mem_limit=-3), ": memory limit '-3' must be positive")
 problem("mem_limit-1e300p.json", with_(mem_limit="1e300p"), ": memory limit '1e300p' is out of range")
-problem("mem_limit-list.json", with_(mem_limit=[8]), ": /mem_limit: expected a number, a multiple like \"2p\", or null, got [8]")
+# A list gives a limit per stage: one per stage, or one for all.
+problem("mem_limit-list.json", with_(mem_limit=[8, 8]), ": mem_limit has 2 values; give one, or one per stage (p = 4)")
+problem("mem_limit-object.json", with_(mem_limit={"stage": 8}),
+        ": /mem_limit: expected a number, a multiple like \"2p\", a list of one number per stage, or null, got {\"stage\": 8}")
 # B keeps M_W = 2 > M_B: after one F (1), a B needs 2 under a limit of 1.5.
 problem("memory-over-limit.json", with_(mem_w=2, mem_limit=1.5),
         "no heuristic schedule fits: stage 3 cannot fit a B under the memory limit 1.5 (it holds 1 with no W left to free memory)",

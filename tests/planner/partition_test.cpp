@@ -133,7 +133,7 @@ TEST_CASE("partition: the file records the layers and the partition, and readers
   auto found = plan_partitioned(costs, base, "zb-h1", &diags, lowered_for_period());
   REQUIRE(found);
   const PlanResult& plan = found->plan;
-  const PartitionRecord record{costs, found->partition, std::nullopt, std::nullopt};
+  const PartitionRecord record{costs, found->partition, {}, std::nullopt, std::nullopt};
   REQUIRE(plan.iterations);
   const std::string text = schedule_to_json_text(plan.schedule, plan.problem, plan.iterations->first, &*plan.iterations,
                                                  "period", -1, &plan.solver, &record);

@@ -198,7 +198,7 @@ TEST_CASE("zbplan: usage errors exit 2 with the closest name for a typo and the 
   CHECK(r.err == "zbplan: unexpected argument '" + tmp("b.json") + "'\nrun 'zbplan validate --help' for usage\n");
   r = zbplan({"export", tmp("a.json"), "--format", "pytorch", "-o", tmp("a.csv")});
   CHECK(r.code == 2);
-  CHECK(r.err == "zbplan: --format: unknown format 'pytorch' (known: pytorch-csv)\nrun 'zbplan export --help' for usage\n");
+  CHECK(r.err == "zbplan: --format: unknown format 'pytorch' (known: pytorch-csv, layout)\nrun 'zbplan export --help' for usage\n");
   r = zbplan({"show", tmp("a.json"), "-o", tmp("a.png")});
   CHECK(r.code == 2);
   CHECK(r.err == "zbplan: --output: '" + tmp("a.png") + "': a picture's name ends in .svg or .html (the kind of picture "
@@ -432,7 +432,7 @@ TEST_CASE("zbplan: show writes SVG and self-contained HTML, export/import round-
         std::string::npos);
   Run unknown = zbplan({"export", s, "--format", "csv2", "-o", tmp("x.csv")});
   CHECK(unknown.code == 2);
-  CHECK(unknown.err == "zbplan: --format: unknown format 'csv2' (known: pytorch-csv)\nrun 'zbplan export --help' for usage\n");
+  CHECK(unknown.err == "zbplan: --format: unknown format 'csv2' (known: pytorch-csv, layout)\nrun 'zbplan export --help' for usage\n");
 }
 
 TEST_CASE("zbplan import: a rank that takes another's messages out of the order sent is named by CSV cell") {
@@ -874,4 +874,96 @@ TEST_CASE("zbplan: --placement v|interleaved picks the heuristic's search, is re
   CHECK(own.code == 1);
   CHECK(own.err == "zbplan: method zb-v places chunks its own way, not as the problem's placement asks; drop "
                    "--placement (or 'placement' from the problem file)\n");
+}
+
+TEST_CASE("zbplan plan --layers: the partition searched, recorded and exported, and bad uses refused with their reason") {
+  const std::string layers = std::string(ZBPP_DOCS_DIR) + "/examples/heavy-head.layers.json";
+  const std::string s = tmp("cli_layers.json");
+  Run r = zbplan({"plan", "--layers", layers, "-p", "4", "-m", "8", "--method", "zb-h1", "-o", s});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("  partition: 4/4/5/1 layers (embedding..h2, h3..h6, h7..h11, head)") != std::string::npos);
+  auto j = nlohmann::json::parse(std::ifstream(s));
+  CHECK(j["partition"]["counts"] == std::vector<int>{4, 4, 5, 1});
+  CHECK(j["problem"]["t_f"].size() == 4);
+  CHECK(zbplan({"validate", s}).code == 0);
+  // The default split plans longer: the search found what it could not.
+  Run fixed = zbplan({"plan", "--layers", layers, "-p", "4", "-m", "8", "--method", "zb-h1", "--partition", "4,3,3,4",
+                      "-o", tmp("cli_layers_default.json")});
+  REQUIRE(fixed.code == 0);
+  auto d = nlohmann::json::parse(std::ifstream(tmp("cli_layers_default.json")));
+  CHECK(d["iterations"]["period"].get<double>() > 1.3 * j["iterations"]["period"].get<double>());
+  // Megatron's layout of it.
+  Run layout = zbplan({"export", s, "--format", "layout", "-o", tmp("cli_layout.txt")});
+  CHECK(layout.code == 0);
+  std::string text;
+  std::getline(std::ifstream(tmp("cli_layout.txt")), text);
+  CHECK(text == "Et*3|t*4|t*5|L");
+  Run no_partition = zbplan({"plan", "--method", "zb-h1", "-p", "2", "-m", "4", "--tf", "1", "--tb", "1", "--tw", "1",
+                             "-o", tmp("cli_plain.json")});
+  REQUIRE(no_partition.code == 0);
+  r = zbplan({"export", tmp("cli_plain.json"), "--format", "layout", "-o", tmp("cli_layout2.txt")});
+  CHECK(r.code == 1);
+  CHECK(r.err.find("records no partition of layers: plan it with --layers FILE") != std::string::npos);
+  // The picture labels each stage with its layers.
+  r = zbplan({"show", s, "-o", tmp("cli_layers.svg")});
+  REQUIRE(r.code == 0);
+  std::stringstream svg;
+  svg << std::ifstream(tmp("cli_layers.svg")).rdbuf();
+  CHECK(svg.str().find(">stage 3: head</text>") != std::string::npos);
+
+  // Device memory: each stage's limit is it less its static bytes, recorded and checked.
+  r = zbplan({"plan", "--layers", layers, "-p", "4", "-m", "8", "--method", "heuristic", "--device-memory", "200MiB",
+              "-o", tmp("cli_device.json")});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  auto dev = nlohmann::json::parse(std::ifstream(tmp("cli_device.json")));
+  REQUIRE(dev["problem"]["mem_limit"].is_array());
+  CHECK(dev["partition"]["device_memory"][0] == 200.0 * 1024 * 1024);
+  for (size_t st = 0; st < 4; ++st)
+    CHECK(dev["peak_memory"][st].get<double>() <= dev["problem"]["mem_limit"][st].get<double>());
+  dev["problem"]["mem_limit"][0] = dev["problem"]["mem_limit"][0].get<double>() + 1;
+  write(tmp("cli_device_edited.json"), dev.dump());
+  r = zbplan({"validate", tmp("cli_device_edited.json")});
+  CHECK(r.code == 1);
+  CHECK(r.err.find("/problem/mem_limit: stage 0's memory limit is ") != std::string::npos);
+  r = zbplan({"plan", "--layers", layers, "-p", "4", "-m", "8", "--method", "heuristic", "--device-memory", "50MiB",
+              "-o", tmp("cli_device_small.json")});
+  CHECK(r.code == 1);
+  CHECK(r.err.find("--device-memory 50 MiB cannot hold any partition's parameters, gradients, optimizer state and one "
+                   "microbatch's activations on every stage: the least is 103.9 MiB (108904448 bytes), with the layers "
+                   "split 3/5/5/1") != std::string::npos);
+
+  // Bad uses: exit 2 for the command line, 1 for what the files cannot give.
+  struct Bad {
+    std::vector<std::string> args;
+    int code;
+    std::string message;
+  };
+  const std::vector<std::string> base = {"plan", "--layers", layers, "-m", "8", "-o", tmp("cli_bad.json")};
+  for (const Bad& bad : std::vector<Bad>{
+           {{"-p", "4", "--method", "zb-h1", "--tf", "2"}, 2, "--layers gives the times and memory of every stage, one chunk each; drop --tf"},
+           {{"-p", "4", "--method", "zb-v"}, 2, "--layers plans one chunk per stage: use --method 1f1b, zb-h1, zb-h2, heuristic, ilp or auto, not zb-v"},
+           {{"-p", "4", "--method", "heuristic", "--device-memory", "80"}, 2, "--device-memory: '80' is not a memory size: give a number and a unit"},
+           {{"-p", "4", "--method", "heuristic", "--device-memory", "80GiB,1GiB"}, 2, "--device-memory gives 2 sizes: give one for every device, or one per stage (-p 4)"},
+           {{"-p", "4", "--method", "heuristic", "--device-memory", "80GiB", "--mem-limit", "2p"}, 2, "give the memory once: --device-memory or --mem-limit, not both"},
+           {{"-p", "15", "--method", "zb-h1"}, 1, "more stages than layers: -p 15, but the file has 14 layers, and every stage needs at least one"},
+           {{"-p", "4", "--method", "zb-h1", "--partition", "4,4,4"}, 1, "--partition 4/4/4 gives 3 layer counts for 4 virtual stages"},
+           {{"-p", "4", "--method", "zb-h1", "--partition", "4,4,4,4"}, 1, "--partition 4/4/4/4 covers 16 layers, but there are 14"},
+       }) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), bad.args.begin(), bad.args.end());
+    r = zbplan(args);
+    INFO(r.err);
+    CHECK(r.code == bad.code);
+    CHECK(r.err.find(bad.message) != std::string::npos);
+  }
+  r = zbplan({"plan", "--partition", "1,2", "-p", "2", "-m", "4", "--tf", "1", "--tb", "1", "--tw", "1", "--method",
+              "zb-h1", "-o", tmp("cli_bad.json")});
+  CHECK(r.code == 2);
+  CHECK(r.err.find("--partition counts the layers of a --layers file: give --layers FILE") != std::string::npos);
+  r = zbplan({"plan", "--device-memory", "8GiB", "-p", "2", "-m", "4", "--tf", "1", "--tb", "1", "--tw", "1", "--method",
+              "zb-h1", "-o", tmp("cli_bad.json")});
+  CHECK(r.code == 2);
+  CHECK(r.err.find("--device-memory needs the layers' static bytes: give --layers FILE") != std::string::npos);
 }

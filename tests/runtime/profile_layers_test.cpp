@@ -1,5 +1,6 @@
 // zbrun --profile-layers: the layer-cost file it writes (schema/layers.schema.json) holds the
 // model's layers in order with plausible figures, and its flags are refused where they do not fit.
+#include <algorithm>
 #include <fstream>
 
 #include <catch2/catch.hpp>
@@ -90,4 +91,59 @@ TEST_CASE("zbrun --profile-layers: the tiny preset, and flags that do not fit re
   r = call(zbrun_local, {"zbrun", "--profile-layers", tmp("profile_layers_x.json"), "--model", "tny"});
   CHECK(r.code == 1);
   CHECK(r.err.rfind("zbrun: tny: not a preset", 0) == 0);
+}
+
+TEST_CASE("zbrun: profile the layers -> plan the partition -> run it: the file's split, refused where it does not fit") {
+  // A head of eight blocks' weight (vocab 2048 against 32 channels) on 3 stages of 4 blocks.
+  const std::string model = tmp("partition_model.json");
+  std::ofstream(model) << R"({"vocab": 2048, "seq": 16, "channels": 32, "heads": 4, "layers": 4, "batch": 2})";
+  const std::string layers = tmp("partition_layers.json");
+  profile(model, layers, {});
+  const std::string s = tmp("partition_zb-h1.json");
+  Run r = call(run_zbplan, {"zbplan", "plan", "--layers", layers, "-p", "3", "-m", "6", "--method", "zb-h1", "-o", s});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const auto file = nlohmann::json::parse(std::ifstream(s));
+  std::vector<int> blocks;  // the block layers of each stage's range
+  int at = 0;
+  for (int count : file["partition"]["counts"].get<std::vector<int>>()) {
+    int n = 0;
+    for (int l = at; l < at + count; ++l) n += file["partition"]["layers"]["layers"][l]["kind"] == "block";
+    blocks.push_back(n);
+    at += count;
+  }
+  std::string split;
+  for (size_t i = 0; i < blocks.size(); ++i) split += (i ? "," : "") + std::to_string(blocks[i]);
+  // zbrun runs the file's split: the same bits as that split given by hand on the same schedule's plain twin.
+  auto digest = [&](const std::string& schedule, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"zbrun", schedule, "--local", "--steps", "2", "--model", model};
+    args.insert(args.end(), extra.begin(), extra.end());
+    Run run = call(zbrun_local, args);
+    INFO(run.err);
+    REQUIRE(run.code == 0);
+    return run.out;
+  };
+  const std::string out = digest(s, {});
+  std::string slashed = split;
+  std::replace(slashed.begin(), slashed.end(), ',', '/');
+  CHECK(out.find("  blocks per virtual stage: " + slashed + " (the schedule's partition)\n") != std::string::npos);
+  CHECK(out.find(" MiB, ") != std::string::npos);
+  CHECK(out.find(": every rank within its plan") != std::string::npos);
+  // Bits do not depend on the split (every stage's sums run in the same order): the same as any split.
+  const std::string plain = plan("partition_plain", "zb-h1", 3, 6);
+  auto digest_line = [](const std::string& text) { return text.substr(text.find("weights digest")); };
+  CHECK(digest_line(out) == digest_line(digest(plain, {"--layer-split", split})));
+  // The same split again is fine; another one is refused, naming both.
+  CHECK(digest(s, {"--layer-split", split}).find("blocks per virtual stage: " + slashed + " (the schedule's partition)") !=
+        std::string::npos);
+  const std::string other = split == "2,1,1" ? "1,1,2" : "2,1,1";
+  r = call(zbrun_local, {"zbrun", s, "--local", "--steps", "1", "--model", model, "--layer-split", other});
+  CHECK(r.code == 1);
+  CHECK(r.err == "zbrun: --layer-split " + other + " contradicts the split the schedule was planned for (" + split +
+                     " blocks per stage, from its partition): drop --layer-split, or plan again\n");
+  // Another model's layers.
+  r = call(zbrun_local, {"zbrun", s, "--local", "--steps", "1"});
+  CHECK(r.code == 1);
+  CHECK(r.err.find("was planned from layer costs of model " + model + ", but this run's model is tiny: give --model " +
+                   model) != std::string::npos);
 }
