@@ -14,7 +14,7 @@ for core in Prescott Haswell SkylakeX; do
   case $core in
     Haswell) need="avx2 fma" ;;
     SkylakeX) need="avx512f avx512bw avx512vl avx512dq" ;;
-    *) need="sse3" ;;
+    *) need="sse2" ;;  # Prescott: SSE3, which /proc/cpuinfo calls pni; every x86-64 has SSE2
   esac
   missing=""
   for f in $need; do has "$f" || missing="$missing $f"; done
@@ -24,7 +24,7 @@ for core in Prescott Haswell SkylakeX; do
   fi
   echo "kernel set $core:"
   if ! OPENBLAS_CORETYPE=$core ctest --test-dir "$build" --output-on-failure \
-      -R 'same bits on 1, 2 or 3 threads|^runtime: gemm:|^docs: every marked example'; then
+      -R 'same bits on 1, 2 or 3 threads|gemm: |^docs: every marked example'; then
     echo "kernel set $core: FAILED"
     failed=1
   fi
