@@ -12,6 +12,7 @@
 #include "cli/cli_numbers.h"
 #include "cli/zbplan_commands.h"
 #include "cli/zbplan_flags.h"
+#include "core/output_file.h"  // output_clash
 #include "planner/pipeline.h"
 
 namespace zbpp {
@@ -137,6 +138,29 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
                              flags.mem_limit);
     method = alias.method;
     flags.mem_limit = alias.mem_limit;
+  }
+  // No output may replace an input or another output (issue 34): refused before anything runs.
+  std::vector<NamedPath> inputs, outputs;
+  if (plan->parsed()) {
+    inputs = {{"--problem", flags.problem_file}, {"--layers", flags.layers_file}};
+    outputs = {{"-o", output}};
+  } else if (simulate->parsed()) {
+    inputs = {{"the schedule", file}};
+    outputs = {{"--trace", trace}};
+  } else if (show->parsed()) {
+    inputs = {{"the schedule", file}, {"--measured", show_measured}};
+    outputs = {{"-o", show_out}};
+  } else if (export_cmd->parsed()) {
+    inputs = {{"the schedule", file}};
+    outputs = {{"-o", export_out}};
+  } else if (import_cmd->parsed()) {
+    inputs = {{"the CSV", file}, {"--problem", import_flags.problem_file}};
+    outputs = {{"-o", import_out}};
+  }
+  // A fact about the files (a link may join two names), not the command line's form: exit 1, as zbrun.
+  if (std::string clash = output_clash(inputs, outputs); !clash.empty()) {
+    err << "zbplan: " << clash << "\n";
+    return kExitFailed;
   }
   if (plan->parsed() && !quiet) plan_options.progress = [&err](const std::string& line) { err << line << std::endl; };
   if (plan->parsed()) return cmd_plan(method, flags, plan_iterations, output, compute_only, plan_options, out, err);

@@ -100,7 +100,7 @@ int cmd_validate(const std::string& path, std::ostream& out, std::ostream& err) 
   const auto& s = loaded->first.schedule;
   size_t ops = 0;
   for (const auto& stage : s.stages) ops += stage.size();
-  out << path << ": ok (" << s.method << ", " << level_name(s.level) << ", p=" << s.p << ", m=" << s.m << ", chunks=" << s.chunks
+  out << path << ": ok (" << shown_text(s.method) << ", " << level_name(s.level) << ", p=" << s.p << ", m=" << s.m << ", chunks=" << s.chunks
       << ", " << ops << " ops)\n";
   return 0;
 }
@@ -116,7 +116,7 @@ int cmd_show(const std::string& path, const std::string& output, int width, cons
   options.width = width;
   if (file.partition)  // each stage labelled with its layers
     for (int st = 0; st < file.schedule.p; ++st)
-      options.stage_labels.push_back(partition_range_text(file.partition->costs, file.partition->partition, st));
+      options.stage_labels.push_back(shown_text(partition_range_text(file.partition->costs, file.partition->partition, st)));
   if (show_iterations) {
     if (file.schedule.level != kLevelLowered) {
       err << "zbplan: show: " << path << ": --iterations needs a lowered file (one with the optimizer's ops): plan it "
@@ -127,7 +127,7 @@ int cmd_show(const std::string& path, const std::string& output, int width, cons
     auto it = simulate_iterations(file.schedule, file.problem, iteration_flags.options(), &diags);
     if (!it) return fail(err, diags);
     std::tie(drawn, timeline) = repeated(file.schedule, one, *it);
-    options.title = file.schedule.method + " (p=" + std::to_string(file.schedule.p) + ", m=" +
+    options.title = shown_text(file.schedule.method) + " (p=" + std::to_string(file.schedule.p) + ", m=" +
                     std::to_string(file.schedule.m) + "): " + std::to_string(it->iterations) + " iterations, optimizer " +
                     optimizer_name(file.schedule.optimizer);
     options.figures = "period " + format_quanta(it->period) + "   period bubble rate " +

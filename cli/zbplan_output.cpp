@@ -25,7 +25,7 @@ std::string label(const std::string& name) {
 }  // namespace
 
 void print_figures(std::ostream& out, const Schedule& s, const Problem& pr, const Timeline& t) {
-  out << label("method") << (s.method.empty() ? "?" : s.method) << " (p=" << s.p << ", m=" << s.m
+  out << label("method") << (s.method.empty() ? "?" : shown_text(s.method)) << " (p=" << s.p << ", m=" << s.m
       << ", chunks=" << s.chunks << ")\n";
   out << label("makespan") << format_quanta(t.makespan)
       << "  (one iteration's compute ops: first op start to last op end, any stage)\n";

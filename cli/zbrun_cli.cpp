@@ -58,7 +58,7 @@ std::string write_profile(const Options& o, const ScheduleFile& file, const GptC
   // Round to 1e-6 so the file holds exactly what zbplan will read.
   auto round6 = [](double v) { return std::round(v * 1e6) / 1e6; };
   nlohmann::json j;
-  j["comment"] = "profiled by zbrun: model " + model.name + ", " + std::to_string(o.run.steps) + " steps of " + s.method +
+  j["comment"] = "profiled by zbrun: model " + model.name + ", " + std::to_string(o.run.steps) + " steps of " + shown_text(s.method) +
                  "; times in ms (mean per op of one chunk), memory in MiB per microbatch";
   j["p"] = s.p;
   j["m"] = s.m;
@@ -97,6 +97,8 @@ int profile_layers(const Options& o, std::ostream& out, std::ostream& err) {
   std::string why;
   auto model = load_gpt_config(o.model, &why);
   if (!model) return fail(why);
+  if (std::string clash = output_clash({{"--model", o.model}}, {{"--profile-layers", o.profile_layers}}); !clash.empty())
+    return fail(clash);
   if (std::string bad = check_writable_file(o.profile_layers); !bad.empty())
     return fail("--profile-layers: cannot write " + bad);
   ProfileLayersOptions po;
@@ -132,7 +134,7 @@ std::string write_trace(const Options& o, const ScheduleFile& file, const Timeli
                         std::ostream& out) {
   const Schedule& s = file.schedule;
   Schedule compute = compute_projection(s);
-  nlohmann::json events = timeline_trace_events(compute, planned, 0, "planned (" + s.method + ", problem time units as ms)");
+  nlohmann::json events = timeline_trace_events(compute, planned, 0, "planned (" + shown_text(s.method) + ", problem time units as ms)");
   // The trace writer takes ticks as nanoseconds (1 tick = 1e-6 of a millisecond): seconds * 1e9.
   Timeline measured = planned;
   for (int r = 0; r < s.p; ++r)
@@ -238,7 +240,7 @@ class Printer : public RunObserver {
  private:
   void print_summary(const RunSummary& sum) {
     const Schedule& s = file_.schedule;
-    out_ << "done: " << o_.run.steps << " steps of " << s.method << " on " << s.p << " ranks (p=" << s.p << ", m=" << s.m
+    out_ << "done: " << o_.run.steps << " steps of " << shown_text(s.method) << " on " << s.p << " ranks (p=" << s.p << ", m=" << s.m
          << ", chunks=" << s.chunks << "), model " << model_.name << " (" << model_.layers << " layers)\n";
     // Which blocks each virtual stage ran, and who chose them.
     const LayerSplit split = layer_split(model_, s.p * s.chunks);
@@ -371,7 +373,7 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
   if (o.check) {
     // Everything above is what a run checks before it trains; say what it would run.
     if (world_rank == 0)
-      out << o.schedule_file << ": ok: " << s.method << " (" << optimizer_name(s.optimizer) << ") on " << s.p << " ranks (p=" << s.p
+      out << o.schedule_file << ": ok: " << shown_text(s.method) << " (" << optimizer_name(s.optimizer) << ") on " << s.p << " ranks (p=" << s.p
           << ", m=" << s.m << ", chunks=" << s.chunks << "), model " << model->name << " (" << model->layers
           << " layers), " << o.run.steps << " steps on " << o.backend << (mpi ? " under MPI" : " in one process") << "\n";
     return finish(0);

@@ -232,7 +232,7 @@ std::optional<CheckedInputs> check_inputs(Options& o, bool mpi, int world_rank, 
       for (const Op& op : ops)
         if (op.type == OpType::BW)
           return fail("--profile needs a schedule with separate B and W ops (zb-h1, zb-h2, heuristic, zb-v), not " +
-                      s.method);
+                      shown_text(s.method));
   std::string why;
   auto model = load_gpt_config(o.model, &why);
   if (!model) return fail(why);
@@ -273,6 +273,11 @@ std::optional<CheckedInputs> check_inputs(Options& o, bool mpi, int world_rank, 
   if (!o.inject.empty() && o.run.inject_rank >= s.p)
     return fail("--inject-nonfinite " + o.inject + ": no rank " + std::to_string(o.run.inject_rank) + " in this schedule (ranks 0.." +
                 std::to_string(s.p - 1) + ")");
+  // No output may replace an input or another output (issue 34).
+  if (std::string clash = output_clash({{"the schedule", o.schedule_file}, {"--model", o.model}, {"--data", o.data}},
+                                       {{"--metrics", o.metrics}, {"--trace", o.trace}, {"--profile", o.profile}});
+      !clash.empty())
+    return fail(clash);
   // Output paths are checked now, so a bad one fails before any training rather than after it;
   // checked without creating anything (--check touches nothing).
   const std::pair<const char*, const std::string*> outputs[] = {

@@ -39,4 +39,48 @@ std::string format_diags(const std::vector<Diag>& diags) {
   return out;
 }
 
+namespace {
+
+// Bytes of the valid UTF-8 sequence starting at s[i] (1 to 4), or 0 when none starts there.
+size_t utf8_length(const std::string& s, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k)
+    if ((b(i + k) & 0xC0) != 0x80) return 0;
+  if (n == 2 && c < 0xC2) return 0;                                   // overlong
+  if (n == 3 && c == 0xE0 && b(i + 1) < 0xA0) return 0;               // overlong
+  if (n == 3 && c == 0xED && b(i + 1) >= 0xA0) return 0;              // surrogates
+  if (n == 4 && (c > 0xF4 || (c == 0xF0 && b(i + 1) < 0x90) || (c == 0xF4 && b(i + 1) >= 0x90))) return 0;
+  return n;
+}
+
+}  // namespace
+
+std::string shown_text(const std::string& text, size_t max) {
+  std::string out;
+  size_t i = 0;
+  for (; i < text.size() && out.size() < max;) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    const size_t n = utf8_length(text, i);
+    if (n > 0 && c >= 0x20 && c != 0x7f) {
+      out.append(text, i, n);
+      i += n;
+      continue;
+    }
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else {
+      static const char hex[] = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+    ++i;
+  }
+  if (i < text.size()) out += "...(" + std::to_string(text.size()) + " bytes)";
+  return out;
+}
+
 }  // namespace zbpp

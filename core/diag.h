@@ -33,4 +33,9 @@ std::string format_diag(const Diag& d);
 /// All diagnostics, one per line.
 std::string format_diags(const std::vector<Diag>& diags);
 
+/// Text a file gave (a method's name, a layer's) as a terminal, an SVG or a JSON writer may show it:
+/// control characters, DEL and bytes that are not UTF-8 as \xNN escapes (tab and newline as \t,
+/// \n), cut after `max` bytes with "...(N bytes)". Files may hold anything; what is shown is text.
+std::string shown_text(const std::string& text, size_t max = 200);
+
 }  // namespace zbpp

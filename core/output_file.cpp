@@ -9,6 +9,7 @@
 #include <climits>
 #include <cstdlib>
 #include <system_error>
+#include <filesystem>
 #include <thread>
 
 namespace zbpp {
@@ -223,6 +224,44 @@ bool StreamFile::close(std::string* err) {
   if (error == 0) return true;
   *err = why(path_, error);
   return false;
+}
+
+namespace {
+
+// What makes two names the same file: "device:inode" for a file that exists, else its resolved
+// path; "" for a name to leave out (none given, or not a regular file).
+std::string file_identity(const std::string& path) {
+  if (path.empty()) return "";
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0) {
+    if (!S_ISREG(st.st_mode)) return "";
+    return "inode:" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+  }
+  std::error_code ec;
+  const std::filesystem::path resolved = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
+  return "path:" + (ec ? path : resolved.string());
+}
+
+}  // namespace
+
+std::string output_clash(const std::vector<NamedPath>& inputs, const std::vector<NamedPath>& outputs) {
+  std::vector<std::pair<std::string, const NamedPath*>> seen;  // identity, whose
+  // An input that does not exist cannot be replaced (a preset's name, "synthetic"): left out.
+  for (const NamedPath& in : inputs)
+    if (std::string id = file_identity(in.path); id.rfind("inode:", 0) == 0) seen.push_back({id, &in});
+  for (const NamedPath& out : outputs) {
+    const std::string id = file_identity(out.path);
+    if (id.empty()) continue;
+    for (const auto& [other_id, other] : seen)
+      if (other_id == id) {
+        const bool input = other >= inputs.data() && other < inputs.data() + inputs.size();
+        return out.what + " " + out.path + " is the same file as " + other->what + " " + other->path +
+               (input ? ": writing it would replace what is read; write it elsewhere"
+                      : ": one would replace the other; give each output its own name");
+      }
+    seen.push_back({id, &out});
+  }
+  return "";
 }
 
 }  // namespace zbpp

@@ -15,6 +15,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace zbpp {
 
@@ -53,6 +54,19 @@ std::string check_writable_file(const std::string& path);
 /// The same for a directory that files will be created in (it may not exist yet: then its nearest
 /// existing ancestor must be a writable directory).
 std::string check_writable_dir(const std::string& dir);
+
+/// A file a program reads or writes, named as its command line names it ("-o", "the schedule").
+struct NamedPath {
+  std::string what;
+  std::string path;
+};
+/// Whether an output is the same file as an input or as another output, so that writing it would
+/// replace what the program reads, or what it writes elsewhere: the same device and inode where the
+/// file exists (a symlink or a hard link to it included), else the same path once resolved (".." and
+/// symlinked directories followed). Empty paths, inputs that do not exist (a preset's name) and
+/// existing files that are not regular files (/dev/null) are left out. "" when none clash, else the first clash, e.g. "--trace s.json is the
+/// same file as the schedule s.json: writing it would replace the schedule".
+std::string output_clash(const std::vector<NamedPath>& inputs, const std::vector<NamedPath>& outputs);
 
 /// An output written as it goes: `append` keeps what the file holds (zbrun --resume).
 class StreamFile {

@@ -54,7 +54,10 @@ std::string fmt(double v) {
   return buf;
 }
 
-std::string escape(const std::string& s) {
+// XML text: control characters and bytes that are not UTF-8 would make the document ill-formed, so
+// they are shown as escapes first (shown_text; callers pass text already cut to length).
+std::string escape(const std::string& text) {
+  const std::string s = shown_text(text, text.size());
   std::string out;
   for (char c : s) {
     if (c == '<') out += "&lt;";
@@ -118,7 +121,7 @@ Drawing drawing_of(const Schedule& s, const Problem& pr, const Timeline& t, cons
       present = present || std::any_of(ops.begin(), ops.end(), [k](const Op& op) { return op.type == k; });
     if (present) d.kinds.push_back(k);
   }
-  d.title = options.title.empty() ? s.method + " (p=" + std::to_string(s.p) + ", m=" + std::to_string(s.m) +
+  d.title = options.title.empty() ? shown_text(s.method) + " (p=" + std::to_string(s.p) + ", m=" + std::to_string(s.m) +
                                         ", chunks=" + std::to_string(s.chunks) + ", " + level_name(s.level) + ")"
                                   : options.title;
   char figures[200];

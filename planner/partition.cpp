@@ -97,7 +97,7 @@ std::string counts_text(const std::vector<int>& counts) {
 std::string ranges_text(const LayerCosts& costs, const Partition& partition) {
   std::string out;
   for (size_t vs = 0; vs < partition.counts.size(); ++vs)
-    out += (vs ? ", " : "") + partition_range_text(costs, partition, static_cast<int>(vs));
+    out += (vs ? ", " : "") + shown_text(partition_range_text(costs, partition, static_cast<int>(vs)));
   return out;
 }
 

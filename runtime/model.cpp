@@ -146,8 +146,8 @@ std::string check_layer_split(const GptConfig& c, int virtual_stages) {
 std::string blocks_of_partition(const LayerCosts& costs, const Partition& partition, const GptConfig& config,
                                 std::vector<int>* blocks) {
   if (!costs.model.empty() && costs.model != config.name)
-    return "the schedule was planned from layer costs of model " + costs.model + ", but this run's model is " +
-           config.name + ": give --model " + costs.model + ", or plan again with --layers from this model (zbrun "
+    return "the schedule was planned from layer costs of model " + shown_text(costs.model) + ", but this run's model is " +
+           config.name + ": give --model " + shown_text(costs.model) + ", or plan again with --layers from this model (zbrun "
            "--profile-layers FILE --model " + config.name + ")";
   const int n = static_cast<int>(costs.layers.size());
   bool shaped = n == config.layers + 2 && costs.layers.front().kind == LayerKind::kEmbedding &&

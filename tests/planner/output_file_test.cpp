@@ -15,6 +15,7 @@
 #include "../file_size_limit.h"
 
 #include "cli/zbplan_cli.h"
+#include "core/diag.h"  // shown_text
 #include "core/output_file.h"
 
 using namespace zbpp;
@@ -209,4 +210,38 @@ TEST_CASE("zbplan show --measured: a span beyond what the drawing counts is a lo
   CHECK(zbplan({"zbplan", "show", s, "--measured", trace, "-o", svg}, &err) == 1);
   CHECK(err == "zbplan: " + trace + ": /traceEvents/1/ts: expected a number of microseconds 0..1e15, got 1e+300\n");
   CHECK(names_in(dir) == std::vector<std::string>{"s.json", "t.json"});
+}
+
+TEST_CASE("output_clash: an output that is an input or another output, by name, link or path, is named") {
+  const std::string dir = std::string(ZBPP_TEST_TMP) + "/clash";
+  std::filesystem::create_directories(dir + "/sub");
+  const std::string in = dir + "/s.json";
+  std::ofstream(in) << "{}";
+  std::filesystem::remove(dir + "/link.json");
+  std::filesystem::create_symlink(in, dir + "/link.json");
+  std::filesystem::remove(dir + "/hard.json");
+  std::filesystem::create_hard_link(in, dir + "/hard.json");
+  using zbpp::output_clash;
+  CHECK(output_clash({{"the schedule", in}}, {{"-o", in}}) ==
+        "-o " + in + " is the same file as the schedule " + in + ": writing it would replace what is read; write it elsewhere");
+  CHECK(output_clash({{"the schedule", dir + "/link.json"}}, {{"-o", in}}) != "");
+  CHECK(output_clash({{"the schedule", in}}, {{"-o", dir + "/hard.json"}}) != "");
+  CHECK(output_clash({{"the schedule", in}}, {{"-o", dir + "/sub/../s.json"}}) != "");
+  // Two outputs of one name, neither there yet.
+  CHECK(output_clash({}, {{"--metrics", dir + "/m.json"}, {"--trace", dir + "/sub/../m.json"}}) ==
+        "--trace " + dir + "/sub/../m.json is the same file as --metrics " + dir +
+            "/m.json: one would replace the other; give each output its own name");
+  // Not clashes: other files, empty names, devices, an input that does not exist (a preset's name).
+  CHECK(output_clash({{"the schedule", in}}, {{"-o", dir + "/other.json"}, {"--trace", ""}}) == "");
+  CHECK(output_clash({}, {{"--metrics", "/dev/null"}, {"--trace", "/dev/null"}}) == "");
+  CHECK(output_clash({{"--model", dir + "/tiny"}}, {{"--metrics", dir + "/tiny"}}) == "");
+}
+
+TEST_CASE("shown_text: control characters, DEL and bytes that are not UTF-8 escaped, long text cut") {
+  using zbpp::shown_text;
+  CHECK(shown_text("plain zb-h1") == "plain zb-h1");
+  CHECK(shown_text("a\tb\nc\x7f" + std::string(1, '\0')) == "a\\tb\\nc\\x7f\\x00");
+  CHECK(shown_text("caf\xc3\xa9 \xe2\x86\x92") == "caf\xc3\xa9 \xe2\x86\x92");  // UTF-8 kept
+  CHECK(shown_text("\xff\xc3(\xed\xa0\x80") == "\\xff\\xc3(\\xed\\xa0\\x80");   // not UTF-8: escaped
+  CHECK(shown_text(std::string(10, 'x'), 4) == "xxxx...(10 bytes)");
 }

@@ -967,3 +967,48 @@ TEST_CASE("zbplan plan --layers: the partition searched, recorded and exported, 
   CHECK(r.code == 2);
   CHECK(r.err.find("--device-memory needs the layers' static bytes: give --layers FILE") != std::string::npos);
 }
+
+TEST_CASE("zbplan: no output replaces an input: export, simulate --trace, show and plan refuse, the file kept") {
+  const std::string s = tmp("clash.json");
+  REQUIRE(zbplan({"plan", "--method", "zb-h1", "-p", "2", "-m", "4", "--tf", "1", "--tb", "1", "--tw", "1", "-o", s}).code == 0);
+  std::stringstream before;
+  before << std::ifstream(s).rdbuf();
+  const std::string same = ": writing it would replace what is read; write it elsewhere\n";
+  Run r = zbplan({"export", s, "-o", s});
+  CHECK(r.code == 1);
+  CHECK(r.err == "zbplan: -o " + s + " is the same file as the schedule " + s + same);
+  r = zbplan({"simulate", s, "--trace", s});
+  CHECK(r.code == 1);
+  CHECK(r.err == "zbplan: --trace " + s + " is the same file as the schedule " + s + same);
+  write(tmp("clash.problem.json"), R"({"p": 2, "m": 4, "t_f": 1, "t_b": 1, "t_w": 1})");
+  r = zbplan({"plan", "--method", "zb-h1", "--problem", tmp("clash.problem.json"), "-o", tmp("clash.problem.json")});
+  CHECK(r.code == 1);
+  CHECK(r.err.find("is the same file as --problem") != std::string::npos);
+  std::stringstream after;
+  after << std::ifstream(s).rdbuf();
+  CHECK(after.str() == before.str());
+}
+
+TEST_CASE("zbplan: strings from a file reach the terminal and pictures escaped and cut") {
+  const std::string s = tmp("evil_src.json");
+  REQUIRE(zbplan({"plan", "--method", "zb-h1", "-p", "2", "-m", "4", "--tf", "1", "--tb", "1", "--tw", "1", "-o", s}).code == 0);
+  auto j = nlohmann::json::parse(std::ifstream(s));
+  j["method"] = std::string("\x1b[31mred") + std::string(1, '\0') + "tail" + std::string(100000, 'A');
+  const std::string evil = tmp("evil.json");
+  write(evil, j.dump());
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"validate", evil}, {"simulate", evil}}) {
+    Run r = zbplan(args);
+    REQUIRE(r.code == 0);
+    CHECK(r.out.find("\\x1b[31mred\\x00tailAAA") != std::string::npos);
+    CHECK(r.out.find('\x1b') == std::string::npos);
+    CHECK(r.out.find('\0') == std::string::npos);
+    CHECK(r.out.find("...(100013 bytes)") != std::string::npos);
+    CHECK(r.out.size() < 3000);
+  }
+  REQUIRE(zbplan({"show", evil, "-o", tmp("evil.svg")}).code == 0);
+  std::stringstream svg;
+  svg << std::ifstream(tmp("evil.svg")).rdbuf();
+  CHECK(svg.str().find('\0') == std::string::npos);
+  CHECK(svg.str().find('\x1b') == std::string::npos);
+  CHECK(svg.str().find("\\x1b[31mred\\x00tail") != std::string::npos);
+}

@@ -205,3 +205,18 @@ TEST_CASE("zbrun: a checkpoint directory another run holds is refused, naming th
   CHECK(r.code == 0);
   CHECK(checkpoint_steps(dir, 1) == std::vector<int>{2});
 }
+
+TEST_CASE("zbrun: no output replaces the schedule or another output") {
+  const std::string s = plan("clash", "zb-h1", 2, 4);
+  Run r = call(zbrun_local, {"zbrun", s, "--local", "--steps", "1", "--trace", s});
+  CHECK(r.code == 1);
+  CHECK(r.err == "zbrun: --trace " + s + " is the same file as the schedule " + s +
+                     ": writing it would replace what is read; write it elsewhere\n");
+  const std::string m = tmp("clash_out.json");
+  r = call(zbrun_local, {"zbrun", s, "--local", "--steps", "1", "--metrics", m, "--trace", m});
+  CHECK(r.code == 1);
+  CHECK(r.err == "zbrun: --trace " + m + " is the same file as --metrics " + m +
+                     ": one would replace the other; give each output its own name\n");
+  // The schedule is still the schedule.
+  CHECK(call(run_zbplan, {"zbplan", "validate", s}).code == 0);
+}
