@@ -165,6 +165,11 @@ class Printer : public RunObserver {
     out_ << line << "\n";
   }
 
+  void warn(const std::string& line) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    err_ << "zbrun: " + line + "\n";
+  }
+
   void failed(const RunError& error) override {
     std::lock_guard<std::mutex> lock(mu_);
     err_ << "zbrun: " + error.text + "\n";

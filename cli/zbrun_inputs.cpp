@@ -290,6 +290,9 @@ std::optional<CheckedInputs> check_inputs(Options& o, bool mpi, int world_rank, 
   if (!o.run.checkpoint.empty())
     if (std::string bad = check_writable_dir(o.run.checkpoint); !bad.empty())
       return fail("--checkpoint: cannot write checkpoints into " + bad);
+  if (!o.run.checkpoint.empty() && o.run.every > o.run.steps && world_rank == 0)
+    err << "zbrun: warning: no checkpoint will be written: --every " << o.run.every << " is more than --steps "
+        << o.run.steps << "\n";
   if (o.fault == "truncate" && o.run.fail_rank >= 0) {
     const Op& op = s.stages[o.run.fail_rank][o.run.fail_op];
     if (!is_send(op.type))

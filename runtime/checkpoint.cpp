@@ -28,7 +28,7 @@ std::string path_of(const std::string& dir, int rank, int step) {
 }
 }  // namespace
 
-std::uint64_t text_hash(const std::string& text) {
+std::uint64_t text_hash(std::string_view text) {
   std::uint64_t h = 1469598103934665603ULL;
   for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
   return h;
@@ -55,17 +55,22 @@ bool write_checkpoint(const std::string& dir, int rank, int step, std::uint64_t 
   return true;
 }
 
+bool parse_checkpoint_name(const std::string& name, int* step, int* rank) {
+  int s = -1, r = -1, end = 0;
+  if (std::sscanf(name.c_str(), "step%d.rank%d.ckpt%n", &s, &r, &end) != 2 || end != static_cast<int>(name.size()) ||
+      s < 0 || r < 0 || path_of("", r, s) != "/" + name)  // the canonical spelling only ("step+2", "step02": no)
+    return false;
+  *step = s;
+  *rank = r;
+  return true;
+}
+
 std::vector<int> checkpoint_steps(const std::string& dir, int rank) {
   std::vector<int> out;
   std::error_code ec;
-  const std::string suffix = ".rank" + std::to_string(rank) + ".ckpt";
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    std::string name = entry.path().filename().string();
-    int step = -1;
-    char rest[64] = {0};
-    if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0 &&
-        std::sscanf(name.c_str(), "step%d%63s", &step, rest) == 2 && suffix == rest && step >= 0)
-      out.push_back(step);
+    int step = -1, r = -1;
+    if (parse_checkpoint_name(entry.path().filename().string(), &step, &r) && r == rank) out.push_back(step);
   }
   std::sort(out.begin(), out.end());
   return out;

@@ -7,16 +7,19 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace zbpp {
 
-/// FNV-1a of a text (the schedule file: ranks check they replay the same one).
-std::uint64_t text_hash(const std::string& text);
+/// FNV-1a of a text (the schedule file: ranks check they replay the same one; the data file).
+std::uint64_t text_hash(std::string_view text);
 
 /// Writes rank `rank`'s state after `step` steps; false with *err (naming the file) on failure.
 bool write_checkpoint(const std::string& dir, int rank, int step, std::uint64_t schedule_hash, const std::string& state,
                       std::string* err);
+/// Whether `name` (a file name, no directory) is a checkpoint's, step<N>.rank<R>.ckpt: then its step and rank.
+bool parse_checkpoint_name(const std::string& name, int* step, int* rank);
 /// Steps this rank has checkpoints of, ascending.
 std::vector<int> checkpoint_steps(const std::string& dir, int rank);
 /// Reads one back, checking its header, its schedule hash and its checksum; false with *err.

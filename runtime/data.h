@@ -17,6 +17,8 @@ class DataSource {
   /// The m microbatches of step `step`: each batch * (seq + 1) tokens (inputs plus the next token).
   std::vector<std::vector<int>> step_batches(const GptConfig& config, int step, int microbatches) const;
   const std::string& name() const { return name_; }
+  /// The file's bytes; empty for synthetic data.
+  const std::vector<unsigned char>& bytes() const { return bytes_; }
   /// Empty when the data can feed `config` (a text file needs at least seq + 2 bytes), else why not.
   std::string check(const GptConfig& config) const;
 

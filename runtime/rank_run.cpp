@@ -11,6 +11,7 @@
 #include "core/deps.h"
 #include "core/output_file.h"
 #include "runtime/checkpoint.h"
+#include "runtime/checkpoint_owner.h"
 
 namespace zbpp {
 
@@ -124,6 +125,7 @@ class RankRun {
 
   bool run_unguarded();
   bool start(int* first_step);
+  bool claim_checkpoints();
   bool report_finished();
   bool measure_comm(double* seconds);
   bool summarise();
@@ -165,6 +167,12 @@ bool RankRun::run_unguarded() {
   int first_step = 0;
   if (!start(&first_step)) return false;
   result_.summary.first_step = first_step;
+  // Checkpoints fall after steps that are multiples of --every (--every above --steps: zbrun says so).
+  if (rank_ == 0 && !o_.checkpoint.empty() && first_step > 0 && o_.every <= o_.steps &&
+      o_.steps / o_.every * o_.every <= first_step)
+    observer_.warn("warning: no checkpoint will be written: this run resumes after step " + std::to_string(first_step - 1) +
+                   " and ends at --steps " + std::to_string(o_.steps) + ", before the next multiple of --every " +
+                   std::to_string(o_.every));
   if (std::string why = observer_.started(rank_, first_step); !why.empty()) return stop(why);
   if (o_.profile && !measure_comm(&result_.summary.comm_seconds)) return false;
   for (int step = first_step; step < o_.steps; ++step) {
@@ -206,6 +214,7 @@ bool RankRun::start(int* first_step) {
   for (int r = 0; r < s_.p; ++r)
     if (hashes[2 * r] != hashes[0] || hashes[2 * r + 1] != hashes[1])
       return stop("rank " + std::to_string(r) + " replays another schedule file than rank 0 (their texts differ)");
+  if (!o_.checkpoint.empty() && !claim_checkpoints()) return false;
   *first_step = 0;
   if (!o_.resume) return true;
   // Resume where every rank has a checkpoint: the smallest of the ranks' latest.
@@ -229,6 +238,32 @@ bool RankRun::start(int* first_step) {
       !compute_->load_state(state, &why))
     return stop("cannot resume: " + why);
   interp_->start_at(*first_step);
+  return true;
+}
+
+// Before anything is written to --checkpoint DIR: rank 0 checks that this run may use it (its
+// manifest, checkpoint_owner.h) and every rank ends alike when not; then each rank removes what
+// interrupted writes of its files left, and a fresh run's rank 0 writes the manifest.
+bool RankRun::claim_checkpoints() {
+  const CheckpointRun me = checkpoint_run(o_.schedule_hash, in_.model, s_.p * s_.chunks, o_.seed, in_.data, o_.adamw);
+  const std::string refusal = rank_ == 0 ? check_checkpoint_owner(o_.checkpoint, me, o_.resume) : "";
+  std::vector<double> refused(1, refusal.empty() ? 0.0 : 1.0);
+  if (!gather(&refused, "checking the checkpoint directory")) return false;
+  if (refused[0] > 0) {
+    // Rank 0 says why; the others end with it, waiting for no one.
+    const std::string why = rank_ == 0 ? refusal : "rank 0 refused the checkpoint directory " + o_.checkpoint;
+    result_.error = RunError{rank_, -1, -1, "", why, why};
+    if (rank_ == 0) observer_.failed(*result_.error);
+    return false;
+  }
+  std::vector<double> removed(1, remove_checkpoint_temporaries(o_.checkpoint, rank_));
+  if (!gather(&removed, "cleaning the checkpoint directory")) return false;
+  if (rank_ != 0) return true;
+  if (const int n = static_cast<int>(removed[0]); n > 0)
+    observer_.warn("--checkpoint: removed " + std::to_string(n) + " temporary file" + (n == 1 ? "" : "s") +
+                   " that interrupted checkpoint writes left in " + o_.checkpoint);
+  std::string why;
+  if (!o_.resume && !write_checkpoint_manifest(o_.checkpoint, me, &why)) return stop(why);
   return true;
 }
 

@@ -88,6 +88,9 @@ class RunObserver {
   virtual ~RunObserver() = default;
   /// A line worth telling (which GPU partitions the stages got, say).
   virtual void note(const std::string& /*line*/) {}
+  /// A line for stderr, from rank 0: something the run did or will not do that was not asked for
+  /// (temporary files it removed, say).
+  virtual void warn(const std::string& /*line*/) {}
   /// Before the first step; `first_step` > 0 after a resume.
   virtual std::string started(int /*rank*/, int /*first_step*/) { return ""; }
   /// A step whose figures are complete, in step order (with post-validation, a step later).

@@ -55,7 +55,18 @@ TEST_CASE("checkpoint: truncated, corrupt or foreign checkpoints are refused, na
   };
   Run foreign = resume(other);
   CHECK(foreign.code == 1);
+  CHECK(foreign.err.find("zbrun: --resume: the checkpoints in " + dir + " were written with a schedule file whose text "
+                         "hashes to ") != std::string::npos);
+  // Past a manifest that says otherwise (copied from a run of the other schedule), the file itself refuses.
+  std::string other_dir = tmp("ckbad_other");
+  std::filesystem::remove_all(other_dir);
+  REQUIRE(call(zbrun_local, {"zbrun", other, "--local", "--steps", "2", "--quiet", "--checkpoint", other_dir}).code == 0);
+  const std::string manifest = read_all(dir + "/run.json");
+  std::filesystem::copy_file(other_dir + "/run.json", dir + "/run.json", std::filesystem::copy_options::overwrite_existing);
+  foreign = resume(other);
+  CHECK(foreign.code == 1);
   CHECK(foreign.err.find("zbrun: rank 0: cannot resume: " + file + ": written for another schedule file") != std::string::npos);
+  std::ofstream(dir + "/run.json", std::ios::binary | std::ios::trunc) << manifest;
   std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() - 9);
   Run cut = resume(s);
   CHECK(cut.code == 1);

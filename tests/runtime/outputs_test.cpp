@@ -68,17 +68,19 @@ TEST_CASE("zbrun: a checkpoint write that fails half way keeps the old checkpoin
   REQUIRE(before.size() > 4096);
   Run r;
   {
+    // Resumed, to write step 4's checkpoint beside step 2's (a fresh run may not overwrite them).
     FileSizeLimit limit(4096);
-    r = call(zbrun_local, args);
+    r = call(zbrun_local, {"zbrun", s, "--local", "--steps", "4", "--quiet", "--checkpoint", dir, "--every", "2", "--resume"});
   }
   CHECK(r.code == 1);
-  CHECK(r.err.find("zbrun: rank 0: --checkpoint: cannot write " + file + ": File too large\n") != std::string::npos);
+  CHECK(r.err.find("zbrun: rank 0: --checkpoint: cannot write " + dir + "/step4.rank0.ckpt: File too large\n") !=
+        std::string::npos);
   CHECK(read_all(file) == before);
   std::vector<std::string> left;
   for (const auto& e : std::filesystem::directory_iterator(dir)) left.push_back(e.path().filename().string());
   std::sort(left.begin(), left.end());
   // No temporary file left; the ranks' lock files stay (flock needs no cleanup).
-  CHECK(left == std::vector<std::string>{".rank0.lock", ".rank1.lock", "step2.rank0.ckpt", "step2.rank1.ckpt"});
+  CHECK(left == std::vector<std::string>{".rank0.lock", ".rank1.lock", "run.json", "step2.rank0.ckpt", "step2.rank1.ckpt"});
 }
 
 TEST_CASE("zbrun: every number flag refuses octal, junk, nan and out-of-range values with exit 2") {
