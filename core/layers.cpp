@@ -95,6 +95,11 @@ std::optional<LayerCosts> layer_costs_from_json(const nlohmann::json& j, const s
   }
   std::set<std::string> names;
   const auto& list = j["layers"];
+  if (list.size() > static_cast<size_t>(kMaxLayers)) {
+    error(pointer + "/layers", "has " + std::to_string(list.size()) + " layers; at most " + std::to_string(kMaxLayers) +
+                                   " are read (merge layers that always stay together)");
+    return std::nullopt;
+  }
   for (size_t i = 0; i < list.size(); ++i) {
     const std::string at = pointer + "/layers/" + std::to_string(i);
     const auto& v = list[i];
@@ -250,36 +255,53 @@ ProblemInput problem_for_partition(const LayerCosts& costs, const Partition& par
   return in;
 }
 
-std::pair<double, Partition> least_device_memory(const LayerCosts& costs, int stages) {
-  // Each layer's static bytes and one microbatch's M_B, as prefix sums.
-  const int n = static_cast<int>(costs.layers.size());
-  std::vector<double> prefix(static_cast<size_t>(n) + 1, 0);
-  for (int l = 0; l < n; ++l)
-    prefix[static_cast<size_t>(l) + 1] = prefix[static_cast<size_t>(l)] + costs.layers[static_cast<size_t>(l)].static_bytes() +
-                                         costs.layers[static_cast<size_t>(l)].activation_bytes;
-  // best[k][i]: the least busiest need of layers [0, i) on k stages; cut[k][i] where the k-th begins.
-  const double inf = std::numeric_limits<double>::infinity();
-  std::vector<std::vector<double>> best(static_cast<size_t>(stages) + 1, std::vector<double>(static_cast<size_t>(n) + 1, inf));
-  std::vector<std::vector<int>> cut(static_cast<size_t>(stages) + 1, std::vector<int>(static_cast<size_t>(n) + 1, 0));
-  best[0][0] = 0;
-  for (int k = 1; k <= stages; ++k)
-    for (int i = k; i <= n; ++i)
-      for (int j = k - 1; j < i; ++j) {
-        const double need = std::max(best[static_cast<size_t>(k) - 1][static_cast<size_t>(j)],
-                                     prefix[static_cast<size_t>(i)] - prefix[static_cast<size_t>(j)]);
-        if (need < best[static_cast<size_t>(k)][static_cast<size_t>(i)]) {
-          best[static_cast<size_t>(k)][static_cast<size_t>(i)] = need;
-          cut[static_cast<size_t>(k)][static_cast<size_t>(i)] = j;
-        }
+std::int64_t lightest_heaviest_range(const std::vector<std::int64_t>& weights, int stages, Partition* out) {
+  const int n = static_cast<int>(weights.size());
+  if (stages < 1 || stages > n) return 0;
+  // The fewest ranges of at most `cap` each, greedily from the left: feasible when they are at most
+  // `stages` (a range can always be split further, each piece still within the cap).
+  auto ranges_within = [&](std::int64_t cap, std::vector<int>* counts) {
+    if (counts) counts->clear();
+    int ranges = 0, in_range = 0;
+    std::int64_t sum = 0;
+    for (std::int64_t w : weights) {
+      if (in_range > 0 && sum + w > cap) {
+        if (counts) counts->push_back(in_range);
+        ++ranges, sum = 0, in_range = 0;
       }
-  Partition out;
-  out.counts.assign(static_cast<size_t>(stages), 0);
-  for (int k = stages, i = n; k >= 1; --k) {
-    const int j = cut[static_cast<size_t>(k)][static_cast<size_t>(i)];
-    out.counts[static_cast<size_t>(k) - 1] = i - j;
-    i = j;
+      sum += w, ++in_range;
+    }
+    if (counts) counts->push_back(in_range);
+    return ranges + 1;
+  };
+  std::int64_t lo = *std::max_element(weights.begin(), weights.end()), hi = 0;
+  for (std::int64_t w : weights) hi += w;
+  while (lo < hi) {  // the least cap the greedy fits in `stages` ranges
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    if (ranges_within(mid, nullptr) <= stages) hi = mid;
+    else lo = mid + 1;
   }
-  return {best[static_cast<size_t>(stages)][static_cast<size_t>(n)], out};
+  if (out) {
+    ranges_within(lo, &out->counts);
+    // Fewer ranges than stages: split the first range of several layers until there are enough.
+    while (static_cast<int>(out->counts.size()) < stages) {
+      auto at = std::find_if(out->counts.begin(), out->counts.end(), [](int c) { return c > 1; });
+      const int first = *at - 1;
+      *at = 1;
+      out->counts.insert(at + 1, first);
+    }
+  }
+  return lo;
+}
+
+std::pair<double, Partition> least_device_memory(const LayerCosts& costs, int stages) {
+  // Each layer's static bytes and one microbatch's M_B, in whole bytes.
+  std::vector<std::int64_t> need;
+  for (const LayerCost& layer : costs.layers)
+    need.push_back(static_cast<std::int64_t>(std::ceil(layer.static_bytes() + layer.activation_bytes)));
+  Partition out;
+  const std::int64_t least = lightest_heaviest_range(need, stages, &out);
+  return {static_cast<double>(least), out};
 }
 
 namespace {
@@ -324,29 +346,14 @@ std::string bytes_text(double bytes) {
   return std::to_string(bytes) + " B";
 }
 
+std::vector<std::int64_t> layer_loads(const LayerCosts& costs) {
+  std::vector<std::int64_t> loads;
+  for (const LayerCost& layer : costs.layers) loads.push_back(ticks_of(layer.t_f) + ticks_of(layer.t_b) + ticks_of(layer.t_w));
+  return loads;
+}
+
 Ticks best_partition_load(const LayerCosts& costs, int stages) {
-  const int n = static_cast<int>(costs.layers.size());
-  if (stages < 1 || stages > n) return 0;
-  std::vector<Ticks> prefix(static_cast<size_t>(n) + 1, 0);
-  for (int l = 0; l < n; ++l) {
-    const LayerCost& layer = costs.layers[static_cast<size_t>(l)];
-    prefix[static_cast<size_t>(l) + 1] = prefix[static_cast<size_t>(l)] + ticks_of(layer.t_f) + ticks_of(layer.t_b) + ticks_of(layer.t_w);
-  }
-  // best[k][i]: the smallest busiest load of the first i layers on k stages.
-  const Ticks inf = std::numeric_limits<Ticks>::max();
-  std::vector<Ticks> prev(static_cast<size_t>(n) + 1, inf), cur(static_cast<size_t>(n) + 1, inf);
-  for (int i = 1; i <= n; ++i) prev[static_cast<size_t>(i)] = prefix[static_cast<size_t>(i)];
-  for (int k = 2; k <= stages; ++k) {
-    std::fill(cur.begin(), cur.end(), inf);
-    for (int i = k; i <= n; ++i)
-      for (int j = k - 1; j < i; ++j) {  // the last stage takes layers j..i-1
-        if (prev[static_cast<size_t>(j)] == inf) continue;
-        const Ticks load = std::max(prev[static_cast<size_t>(j)], prefix[static_cast<size_t>(i)] - prefix[static_cast<size_t>(j)]);
-        cur[static_cast<size_t>(i)] = std::min(cur[static_cast<size_t>(i)], load);
-      }
-    prev.swap(cur);
-  }
-  return prev[static_cast<size_t>(n)];
+  return lightest_heaviest_range(layer_loads(costs), stages, nullptr);
 }
 
 std::string check_partition(const LayerCosts& costs, const Partition& partition, int stages) {
@@ -485,13 +492,13 @@ std::vector<Diag> check_partition_record(const PartitionRecord& record, const Pr
         return out;
       }
   if (!record.device_bytes.empty()) {
-    // Each stage's limit: its device's bytes less its layers' static bytes, in MiB quanta.
-    const ProblemInput expected = problem_for_partition(record.costs, record.partition, {}, record.device_bytes);
     if (record.device_bytes.size() != static_cast<size_t>(problem.p)) {
       say("/partition/device_memory", "gives " + std::to_string(record.device_bytes.size()) + " sizes for " +
                                           std::to_string(problem.p) + " stages");
       return out;
     }
+    // Each stage's limit: its device's bytes less its layers' static bytes, in MiB quanta.
+    const ProblemInput expected = problem_for_partition(record.costs, record.partition, {}, record.device_bytes);
     for (int st = 0; st < problem.p; ++st) {
       const auto want = to_quanta(expected.stage_mem_limits[static_cast<size_t>(st)]);
       if (problem.limit(st) != want) {

@@ -34,6 +34,9 @@ struct LayerCost {
   double static_bytes() const { return parameter_bytes + gradient_bytes + optimizer_bytes; }
 };
 
+/// The most layers a layer-cost file may list.
+inline constexpr int kMaxLayers = 100'000;
+
 struct LayerCosts {
   std::vector<LayerCost> layers;
   std::string model;   ///< the model they are of (zbrun's name for it), or empty
@@ -84,9 +87,15 @@ std::optional<double> parse_bytes(const std::string& text, std::string* err);
 /// Bytes as people read them: "80 GiB", "1.5 GiB", "512 MiB", "100 B".
 std::string bytes_text(double bytes);
 
+/// The partition of `weights` (one per layer) into `stages` non-empty contiguous ranges whose
+/// heaviest range is lightest, and that weight (exact: a binary search on the weight, a greedy pass
+/// a step, O(n log total)). 0 when the stages are not 1..n.
+std::int64_t lightest_heaviest_range(const std::vector<std::int64_t>& weights, int stages, Partition* out);
+/// Each layer's F + B + W in ticks.
+std::vector<std::int64_t> layer_loads(const LayerCosts& costs);
 /// The smallest, over every partition of the layers into `stages` non-empty contiguous ranges, of
-/// the busiest range's F + B + W time in ticks (exact, by dynamic programming). m times it bounds
-/// the span and period of every schedule of every partition from below.
+/// the busiest range's F + B + W time in ticks. m times it bounds the span and period of every
+/// schedule of every partition from below.
 Ticks best_partition_load(const LayerCosts& costs, int stages);
 
 /// Whether a partition fits the layers: `stages` counts, each >= 1, summing to the layer count.

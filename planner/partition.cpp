@@ -14,15 +14,13 @@ namespace {
 
 constexpr Ticks kNever = std::numeric_limits<Ticks>::max();
 
-// Per-layer F + B + W in ticks, as prefix sums: the load of layers [a, b) is at[b] - at[a].
+// Per-layer F + B + W in ticks, as prefix sums: the load of layers [a, b) is at[b] - at[a]. Never
+// more than the stage's figures (which lift a zero T_F or T_B to one tick), so m x it is a bound.
 struct Loads {
   std::vector<Ticks> at;
   explicit Loads(const LayerCosts& costs) : at(costs.layers.size() + 1, 0) {
-    Partition each;
-    each.counts.assign(costs.layers.size(), 1);
-    const StageCosts per_layer = stage_costs(costs, each);
-    for (size_t l = 0; l < costs.layers.size(); ++l)
-      at[l + 1] = at[l] + per_layer.t_f[l] + per_layer.t_b[l] + per_layer.t_w[l];
+    const std::vector<Ticks> loads = layer_loads(costs);
+    for (size_t l = 0; l < loads.size(); ++l) at[l + 1] = at[l] + loads[l];
   }
   Ticks range(int a, int b) const { return at[static_cast<size_t>(b)] - at[static_cast<size_t>(a)]; }
   int layers() const { return static_cast<int>(at.size()) - 1; }
@@ -36,8 +34,12 @@ struct Candidate {
 
 // Every partition into `stages` ranges whose busiest load is below `below`, depth first with the
 // ranges too heavy (or leaving too few layers for the stages after) cut early. Keeps at most
-// `keep` (the lightest) and counts the rest in *left_out.
-void enumerate(const Loads& loads, int stages, Ticks below, size_t keep, std::vector<Candidate>* out, long* left_out) {
+// `keep` (the lightest) and counts the rest in *left_out; stops after kMaxVisits ranges tried
+// (*cut set), so a flat profile over many layers cannot run away.
+constexpr long kMaxVisits = 20'000'000;
+void enumerate(const Loads& loads, int stages, Ticks below, size_t keep, std::vector<Candidate>* out, long* left_out,
+               bool* cut) {
+  long visits = 0;
   const int n = loads.layers();
   std::vector<int> counts(static_cast<size_t>(stages));
   auto trim = [&] {
@@ -56,6 +58,10 @@ void enumerate(const Loads& loads, int stages, Ticks below, size_t keep, std::ve
     }
     const int rest = stages - stage - 1;  // stages after this one, one layer each at least
     for (int end = first + 1; end <= n - rest; ++end) {
+      if (++visits > kMaxVisits) {
+        *cut = true;
+        return;
+      }
       const Ticks load = loads.range(first, end);
       if (load >= below) break;  // longer ranges only weigh more
       // The layers left must fit the stages left below the bar.
@@ -106,6 +112,7 @@ std::string ranges_text(const LayerCosts& costs, const Partition& partition) {
 struct SearchOutcome {
   std::vector<Planned> best;  // the best few, cheapest first (ties: the lighter bound, then counts)
   long enumerated = 0, planned = 0, left_out = 0;
+  bool cut = false;  // the enumeration stopped at its budget
   std::vector<Diag> first_failure;  // why the balanced partition could not be planned
 };
 
@@ -136,7 +143,8 @@ SearchOutcome search(const LayerCosts& costs, const ProblemInput& base, const st
   // (those kept beside the best are the best found among these).
   const Ticks first_bar = out.best.empty() ? kNever : out.best.front().cost;
   const Ticks below = first_bar == kNever ? kNever : first_bar / base.m + (first_bar % base.m != 0);
-  enumerate(loads, p, below, static_cast<size_t>(std::max<long>(1, so.max_plans)), &candidates, &out.left_out);
+  enumerate(loads, p, below, static_cast<size_t>(std::max<long>(1, so.max_plans)), &candidates, &out.left_out,
+            &out.cut);
   std::sort(candidates.begin(), candidates.end());
   out.enumerated = static_cast<long>(candidates.size()) + out.left_out -
                    std::count_if(candidates.begin(), candidates.end(),
@@ -165,29 +173,8 @@ bool plans_one_chunk(const std::string& method) {
 }
 
 Partition balanced_partition(const LayerCosts& costs, int stages) {
-  const Loads loads(costs);
-  const int n = loads.layers();
-  // best[k][i]: the lightest busiest load of layers [0, i) on k stages; cut[k][i] where the k-th begins.
-  std::vector<std::vector<Ticks>> best(static_cast<size_t>(stages) + 1, std::vector<Ticks>(static_cast<size_t>(n) + 1, kNever));
-  std::vector<std::vector<int>> cut(static_cast<size_t>(stages) + 1, std::vector<int>(static_cast<size_t>(n) + 1, 0));
-  best[0][0] = 0;
-  for (int k = 1; k <= stages; ++k)
-    for (int i = k; i <= n; ++i)
-      for (int j = k - 1; j < i; ++j) {  // stage k takes layers [j, i)
-        if (best[static_cast<size_t>(k) - 1][static_cast<size_t>(j)] == kNever) continue;
-        const Ticks load = std::max(best[static_cast<size_t>(k) - 1][static_cast<size_t>(j)], loads.range(j, i));
-        if (load < best[static_cast<size_t>(k)][static_cast<size_t>(i)]) {
-          best[static_cast<size_t>(k)][static_cast<size_t>(i)] = load;
-          cut[static_cast<size_t>(k)][static_cast<size_t>(i)] = j;
-        }
-      }
   Partition out;
-  out.counts.assign(static_cast<size_t>(stages), 0);
-  for (int k = stages, i = n; k >= 1; --k) {
-    const int j = cut[static_cast<size_t>(k)][static_cast<size_t>(i)];
-    out.counts[static_cast<size_t>(k) - 1] = i - j;
-    i = j;
-  }
+  lightest_heaviest_range(layer_loads(costs), stages, &out);
   return out;
 }
 
@@ -256,7 +243,12 @@ std::optional<PartitionPlan> plan_partitioned(const LayerCosts& costs, const Pro
                         "partition: " + counts_text(out.partition.counts) + " layers (" + layers + "), the best of " +
                             std::to_string(planned) + " planned: the balanced one, then, lightest bound first, of the " +
                             std::to_string(outcome.enumerated) + " others whose bound could beat it, those that still could" +
-                            (outcome.left_out ? " (" + std::to_string(outcome.left_out) + " left out past --max-plans)" : "") +
+                            (outcome.left_out ? " (" + std::to_string(outcome.left_out) + " heaviest left out past " +
+                                                        std::to_string(so.max_plans) + ")"
+                                              : "") +
+                            (outcome.cut ? " (the enumeration stopped after " + std::to_string(kMaxVisits) +
+                                               " ranges tried: the winner is the best found, the bound still holds)"
+                                         : "") +
                             (screened ? "; screened with " + so.screen + ", the best " + std::to_string(outcome.best.size()) +
                                             " planned with " + method
                                       : "") +
