@@ -68,12 +68,13 @@ struct IterationFlags {
     else
       app->add_option("--iterations", iterations, "iterations simulated back to back for the period")
           ->check(integer_in(2, 100));
+    // At most half the exact range (ticks.h), the other half being the iteration's.
     app->add_option("--state-latency", state_latency, "time of one optimizer-state message between neighbours (default T_comm)")
-        ->check(real_in(0, 1e9))
+        ->check(real_in(0, 5e8))
         ->default_str("");
     app->add_option("--allreduce-latency", allreduce_latency,
                     "time of the synchronous optimizer's all-reduce (default 2*ceil(log2 p)*T_comm)")
-        ->check(real_in(0, 1e9))
+        ->check(real_in(0, 5e8))
         ->default_str("");
   }
 

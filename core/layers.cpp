@@ -32,7 +32,7 @@ struct NumberField {
   double most;
   bool required;
 };
-constexpr double kMostMs = 1e9, kMostBytes = 1e18;
+constexpr double kMostMs = 1e9, kMostBytes = 1e18, kMostTotalBytes = 1e17;
 constexpr NumberField kNumberFields[] = {
     {"t_f", &LayerCost::t_f, kMostMs, true},
     {"t_b", &LayerCost::t_b, kMostMs, true},
@@ -166,6 +166,23 @@ std::optional<LayerCosts> layer_costs_from_json(const nlohmann::json& j, const s
     out.layers.push_back(std::move(layer));
   }
   if (!ok) return std::nullopt;
+  // Every stage's sums must stay exact in ticks and MiB quanta (and m times them in 64 bits, which
+  // the problem's own check then ensures): bound the totals over all layers.
+  double time = 0, all_bytes = 0;
+  for (const LayerCost& layer : out.layers) {
+    time += layer.t_f + layer.t_b + layer.t_w;
+    all_bytes += layer.activation_bytes + layer.static_bytes();
+  }
+  if (time > kMostMs) {
+    error(pointer + "/layers", "the layers' T_F + T_B + T_W sum to " + std::to_string(time) + " ms, more than 1e9 ms "
+                                   "(about 11 days), the most a plan counts exactly");
+    return std::nullopt;
+  }
+  if (all_bytes > kMostTotalBytes) {
+    error(pointer + "/layers", "the layers' activation, parameter, gradient and optimizer bytes sum to " +
+                                   std::to_string(all_bytes) + ", more than 1e17 bytes");
+    return std::nullopt;
+  }
   return out;
 }
 

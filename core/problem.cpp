@@ -201,15 +201,17 @@ std::optional<Problem> build_problem(const ProblemInput& in, const std::string& 
     pr.t_comm = *comm;
   }
   if (!ok) return std::nullopt;
-  // Every time the simulator forms is a sum of op times and hops: keep the largest possible
-  // iteration (all work done one op after another) far inside 64-bit ticks.
+  // Every time the simulator forms or a file records is a sum of op times and hops: the largest
+  // possible iteration (all work done one op after another) must stay where ticks read back exactly,
+  // with room for an optimizer latency as large beside it (ticks.h: kMaxExactQuanta).
   long double total = 0;
   for (int s = 0; s < pr.p; ++s)
     total += static_cast<long double>(pr.m) * pr.chunks * (pr.t_f[s] + pr.t_b[s] + pr.t_w[s]);
   total += 2.0L * pr.m * pr.chunks * pr.p * pr.t_comm;
-  if (total > 1e18L) {
+  if (total > static_cast<long double>(kMaxExactQuanta / 2)) {
     fail("times too large: one iteration could last " + std::to_string(static_cast<double>(total / kQuantaPerUnit)) +
-         " time units, more than the 1e12 the simulator counts exactly");
+         " time units (m x chunks x (T_F + T_B + T_W) over the stages, plus the hops), more than the " +
+         format_quanta(kMaxExactQuanta / 2) + " a schedule file records exactly: use a larger time unit");
     return std::nullopt;
   }
 

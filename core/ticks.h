@@ -25,6 +25,12 @@ inline std::optional<std::int64_t> to_quanta(double v) {
   return static_cast<std::int64_t>(std::llround(v * static_cast<double>(kQuantaPerUnit)));
 }
 
+/// The largest time or memory figure a file records exactly: up to 2^50 quanta (about 1.1e9 units)
+/// the shortest decimal of from_quanta(q) reads back through to_quanta to q itself (the double's
+/// error times 1e6 stays under half a quantum). Problems are bounded so that every figure a plan
+/// records (one iteration of all its work, a period, a wall clock, a latency) stays below it.
+inline constexpr std::int64_t kMaxExactQuanta = std::int64_t{1} << 50;
+
 /// Back to user units, for printing and files only.
 inline double from_quanta(std::int64_t q) { return static_cast<double>(q) / kQuantaPerUnit; }
 

@@ -36,6 +36,8 @@ plan --method zb-v -p 2 -m 3 --tf 2 --tb 2 --tw 1
 plan --method dualpipe-v -p 2 -m 4 --tf 2 --tb 2 --tw 1
 plan --method 1f1b-i -p 2 -m 4 --chunks 2 --tf 1 --tb 1 --tw 1 --compute-only
 plan --method zb-h1 --problem docs/examples/heterogeneous-p4.problem.json
+# A partition chosen from layer costs under a device memory: the partition record, per-stage limits.
+plan --method heuristic --layers docs/examples/heavy-head.layers.json -p 3 -m 4 --device-memory 1GiB
 # PyTorch CSVs: every planned schedule exported, the golden CSVs, and any CSV bad input.
 for s in "$seeds"/fuzz_schedule/planned*.json; do
   "$zbplan" export "$s" --format pytorch-csv -o "$seeds/fuzz_csv_import/$(basename "$s" .json).csv" > /dev/null

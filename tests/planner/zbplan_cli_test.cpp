@@ -1012,3 +1012,26 @@ TEST_CASE("zbplan: strings from a file reach the terminal and pictures escaped a
   CHECK(svg.str().find('\x1b') == std::string::npos);
   CHECK(svg.str().find("\\x1b[31mred\\x00tail") != std::string::npos);
 }
+
+TEST_CASE("zbplan: what plan writes, validate reads back exactly, up to the largest times a problem may have") {
+  // Near the limit (2^49 ticks for one iteration's work) with every decimal place used: each figure's
+  // decimal must read back to its tick (2^50 ticks and over did not: "recorded ...82, recomputed ...84").
+  const std::string s = tmp("exact_big.json");
+  Run r = zbplan({"plan", "--method", "zb-h1", "-p", "2", "-m", "4", "--tf", "23456789.123457", "--tb", "1e7", "--tw",
+                  "9999999.999999", "--tcomm", "0.000001", "--optimizer", "sync", "-o", s});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  r = zbplan({"validate", s});
+  INFO(r.err);
+  CHECK(r.code == 0);
+  r = zbplan({"simulate", s, "--iterations", "100", "--state-latency", "5e8", "--allreduce-latency", "5e8"});
+  CHECK(r.code == 0);
+  // Beyond: refused, saying what a file can hold.
+  r = zbplan({"plan", "--method", "zb-h1", "-p", "2", "-m", "4", "--tf", "12345678901.234567", "--tb", "1e10", "--tw",
+              "1e10", "-o", tmp("exact_too_big.json")});
+  CHECK(r.code == 1);
+  CHECK(r.err.find("more than the 562949953.421312 a schedule file records exactly: use a larger time unit") !=
+        std::string::npos);
+  r = zbplan({"simulate", s, "--state-latency", "6e8"});
+  CHECK(r.code == 2);
+}
