@@ -78,6 +78,16 @@ int cmd_simulate(const std::string& path, const std::string& trace_path, const I
   const auto& [file, timeline] = *loaded;
   out << path << "\n";
   print_figures(out, file.schedule, file.problem, timeline);
+  if (file.partition) {  // the layers each stage runs, as the file records them
+    const auto& part = *file.partition;
+    std::string ranges;
+    for (int st = 0; st < file.schedule.p; ++st)
+      ranges += (st ? ", " : "") + shown_text(partition_range_text(part.costs, part.partition, st));
+    std::string counts;
+    for (size_t st = 0; st < part.partition.counts.size(); ++st) counts += (st ? "/" : "") + std::to_string(part.partition.counts[st]);
+    out << "  partition         " << counts << " layers (" << ranges << "); no partition's plan costs less than "
+        << format_quanta(static_cast<Ticks>(file.problem.m) * best_partition_load(part.costs, file.problem.p)) << "\n";
+  }
   std::optional<IterationTimeline> iterations;
   if (file.schedule.level == kLevelLowered) {
     std::vector<Diag> diags;

@@ -887,6 +887,9 @@ TEST_CASE("zbplan plan --layers: the partition searched, recorded and exported, 
   CHECK(j["partition"]["counts"] == std::vector<int>{4, 4, 5, 1});
   CHECK(j["problem"]["t_f"].size() == 4);
   CHECK(zbplan({"validate", s}).code == 0);
+  Run sim = zbplan({"simulate", s});
+  CHECK(sim.out.find("  partition         4/4/5/1 layers (embedding..h2, h3..h6, h7..h11, head); no partition's plan "
+                     "costs less than 619.44\n") != std::string::npos);
   // The default split plans longer: the search found what it could not.
   Run fixed = zbplan({"plan", "--layers", layers, "-p", "4", "-m", "8", "--method", "zb-h1", "--partition", "4,3,3,4",
                       "-o", tmp("cli_layers_default.json")});
