@@ -371,6 +371,22 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
   };
   std::string failure;
   auto checked = check_inputs(o, mpi, world_rank, world_size, err, &failure);
+#ifdef ZBPP_HAVE_MPI
+  if (mpi) {
+    // Under an MPMD mpirun each rank checks its own flags, and one rank's may fail where rank 0's
+    // pass: every rank learns of any failure and ends at once (rather than waiting out --timeout
+    // for the rank that left), and that rank says why. Rank 0 speaks for ranks that fail alike.
+    int mine = checked ? 0 : 1;
+    std::vector<int> failed(world_size, 0);
+    MPI_Allgather(&mine, 1, MPI_INT, failed.data(), 1, MPI_INT, MPI_COMM_WORLD);
+    if (mine && world_rank != 0 && !failed[0]) {
+      err << "zbrun: rank " << world_rank << ": " << failure << "\n";
+      return finish(1);
+    }
+    if (!checked) return fail(failure);
+    if (std::find(failed.begin(), failed.end(), 1) != failed.end()) return finish(1);
+  }
+#endif
   if (!checked) return fail(failure);
   const Schedule& s = checked->file.schedule;
   const GptConfig* model = &checked->model;

@@ -2,13 +2,9 @@
 #include "runtime/checkpoint_owner.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <iterator>
-#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -23,110 +19,10 @@ using nlohmann::json;
 
 constexpr char kFormat[] = "zbpp-checkpoint-run-1";
 
-std::string hex16(std::uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-std::string number(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.7g", v);  // a float's digits, as a flag would give them
-  return buf;
-}
-
-// A float as the shortest decimal that reads back as it (0.9, not 0.899999976), so the manifest
-// reads as the flags were given; the same float always gives the same number.
-double shortest(float v) {
-  char buf[40];
-  for (int digits = 1; digits < 9; ++digits) {
-    std::snprintf(buf, sizeof buf, "%.*g", digits, static_cast<double>(v));
-    if (std::strtof(buf, nullptr) == v) return std::strtod(buf, nullptr);
-  }
-  return v;
-}
-
-json manifest_of(const CheckpointRun& run) {
-  const GptConfig& m = run.model;
-  const AdamWConfig& a = run.adamw;
-  return json{{"format", kFormat},
-              {"schedule_hash", hex16(run.schedule_hash)},
-              {"model",
-               {{"name", m.name},
-                {"vocab", m.vocab},
-                {"seq", m.seq},
-                {"channels", m.channels},
-                {"heads", m.heads},
-                {"layers", m.layers},
-                {"batch", m.batch}}},
-              {"split", run.split},
-              {"seed", run.seed},
-              {"data", {{"source", run.data}, {"bytes", run.data_bytes}, {"hash", hex16(run.data_hash)}}},
-              {"optimizer",
-               {{"lr", shortest(a.lr)},
-                {"clip_norm", shortest(a.clip_norm)},
-                {"beta1", shortest(a.beta1)},
-                {"beta2", shortest(a.beta2)},
-                {"eps", shortest(a.eps)},
-                {"weight_decay", shortest(a.weight_decay)}}}};
-}
-
-// One field of the identity: how two manifests' values compare, how one reads in a message, and
-// what a resume should do about a difference.
-struct Field {
-  const char* key;
-  std::function<bool(const json&, const json&)> same;
-  std::function<std::string(const json& value, const json& other)> text;
-  const char* fix;
-};
-
-bool equal(const json& a, const json& b) { return a == b; }
-
-const std::vector<Field>& fields() {
-  static const std::vector<Field> all = {
-      {"schedule_hash", equal,
-       [](const json& v, const json&) { return "a schedule file whose text hashes to " + v.get<std::string>(); },
-       "the schedule file they were written with"},
-      {"model", equal,
-       [](const json& v, const json&) {
-         return "--model " + v.at("name").get<std::string>() + " (vocab " + v.at("vocab").dump() + ", seq " +
-                v.at("seq").dump() + ", channels " + v.at("channels").dump() + ", heads " + v.at("heads").dump() +
-                ", layers " + v.at("layers").dump() + ", batch " + v.at("batch").dump() + ")";
-       },
-       "that --model"},
-      {"split", equal,
-       [](const json& v, const json&) {
-         std::string t;
-         for (const json& n : v) t += (t.empty() ? "" : ",") + n.dump();
-         return "layer split " + t;
-       },
-       "that layer split (--layer-split: blocks per virtual stage, or the schedule planned with it)"},
-      {"seed", equal, [](const json& v, const json&) { return "--seed " + v.dump(); }, "that --seed"},
-      // A data file is the same by its bytes, wherever it now lies.
-      {"data",
-       [](const json& a, const json& b) {
-         const bool synthetic = a.at("source") == "synthetic";
-         return synthetic == (b.at("source") == "synthetic") &&
-                (synthetic || (a.at("bytes") == b.at("bytes") && a.at("hash") == b.at("hash")));
-       },
-       [](const json& v, const json&) {
-         const std::string source = v.at("source").get<std::string>();
-         return source == "synthetic" ? std::string("--data synthetic")
-                                      : "--data " + source + " (" + v.at("bytes").dump() + " bytes, FNV-1a " +
-                                            v.at("hash").get<std::string>() + ")";
-       },
-       "that data"},
-      // --lr and --clip-norm are flags; the rest of AdamW's settings are shown only where they differ.
-      {"optimizer", equal,
-       [](const json& v, const json& other) {
-         std::string t = "--lr " + number(v.at("lr").get<double>()) + " --clip-norm " + number(v.at("clip_norm").get<double>());
-         for (const char* k : {"beta1", "beta2", "eps", "weight_decay"})
-           if (v.at(k) != other.at(k)) t += std::string(", AdamW ") + k + " " + number(v.at(k).get<double>());
-         return t;
-       },
-       "those optimizer flags"},
-  };
-  return all;
+json manifest_of(const RunIdentity& run) {
+  json manifest = identity_json(run);
+  manifest["format"] = kFormat;
+  return manifest;
 }
 
 // Where `theirs` (the directory's manifest) and `mine` differ: "written with A, this run has B; ...", and
@@ -134,7 +30,7 @@ const std::vector<Field>& fields() {
 // for a malformed manifest.
 std::string differences(const json& theirs, const json& mine, std::string* fixes) {
   std::string out;
-  for (const Field& f : fields()) {
+  for (const IdentityField& f : identity_fields()) {
     const json& a = theirs.at(f.key);
     const json& b = mine.at(f.key);
     if (f.same(a, b)) continue;
@@ -170,22 +66,7 @@ std::string list(const std::vector<std::string>& names) {
 
 }  // namespace
 
-CheckpointRun checkpoint_run(std::uint64_t schedule_hash, const GptConfig& model, int virtual_stages,
-                             std::uint64_t seed, const DataSource& data, const AdamWConfig& adamw) {
-  CheckpointRun run;
-  run.schedule_hash = schedule_hash;
-  run.model = model;
-  run.split = layer_split(model, virtual_stages).count;
-  run.seed = seed;
-  run.data = data.name();
-  const auto& bytes = data.bytes();
-  run.data_bytes = bytes.size();
-  run.data_hash = bytes.empty() ? 0 : text_hash(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
-  run.adamw = adamw;
-  return run;
-}
-
-std::string check_checkpoint_owner(const std::string& dir, const CheckpointRun& run, bool resume) {
+std::string check_checkpoint_owner(const std::string& dir, const RunIdentity& run, bool resume) {
   const std::string manifest = dir + "/" + kCheckpointManifest;
   int latest = -1;
   const std::vector<std::string> files = checkpoint_files(dir, &latest);
@@ -230,7 +111,7 @@ std::string check_checkpoint_owner(const std::string& dir, const CheckpointRun& 
   }
 }
 
-bool write_checkpoint_manifest(const std::string& dir, const CheckpointRun& run, std::string* err) {
+bool write_checkpoint_manifest(const std::string& dir, const RunIdentity& run, std::string* err) {
   const std::string path = dir + "/" + kCheckpointManifest;
   if (write_file_replacing(path, manifest_of(run).dump(2) + "\n", err)) return true;
   *err = "--checkpoint: cannot write " + *err;

@@ -2,6 +2,7 @@
 #include "runtime/data.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -38,9 +39,28 @@ std::optional<DataSource> DataSource::open(const std::string& spec, std::string*
 }
 
 std::string DataSource::check(const GptConfig& c) const {
-  if (bytes_.empty() || bytes_.size() >= static_cast<size_t>(c.seq) + 2) return "";
-  return name_ + ": " + std::to_string(bytes_.size()) + " bytes, but a sequence of the model needs seq + 2 = " +
-         std::to_string(c.seq + 2);
+  if (!bytes_.empty() && bytes_.size() < static_cast<size_t>(c.seq) + 2)
+    return name_ + ": " + std::to_string(bytes_.size()) + " bytes, but a sequence of the model needs seq + 2 = " +
+           std::to_string(c.seq + 2);
+  // Each byte is a token: one the vocabulary lacks would be folded into another (step_batches'
+  // modulo) and the model would train on other text than the file's.
+  if (c.vocab >= 256) return "";
+  size_t first = bytes_.size(), more = 0;
+  for (size_t i = 0; i < bytes_.size(); ++i) {
+    if (bytes_[i] < c.vocab) continue;
+    if (first == bytes_.size())
+      first = i;
+    else
+      ++more;
+  }
+  if (first == bytes_.size()) return "";
+  char byte[8];
+  std::snprintf(byte, sizeof byte, "0x%02x", bytes_[first]);
+  const std::string vocab = std::to_string(c.vocab);
+  return name_ + ": byte " + byte + " at offset " + std::to_string(first) +
+         (more ? " (and " + std::to_string(more) + " more byte" + (more == 1 ? "" : "s") + " of " + vocab + " or above)" : "") +
+         " is no token of model " + c.name + " (vocab " + vocab + "): a text file's bytes are its tokens; give a model "
+         "with vocab 256, or data whose bytes are all below " + vocab;
 }
 
 std::vector<std::vector<int>> DataSource::step_batches(const GptConfig& c, int step, int microbatches) const {

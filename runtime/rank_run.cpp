@@ -12,6 +12,7 @@
 #include "core/output_file.h"
 #include "runtime/checkpoint.h"
 #include "runtime/checkpoint_owner.h"
+#include "runtime/run_identity.h"
 
 namespace zbpp {
 
@@ -117,6 +118,10 @@ class RankRun {
     std::string abort_text = "rank " + std::to_string(rank_) + " failed: " + error.text;
     return fail(std::move(error), abort_text);
   }
+  // This rank's run, as the checkpoint manifest and the other ranks see it.
+  RunIdentity identity() const {
+    return run_identity(o_.schedule_hash, in_.model, s_.p * s_.chunks, o_.seed, in_.data, o_.adamw);
+  }
   // All-reduces `values` (each rank fills its own part).
   bool gather(std::vector<double>* values, const char* what) {
     std::string why;
@@ -124,6 +129,8 @@ class RankRun {
   }
 
   bool run_unguarded();
+  bool gather_texts(const std::string& mine, std::vector<std::string>* all, const char* what);
+  bool check_identity();
   bool start(int* first_step);
   bool claim_checkpoints();
   bool report_finished();
@@ -148,6 +155,8 @@ class RankRun {
 };
 
 bool RankRun::run_unguarded() {
+  // Before anything is allocated: a rank started with another model could not even build it.
+  if (!check_identity()) return false;
   std::vector<int> vss;
   for (int c = 0; c < s_.chunks; ++c) vss.push_back(s_.placement[rank_][c]);
   compute_ = backend_.make_compute(vss);
@@ -203,17 +212,9 @@ bool RankRun::run_unguarded() {
   return true;
 }
 
-// Checks that every rank replays the same file and, with `resume`, loads the checkpoint every
-// rank has; *first_step is the step to run first.
+// Claims the checkpoint directory and, with `resume`, loads the checkpoint every rank has;
+// *first_step is the step to run first.
 bool RankRun::start(int* first_step) {
-  // Every rank must replay the same file: compare the hashes of their texts (as two exact halves).
-  std::vector<double> hashes(2 * static_cast<size_t>(s_.p), 0.0);
-  hashes[2 * rank_] = static_cast<double>(o_.schedule_hash >> 32);
-  hashes[2 * rank_ + 1] = static_cast<double>(o_.schedule_hash & 0xffffffffULL);
-  if (!gather(&hashes, "comparing schedule files")) return false;
-  for (int r = 0; r < s_.p; ++r)
-    if (hashes[2 * r] != hashes[0] || hashes[2 * r + 1] != hashes[1])
-      return stop("rank " + std::to_string(r) + " replays another schedule file than rank 0 (their texts differ)");
   if (!o_.checkpoint.empty() && !claim_checkpoints()) return false;
   *first_step = 0;
   if (!o_.resume) return true;
@@ -241,11 +242,43 @@ bool RankRun::start(int* first_step) {
   return true;
 }
 
+// Every rank's `mine`, in rank order, through the all-reduce: first the lengths, then the bytes
+// (one per double, each rank filling its own part).
+bool RankRun::gather_texts(const std::string& mine, std::vector<std::string>* all, const char* what) {
+  const int p = transport_->size();
+  std::vector<double> lengths(p, 0.0);
+  lengths[rank_] = static_cast<double>(mine.size());
+  if (!gather(&lengths, what)) return false;
+  std::vector<size_t> offset(p + 1, 0);
+  for (int r = 0; r < p; ++r) offset[r + 1] = offset[r] + static_cast<size_t>(lengths[r]);
+  std::vector<double> bytes(offset[p], 0.0);
+  for (size_t i = 0; i < mine.size(); ++i) bytes[offset[rank_] + i] = static_cast<unsigned char>(mine[i]);
+  if (!gather(&bytes, what)) return false;
+  all->assign(p, "");
+  for (int r = 0; r < p; ++r)
+    for (size_t i = offset[r]; i < offset[r + 1]; ++i) (*all)[r] += static_cast<char>(static_cast<int>(bytes[i]));
+  return true;
+}
+
+// Every rank must train the same run (issue 34): under an MPMD mpirun each rank has its own flags,
+// and ranks that differ in anything but the schedule would train a wrong model and succeed. The
+// ranks gather each other's identity (run_identity.h) and compare it with rank 0's.
+bool RankRun::check_identity() {
+  std::vector<std::string> all;
+  if (!gather_texts(identity_json(identity()).dump(), &all, "comparing the ranks' runs")) return false;
+  const std::string why = ranks_disagree(all);
+  if (why.empty()) return true;
+  // Every rank gathered the same texts, so every rank ends here alike: no one waits, rank 0 says why.
+  result_.error = RunError{rank_, -1, -1, "", why, why};
+  if (rank_ == 0) observer_.failed(*result_.error);
+  return false;
+}
+
 // Before anything is written to --checkpoint DIR: rank 0 checks that this run may use it (its
 // manifest, checkpoint_owner.h) and every rank ends alike when not; then each rank removes what
 // interrupted writes of its files left, and a fresh run's rank 0 writes the manifest.
 bool RankRun::claim_checkpoints() {
-  const CheckpointRun me = checkpoint_run(o_.schedule_hash, in_.model, s_.p * s_.chunks, o_.seed, in_.data, o_.adamw);
+  const RunIdentity me = identity();
   const std::string refusal = rank_ == 0 ? check_checkpoint_owner(o_.checkpoint, me, o_.resume) : "";
   std::vector<double> refused(1, refusal.empty() ? 0.0 : 1.0);
   if (!gather(&refused, "checking the checkpoint directory")) return false;

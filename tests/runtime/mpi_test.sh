@@ -69,7 +69,40 @@ check "--check under 4 ranks: ok, once" '[ $code -eq 0 ] && [ "$(echo "$out" | g
 
 out=$(timeout 60 mpirun -n 1 "$zbrun" "$tmp/mpi_zb-h1_p2.json" --steps 1 : -n 1 "$zbrun" "$tmp/mpi_zb-v_p2.json" --steps 1 2>&1); code=$?
 check "ranks given different schedule files exit non-zero" '[ $code -ne 0 ] && [ $code -ne 124 ]'
-check "... naming the rank whose file differs" 'echo "$out" | grep -q "rank 1 replays another schedule file than rank 0"'
+check "... naming the rank whose file differs" 'echo "$out" | grep -q "^zbrun: rank 1 has a schedule file whose text hashes to [0-9a-f]*, rank 0 has a schedule file whose text hashes to"'
+
+# Ranks given different runs of one schedule (issue 34): each end non-zero at once, rank 0 naming the
+# field, the rank and both values, where they would otherwise train a wrong model and exit 0.
+printf 'the first text the ranks might read, over and over. %.0s' $(seq 40) > "$tmp/mpi_data_a.txt"
+printf 'another text, which only rank 1 is given to read.. %.0s' $(seq 40) > "$tmp/mpi_data_b.txt"
+cp "$tmp/mpi_data_a.txt" "$tmp/mpi_data_a_copy.txt"
+mpmd() {  # mpmd "RANK 0'S FLAGS" "RANK 1'S FLAGS": a 2-rank zb-h1 job, its output in $out, its exit code in $code
+  out=$(timeout 60 mpirun -n 1 "$zbrun" "$tmp/mpi_zb-h1_p2.json" --steps 2 --quiet $1 : \
+                         -n 1 "$zbrun" "$tmp/mpi_zb-h1_p2.json" --steps 2 --quiet $2 2>&1); code=$?
+}
+differing=(
+  "--seed 1|--seed 7|rank 1 has --seed 7, rank 0 has --seed 1"
+  "--layer-split 1,3|--layer-split 2,2|rank 1 has layer split 2,2, rank 0 has layer split 1,3"
+  "--data $tmp/mpi_data_a.txt|--data $tmp/mpi_data_b.txt|rank 1 has --data $tmp/mpi_data_b.txt ([0-9]* bytes, FNV-1a [0-9a-f]*), rank 0 has --data $tmp/mpi_data_a.txt ([0-9]* bytes"
+  "--model tiny|--model small|rank 1 has --model small (vocab 256, .*), rank 0 has --model tiny (vocab 256, .*; rank 1 has layer split 3,3, rank 0 has layer split 2,2"
+  "--lr 0.001|--lr 0.002|rank 1 has --lr 0.002 --clip-norm 1, rank 0 has --lr 0.001 --clip-norm 1"
+)
+for case in "${differing[@]}"; do
+  IFS='|' read -r mine theirs says <<< "$case"
+  mpmd "$mine" "$theirs"
+  check "ranks given $mine and $theirs exit non-zero at once ($code)" '[ $code -ne 0 ] && [ $code -ne 124 ]'
+  check "... rank 0 naming the field, the rank and both values, once" \
+    '[ "$(echo "$out" | grep -c "^zbrun: $says.*: every rank of a job must run the same schedule file, --model")" = 1 ]'
+done
+mpmd "--data $tmp/mpi_data_a.txt" "--data $tmp/mpi_data_a_copy.txt"
+check "ranks given the same data under two names train ($code)" '[ $code -eq 0 ] && [ -n "$(echo "$out" | digest)" ]'
+# A rank whose own flags fail their checks says so, and the job ends at once, not after --timeout.
+start=$(date +%s)
+mpmd "--timeout 30" "--timeout 30 --layer-split 5,5"
+elapsed=$(( $(date +%s) - start ))
+check "a rank whose --layer-split alone is refused ends the job non-zero ($code) within seconds ($elapsed s)" \
+  '[ $code -ne 0 ] && [ $code -ne 124 ] && [ $elapsed -lt 20 ]'
+check "... that rank saying why" 'echo "$out" | grep -q "^zbrun: rank 1: --layer-split: 5 is not a block count of this model (0..4)$"'
 
 # A rank killed mid-run (SIGKILL): mpirun ends the job and names it, well within the timeout.
 start=$(date +%s)

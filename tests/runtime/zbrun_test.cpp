@@ -121,6 +121,19 @@ TEST_CASE("zbrun: bad inputs are refused with a message and exit 1") {
   r = call(zbrun_local, {"zbrun", good, "--local", "--model", long_seq, "--data", short_data});
   CHECK(r.code == 1);
   CHECK(r.err == "zbrun: " + short_data + ": 64 bytes, but a sequence of the model needs seq + 2 = 65\n");
+  // A text file is read as bytes, one token each: a vocabulary below a byte it holds would fold it
+  // into another token in silence (issue 34).
+  std::string small_vocab = tmp("small_vocab.json"), wide_bytes = tmp("wide_bytes.txt");
+  std::ofstream(small_vocab) << R"({"vocab": 128})";
+  std::ofstream(wide_bytes) << std::string(100, 'x') << "caf\xc3\xa9 " << std::string(100, '\xff');
+  r = call(zbrun_local, {"zbrun", good, "--local", "--model", small_vocab, "--data", wide_bytes, "--check"});
+  CHECK(r.code == 1);
+  CHECK(r.err == "zbrun: " + wide_bytes + ": byte 0xc3 at offset 103 (and 101 more bytes of 128 or above) is no token "
+                 "of model " + small_vocab + " (vocab 128): a text file's bytes are its tokens; give a model with vocab 256, "
+                 "or data whose bytes are all below 128\n");
+  std::ofstream(wide_bytes) << std::string(100, 'x');
+  r = call(zbrun_local, {"zbrun", good, "--local", "--model", small_vocab, "--data", wide_bytes, "--check"});
+  CHECK(r.code == 0);
   r = call(zbrun_local, {"zbrun", good, "--local", "--data", ZBPP_TEST_TMP});
   CHECK(r.code == 1);
   CHECK(r.err == "zbrun: " + std::string(ZBPP_TEST_TMP) + ": not a regular file\n");
