@@ -101,7 +101,10 @@ bool ReplacingFile::open(const std::string& path_given, std::string* err) {
   }
   dir_ = parent_of(target_);
   size_t slash = target_.find_last_of('/');
-  std::string tmp = dir_ + "/." + (slash == std::string::npos ? target_ : target_.substr(slash + 1)) + ".tmp-XXXXXX";
+  // ".NAME.tmp-XXXXXX" adds 12 bytes: a legal name of 244 or more would not fit a file name's 255
+  // (NAME_MAX), so its start stands for it (the temporary's name only has to be unique and near).
+  const std::string name = (slash == std::string::npos ? target_ : target_.substr(slash + 1)).substr(0, 255 - 12);
+  std::string tmp = dir_ + "/." + name + ".tmp-XXXXXX";
   fd_ = ::mkstemp(tmp.data());
   if (fd_ < 0) {
     *err = why(given_, errno) + " (creating a temporary file in " + dir_ + ")";

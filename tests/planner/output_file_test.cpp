@@ -245,3 +245,15 @@ TEST_CASE("shown_text: control characters, DEL and bytes that are not UTF-8 esca
   CHECK(shown_text("\xff\xc3(\xed\xa0\x80") == "\\xff\\xc3(\\xed\\xa0\\x80");   // not UTF-8: escaped
   CHECK(shown_text(std::string(10, 'x'), 4) == "xxxx...(10 bytes)");
 }
+
+TEST_CASE("write_file_replacing: a legal 250-character name is written (its temporary's name is cut to fit)") {
+  const std::string path = std::string(ZBPP_TEST_TMP) + "/" + std::string(250, 'n');
+  std::string err;
+  CHECK(zbpp::write_file_replacing(path, "text", &err));
+  CHECK(err == "");
+  std::ifstream in(path);
+  std::string text;
+  std::getline(in, text);
+  CHECK(text == "text");
+  std::filesystem::remove(path);
+}
