@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/deps.h"  // is_post_validation_op
 #include "core/validate.h"
 
 namespace zbpp {
@@ -459,6 +460,17 @@ std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const st
     }
     s.stages.push_back(std::move(ops));
   }
+  // Without "optimizer" a file is read as "sync"; one holding post-validation's ops says so here,
+  // rather than each op being called out of place under an optimizer the file never named.
+  if (r.ok && !j.contains("optimizer"))
+    for (const auto& ops : s.stages)
+      if (auto at = std::find_if(ops.begin(), ops.end(), [](const Op& op) { return is_post_validation_op(op.type) || op.type == OpType::SEND_STATE || op.type == OpType::RECV_STATE; });
+          at != ops.end()) {
+        r.error("/", "missing field 'optimizer': the file has post-validation's ops (" + op_type_name(at->type) +
+                         "), so it is \"post-validation\"; add \"optimizer\": \"post-validation\" (without it, a "
+                         "file is read as \"sync\")");
+        return std::nullopt;
+      }
   if (!r.ok) return std::nullopt;
 
   auto problem = build_problem(input, file, diags);

@@ -208,9 +208,14 @@ void check_optimizer_ops(const Schedule& s, int st, const StateChain& chain, std
     }
     for (size_t k = 1; k < at_.size(); ++k) add_diag(out, at(st, at_[k], ops[at_[k]], "second " + op_type_name(t) + " on this stage"));
     if (ops[at_[0]].peer != peer) {
-      add_diag(out, at(st, at_[0], ops[at_[0]], "exchanges state with stage " + std::to_string(ops[at_[0]].peer) +
-                                                     ", expected stage " + std::to_string(peer) + " (" +
-                                                     paths_text(t) + "; lower the schedule again with zbplan plan)"));
+      // OPT_STEP (and VALIDATE) take no peer: the stage's own step.
+      add_diag(out, at(st, at_[0], ops[at_[0]],
+                       peer < 0 ? "names peer stage " + std::to_string(ops[at_[0]].peer) + ", but " + op_type_name(t) +
+                                      " is this stage's own and takes no peer; drop its \"peer\" (or lower the "
+                                      "schedule again with zbplan plan)"
+                                : "exchanges state with stage " + std::to_string(ops[at_[0]].peer) + ", expected stage " +
+                                      std::to_string(peer) + " (" + paths_text(t) +
+                                      "; lower the schedule again with zbplan plan)"));
       return -1;
     }
     return at_.size() == 1 ? at_[0] : -1;
