@@ -56,6 +56,17 @@ void flag_names(const CLI::App* app, std::vector<std::string>* names) {
 // expect ("2p --mem-limt": the value the unknown flag would have taken comes first).
 std::string explain_extras(CLI::App* app, CLI::App* active) {
   std::vector<std::string> extras = app->remaining(true);
+  // No subcommand was recognised: a mistyped one is what to say, not the flags meant for it
+  // ("zbplan pln -p 2" would say "unknown flag -p").
+  if (active == app && !app->get_subcommands({}).empty() && !extras.empty()) {
+    if (!extras.front().empty() && extras.front()[0] != '-') {  // the first word: where a subcommand goes
+      std::vector<std::string> subs;
+      for (const CLI::App* sub : app->get_subcommands({})) subs.push_back(sub->get_name());
+      const std::string closest = closest_name(extras.front(), subs);
+      return "unknown subcommand '" + extras.front() + "'" + (closest.empty() ? "" : "; did you mean '" + closest + "'?") +
+             " (subcommands: " + join_names(subs) + ")";
+    }
+  }
   for (const std::string& word : extras) {
     if (word.size() < 2 || word[0] != '-' || (word[1] >= '0' && word[1] <= '9') || word[1] == '.') continue;
     const std::string flag = word.substr(0, word.find('='));

@@ -115,6 +115,9 @@ int cmd_plan(const std::string& method, const ProblemFlags& flags, const Iterati
                        "no " + missing +
                            (layered ? ": with --layers, give -p and -m"
                                     : ": give the problem with -p, -m, --tf, --tb and --tw, or with --problem FILE"));
+  // The command line alone says 1f1b-i has nothing to interleave: a usage error, as the README's rule has it.
+  if (method == "1f1b-i" && flags.problem_file.empty() && (flags.chunks == ProblemFlags::kUnset || flags.chunks < 2))
+    return usage_error(err, "zbplan", "plan", "1f1b-i interleaves chunks: give --chunks V with V >= 2");
   if (!layered && !flags.partition.empty())
     return usage_error(err, "zbplan", "plan", "--partition counts the layers of a --layers file: give --layers FILE");
   if (!layered && !flags.device_memory.empty())

@@ -1038,3 +1038,15 @@ TEST_CASE("zbplan: what plan writes, validate reads back exactly, up to the larg
   r = zbplan({"simulate", s, "--state-latency", "6e8"});
   CHECK(r.code == 2);
 }
+
+TEST_CASE("zbplan: a mistyped subcommand is named before the flags meant for it, and 1f1b-i without chunks is a usage error") {
+  Run r = zbplan({"pln", "-p", "2"});
+  CHECK(r.code == 2);
+  CHECK(r.err.rfind("zbplan: unknown subcommand 'pln'; did you mean 'plan'?", 0) == 0);
+  r = zbplan({"-p", "2"});
+  CHECK(r.code == 2);
+  CHECK(r.err.rfind("zbplan: unknown flag -p", 0) == 0);
+  r = zbplan({"plan", "--method", "1f1b-i", "-p", "2", "-m", "4", "--tf", "1", "--tb", "1", "--tw", "1", "-o", tmp("i.json")});
+  CHECK(r.code == 2);
+  CHECK(r.err == "zbplan: 1f1b-i interleaves chunks: give --chunks V with V >= 2\nrun 'zbplan plan --help' for usage\n");
+}
