@@ -78,7 +78,8 @@ def main():
         counts = [b - a_ for a_, b in zip((0,) + cuts, cuts + (n,))]
         planned[tuple(counts)] = plan("all", ["--partition", ",".join(map(str, counts))])[2]
     ranked = sorted(planned, key=lambda c: (planned[c], c))
-    chosen = [tuple(searched[1]), tuple(default)] + [c for c in ranked if c not in (tuple(searched[1]), tuple(default))][:a.top]
+    chosen = list(dict.fromkeys([tuple(searched[1]), tuple(default)]))
+    chosen += [c for c in ranked if c not in chosen][:a.top]
     print(f"{len(planned)} contiguous partitions planned; best planned period {planned[ranked[0]]:.3f} ms "
           f"({'/'.join(map(str, ranked[0]))}), searched {searched[2]:.3f} ms ({'/'.join(map(str, searched[1]))})")
     print(f"{'layers per stage':<18} {'blocks':<12} {'planned ms':>11} {'measured s: min':>16} {'median':>8} {'max':>8}  note")
@@ -91,14 +92,14 @@ def main():
             out = run([zbrun, path, "--local", "--model", a.model, "--steps", str(a.steps), "--quiet"])
             m = re.search(r"measured per iteration: period ([0-9.]+) s", out)
             measured.append(float(m.group(1)))
-        note = "searched" if list(counts) == searched[1] else "default" if list(counts) == default else ""
+        note = " = ".join(n for n, c in (("searched", searched[1]), ("default", default)) if list(counts) == c)
         blk = "/".join(str(c - (i == 0) - (i == len(counts) - 1)) for i, c in enumerate(counts))
         rows.append((counts, period, measured, note))
         print(f"{'/'.join(map(str, counts)):<18} {blk:<12} {period:>11.3f} {min(measured):>16.4f} "
               f"{statistics.median(measured):>8.4f} {max(measured):>8.4f}  {note}", flush=True)
     best = min(rows, key=lambda r: statistics.median(r[2]))
-    s = next(r for r in rows if r[3] == "searched")
-    d = next(r for r in rows if r[3] == "default")
+    s = next(r for r in rows if "searched" in r[3])
+    d = next(r for r in rows if "default" in r[3])
     med = lambda r: statistics.median(r[2])
     print(f"searched vs default: {med(d) / med(s):.3f}x shorter measured period (planned {d[1] / s[1]:.3f}x); "
           f"searched vs best measured here ({'/'.join(map(str, best[0]))}): {med(s) / med(best) - 1:+.1%}")
