@@ -104,6 +104,54 @@ std::string layers_conflict(const ProblemFlags& flags) {
   return out;
 }
 
+// A plan not lowered by its search is lowered (unless --compute-only), then written.
+int lower_and_write(PlanResult* planned, bool compute_only, const IterationFlags& iteration_flags,
+                    const std::string& output, std::ostream& out, std::ostream& err) {
+  std::vector<Diag> diags;
+  if (!compute_only && planned->schedule.level != kLevelLowered &&
+      !lower_planned(planned, &diags, iteration_flags.lower_options()))
+    return fail(err, diags);
+  return write_planned(*planned, iteration_flags, output, out, err);
+}
+
+// --device-memory: one size for every device or one per stage, each with its unit. "" or why not.
+std::string parse_device_memory(const ProblemFlags& flags, std::vector<double>* bytes) {
+  if (flags.device_memory.empty()) return "";
+  if (!flags.mem_limit.empty()) return "give the memory once: --device-memory or --mem-limit, not both";
+  size_t from = 0;
+  for (;;) {
+    const size_t comma = flags.device_memory.find(',', from);
+    std::string why;
+    auto one = parse_bytes(flags.device_memory.substr(from, comma == std::string::npos ? std::string::npos : comma - from), &why);
+    if (!one) return "--device-memory: " + why;
+    bytes->push_back(*one);
+    if (comma == std::string::npos) break;
+    from = comma + 1;
+  }
+  if (bytes->size() != 1 && static_cast<int>(bytes->size()) != flags.p)
+    return "--device-memory gives " + std::to_string(bytes->size()) +
+           " sizes: give one for every device, or one per stage (-p " + std::to_string(flags.p) + ")";
+  return "";
+}
+
+// What no partition of the layers can do: more stages than layers, or a device memory below the
+// least any partition needs (said with that least and its partition). "" when neither.
+std::string layers_cannot_fit(const std::string& file, const LayerCosts& costs, int p, const std::vector<double>& device_bytes) {
+  const int layers = static_cast<int>(costs.layers.size());
+  if (p > layers)
+    return file + ": more stages than layers: -p " + std::to_string(p) + ", but the file has " + std::to_string(layers) +
+           " layers, and every stage needs at least one";
+  if (device_bytes.size() != 1) return "";
+  const auto [least, partition] = least_device_memory(costs, p);
+  if (device_bytes[0] >= least) return "";
+  std::string split;
+  for (size_t s = 0; s < partition.counts.size(); ++s) split += (s ? "/" : "") + std::to_string(partition.counts[s]);
+  return file + ": --device-memory " + bytes_text(device_bytes[0]) +
+         " cannot hold any partition's parameters, gradients, optimizer state and one microbatch's activations on every "
+         "stage: the least is " + bytes_text(least) + " (" + std::to_string(static_cast<long long>(std::ceil(least))) +
+         " bytes), with the layers split " + split + "; give more memory, or more stages";
+}
+
 }  // namespace
 
 int cmd_plan(const std::string& method, const ProblemFlags& flags, const IterationFlags& iteration_flags,
@@ -125,24 +173,8 @@ int cmd_plan(const std::string& method, const ProblemFlags& flags, const Iterati
                        "--device-memory needs the layers' static bytes: give --layers FILE (without it, memory is in "
                        "the problem's own unit: use --mem-limit)");
   std::vector<double> device_bytes;
-  if (!flags.device_memory.empty()) {
-    if (!flags.mem_limit.empty())
-      return usage_error(err, "zbplan", "plan", "give the memory once: --device-memory or --mem-limit, not both");
-    size_t from = 0;
-    for (;;) {
-      const size_t comma = flags.device_memory.find(',', from);
-      std::string why;
-      auto bytes = parse_bytes(flags.device_memory.substr(from, comma == std::string::npos ? std::string::npos : comma - from), &why);
-      if (!bytes) return usage_error(err, "zbplan", "plan", "--device-memory: " + why);
-      device_bytes.push_back(*bytes);
-      if (comma == std::string::npos) break;
-      from = comma + 1;
-    }
-    if (device_bytes.size() != 1 && static_cast<int>(device_bytes.size()) != flags.p)
-      return usage_error(err, "zbplan", "plan",
-                         "--device-memory gives " + std::to_string(device_bytes.size()) +
-                             " sizes: give one for every device, or one per stage (-p " + std::to_string(flags.p) + ")");
-  }
+  if (std::string bad = parse_device_memory(flags, &device_bytes); !bad.empty())
+    return usage_error(err, "zbplan", "plan", bad);
   if (layered) {
     if (std::string conflict = layers_conflict(flags); !conflict.empty())
       return usage_error(err, "zbplan", "plan",
@@ -160,24 +192,9 @@ int cmd_plan(const std::string& method, const ProblemFlags& flags, const Iterati
   std::optional<Problem> problem;
   if (layered) {
     if (!load_layer_costs(flags.layers_file, &costs, &diags)) return fail(err, diags);
-    const int layers = static_cast<int>(costs.layers.size());
-    if (input.p > layers) {
-      err << "zbplan: " << flags.layers_file << ": more stages than layers: -p " << input.p << ", but the file has "
-          << layers << " layers, and every stage needs at least one\n";
+    if (std::string bad = layers_cannot_fit(flags.layers_file, costs, input.p, device_bytes); !bad.empty()) {
+      err << "zbplan: " << bad << "\n";
       return kExitInvalid;
-    }
-    if (!device_bytes.empty() && device_bytes.size() == 1) {
-      // Below the least any partition needs, no method can plan: say what would do.
-      const auto [least, partition] = least_device_memory(costs, input.p);
-      if (device_bytes[0] < least) {
-        err << "zbplan: " << flags.layers_file << ": --device-memory " << bytes_text(device_bytes[0])
-            << " cannot hold any partition's parameters, gradients, optimizer state and one microbatch's activations "
-            << "on every stage: the least is " << bytes_text(least) << " (" << std::to_string(static_cast<long long>(std::ceil(least)))
-            << " bytes), with the layers split ";
-        for (size_t s = 0; s < partition.counts.size(); ++s) err << (s ? "/" : "") << partition.counts[s];
-        err << "; give more memory, or more stages\n";
-        return kExitInvalid;
-      }
     }
     // The balanced partition's problem checks m and the limit as any problem's are checked. A limit
     // like 2p becomes the MiB it means there: one limit for every partition searched. (Device memory
@@ -217,10 +234,7 @@ int cmd_plan(const std::string& method, const ProblemFlags& flags, const Iterati
     std::vector<double> per_stage = device_bytes;
     if (per_stage.size() == 1) per_stage.assign(static_cast<size_t>(flags.p), device_bytes[0]);
     found->plan.partition = PartitionRecord{costs, found->partition, per_stage, std::nullopt, std::nullopt};
-    if (!compute_only && found->plan.schedule.level != kLevelLowered &&
-        !lower_planned(&found->plan, &diags, iteration_flags.lower_options()))
-      return fail(err, diags);
-    return write_planned(found->plan, iteration_flags, output, out, err);
+    return lower_and_write(&found->plan, compute_only, iteration_flags, output, out, err);
   }
   auto planned = plan_schedule(*problem, method, &diags, with_objective);
   if (!planned) {
@@ -228,10 +242,7 @@ int cmd_plan(const std::string& method, const ProblemFlags& flags, const Iterati
     if (std::string hint = memory_hint(*problem, method, options, diags); !hint.empty()) err << "zbplan: " << hint << "\n";
     return kExitInvalid;
   }
-  if (!compute_only && planned->schedule.level != kLevelLowered &&
-      !lower_planned(&*planned, &diags, iteration_flags.lower_options()))
-    return fail(err, diags);
-  return write_planned(*planned, iteration_flags, output, out, err);
+  return lower_and_write(&*planned, compute_only, iteration_flags, output, out, err);
 }
 
 int cmd_import(const std::string& path, const ProblemFlags& flags, const IterationFlags& iteration_flags,
