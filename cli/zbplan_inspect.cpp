@@ -83,9 +83,7 @@ int cmd_simulate(const std::string& path, const std::string& trace_path, const I
     std::string ranges;
     for (int st = 0; st < file.schedule.p; ++st)
       ranges += (st ? ", " : "") + shown_text(partition_range_text(part.costs, part.partition, st));
-    std::string counts;
-    for (size_t st = 0; st < part.partition.counts.size(); ++st) counts += (st ? "/" : "") + std::to_string(part.partition.counts[st]);
-    out << "  partition         " << counts << " layers (" << ranges << "); no partition's plan costs less than "
+    out << "  partition         " << counts_text(part.partition) << " layers (" << ranges << "); no partition's plan costs less than "
         << format_quanta(static_cast<Ticks>(file.problem.m) * best_partition_load(part.costs, file.problem.p)) << "\n";
   }
   std::optional<IterationTimeline> iterations;

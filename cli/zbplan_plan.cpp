@@ -144,12 +144,10 @@ std::string layers_cannot_fit(const std::string& file, const LayerCosts& costs, 
   if (device_bytes.size() != 1) return "";
   const auto [least, partition] = least_device_memory(costs, p);
   if (device_bytes[0] >= least) return "";
-  std::string split;
-  for (size_t s = 0; s < partition.counts.size(); ++s) split += (s ? "/" : "") + std::to_string(partition.counts[s]);
   return file + ": --device-memory " + bytes_text(device_bytes[0]) +
          " cannot hold any partition's parameters, gradients, optimizer state and one microbatch's activations on every "
          "stage: the least is " + bytes_text(least) + " (" + std::to_string(static_cast<long long>(std::ceil(least))) +
-         " bytes), with the layers split " + split + "; give more memory, or more stages";
+         " bytes), with the layers split " + counts_text(partition) + "; give more memory, or more stages";
 }
 
 }  // namespace

@@ -539,6 +539,12 @@ std::vector<Diag> check_partition_record(const PartitionRecord& record, const Pr
   return out;
 }
 
+std::string counts_text(const Partition& partition) {
+  std::string s;
+  for (size_t i = 0; i < partition.counts.size(); ++i) s += (i ? "/" : "") + std::to_string(partition.counts[i]);
+  return s;
+}
+
 std::string partition_range_text(const LayerCosts& costs, const Partition& partition, int vs) {
   const int first = partition.firsts()[static_cast<size_t>(vs)], count = partition.counts[static_cast<size_t>(vs)];
   const std::string& a = costs.layers[static_cast<size_t>(first)].name;

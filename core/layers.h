@@ -121,6 +121,9 @@ std::optional<PartitionRecord> partition_record_from_json(const nlohmann::json& 
 std::vector<Diag> check_partition_record(const PartitionRecord& record, const Problem& problem, Ticks cost,
                                          const std::string& path);
 
+/// "4/4/5/1": layers per virtual stage, as messages and notes write a partition.
+std::string counts_text(const Partition& partition);
+
 /// "embedding..h4" or "h5": a virtual stage's layers by name.
 std::string partition_range_text(const LayerCosts& costs, const Partition& partition, int vs);
 

@@ -93,12 +93,6 @@ std::optional<Planned> plan_one(const LayerCosts& costs, const ProblemInput& bas
   return Planned{partition, std::move(*plan), cost};
 }
 
-std::string counts_text(const std::vector<int>& counts) {
-  std::string s;
-  for (size_t i = 0; i < counts.size(); ++i) s += (i ? "/" : "") + std::to_string(counts[i]);
-  return s;
-}
-
 // "embedding..h2, h3..h6, head".
 std::string ranges_text(const LayerCosts& costs, const Partition& partition) {
   std::string out;
@@ -158,7 +152,7 @@ SearchOutcome search(const LayerCosts& costs, const ProblemInput& base, const st
       last_said = std::chrono::steady_clock::now();
       so.progress("partition search: " + std::to_string(out.planned) + " of at most " +
                   std::to_string(candidates.size()) + " partitions planned" +
-                  (out.best.empty() ? "" : ", best " + counts_text(out.best.front().partition.counts) + " at " +
+                  (out.best.empty() ? "" : ", best " + counts_text(out.best.front().partition) + " at " +
                                                format_quanta(out.best.front().cost)));
     }
   }
@@ -199,13 +193,13 @@ std::optional<PartitionPlan> plan_partitioned(const LayerCosts& costs, const Pro
   one_chunk.single_chunk = true;
   if (so.fixed) {
     if (std::string why = check_partition(costs, *so.fixed, base.p); !why.empty()) {
-      add_diag(diags, {"", "", -1, -1, "", "--partition " + counts_text(so.fixed->counts) + " " + why});
+      add_diag(diags, {"", "", -1, -1, "", "--partition " + counts_text(*so.fixed) + " " + why});
       return std::nullopt;
     }
     auto planned = plan_one(costs, base, *so.fixed, method, one_chunk, so.device_bytes, diags);
     if (!planned) return std::nullopt;
     PartitionPlan out{std::move(planned->plan), *so.fixed, 1, 1, static_cast<Ticks>(base.m) * best_partition_load(costs, base.p)};
-    out.plan.notes.insert(out.plan.notes.begin(), "partition: " + counts_text(out.partition.counts) + " layers (" +
+    out.plan.notes.insert(out.plan.notes.begin(), "partition: " + counts_text(out.partition) + " layers (" +
                                                       ranges_text(costs, out.partition) + "), as --partition gives; no "
                                                       "partition's plan costs less than " + format_quanta(out.bound));
     return out;
@@ -219,7 +213,7 @@ std::optional<PartitionPlan> plan_partitioned(const LayerCosts& costs, const Pro
     add_diag(diags, {"", "", -1, -1, "",
                      "no partition of the " + std::to_string(n) + " layers over " + std::to_string(base.p) +
                          " stages could be planned with " + (screened ? so.screen : method) + "; the balanced one (" +
-                         counts_text(balanced_partition(costs, base.p).counts) + " layers) failed with:"});
+                         counts_text(balanced_partition(costs, base.p)) + " layers) failed with:"});
     for (const auto& d : outcome.first_failure) add_diag(diags, d);
     return std::nullopt;
   }
@@ -240,7 +234,7 @@ std::optional<PartitionPlan> plan_partitioned(const LayerCosts& costs, const Pro
                     static_cast<Ticks>(base.m) * best_partition_load(costs, base.p)};
   const std::string layers = ranges_text(costs, out.partition);
   out.plan.notes.insert(out.plan.notes.begin(),
-                        "partition: " + counts_text(out.partition.counts) + " layers (" + layers + "), the best of " +
+                        "partition: " + counts_text(out.partition) + " layers (" + layers + "), the best of " +
                             std::to_string(planned) + " planned: the balanced one, then, lightest bound first, of the " +
                             std::to_string(outcome.enumerated) + " others whose bound could beat it, those that still could" +
                             (outcome.left_out ? " (" + std::to_string(outcome.left_out) + " heaviest left out past " +
