@@ -6,11 +6,7 @@
 // the order the CPU optimizer always used, so the CPU results keep their bits.
 #pragma once
 
-#if defined(__CUDACC__)
-#define ZBPP_HD __host__ __device__
-#else
-#define ZBPP_HD
-#endif
+#include "runtime/host_device.h"
 
 #include <cmath>
 

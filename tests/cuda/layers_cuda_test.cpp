@@ -8,9 +8,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "runtime/backend/cpu/compute_cpu.h"
@@ -144,32 +146,38 @@ TEST_CASE("GELU forward and backward match the CPU") {
   CHECK(rel_error(din.get(), dinc) < kTol);
 }
 
-TEST_CASE("causal attention forward and backward match the CPU, with either score loop") {
-  // The file's shape, and one where a warp has work past lane 31 (T = 37 > 32 keys), each lane
-  // several channels (head size 64 > 32), and the last block only some of its warps (111 rows).
+TEST_CASE("causal attention forward and backward match the CPU, with every variant") {
+  // The file's shape; one where a warp has work past lane 31 (T = 37 > 32 keys), each lane several
+  // channels (head size 64 > 32) and the last block only some of its warps (111 rows); for the
+  // flash tiles (64 query and key rows, 32-row backward steps, heads padded to 16): a head of 24
+  // channels (padded, scalar loads) over 130 positions (three tiles, the last of 2 rows), and the
+  // bench model's head of 128 over 200 positions (vector loads, a partial last tile).
   struct Shape {
     int b, t, c, nh;
   };
-  for (const Shape sh : {Shape{B, T, C, NH}, Shape{1, 37, 192, 3}}) {
+  for (const Shape sh : {Shape{B, T, C, NH}, Shape{1, 37, 192, 3}, Shape{2, 130, 96, 4}, Shape{1, 200, 256, 2}}) {
     const int bt = sh.b * sh.t, rows = sh.b * sh.nh * sh.t;
     INFO("B " << sh.b << ", T " << sh.t << ", C " << sh.c << ", heads " << sh.nh);
     Vec qkv = random(bt * 3 * sh.c, 1.0f, 15), dy = random(bt * sh.c, 1.0f, 16);
     Vec o(bt * sh.c), att(static_cast<size_t>(rows) * sh.t), dqc(bt * 3 * sh.c, 0.0f);
     cpu::attention_forward(o.data(), att.data(), qkv.data(), sh.b, sh.t, sh.c, sh.nh);
     cpu::attention_backward(dqc.data(), dy.data(), qkv.data(), att.data(), sh.b, sh.t, sh.c, sh.nh);
-    for (cuda::AttentionScores scores : {cuda::AttentionScores::kLane, cuda::AttentionScores::kWarp}) {
-      INFO((scores == cuda::AttentionScores::kWarp ? "warp" : "lane"));
+    for (cuda::AttentionVariant variant :
+         {cuda::AttentionVariant::kLane, cuda::AttentionVariant::kWarp, cuda::AttentionVariant::kFlash}) {
+      INFO(cuda::attention_variant_name(variant));
       Dev<bf16> dq(qkv), out(bt * sh.c), dyd(dy), dqkv(bt * 3 * sh.c);
-      Dev<float> lse(rows), delta(rows);
-      cuda::attention_forward(out.p, lse.p, dq.p, sh.b, sh.t, sh.c, sh.nh, nullptr, scores);
+      Dev<float> lse(rows), scratch(cuda::attention_backward_scratch_floats(sh.b, sh.t, sh.c, sh.nh, variant));
+      cuda::attention_forward(out.p, lse.p, dq.p, sh.b, sh.t, sh.c, sh.nh, nullptr, variant);
       // The backward reads the bf16 output the forward wrote, as the backend does.
-      cuda::attention_backward(dqkv.p, delta.p, dyd.p, out.p, dq.p, lse.p, sh.b, sh.t, sh.c, sh.nh, nullptr, scores);
+      cuda::attention_backward(dqkv.p, scratch.p, dyd.p, out.p, dq.p, lse.p, sh.b, sh.t, sh.c, sh.nh, nullptr, variant);
+      REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
       CHECK(rel_error(out.get(), o) < kTol);
       CHECK(rel_error(dqkv.get(), dqc) < kTol);
       // Run again: the same bits (fixed-order reductions).
       Dev<bf16> out2(bt * sh.c), dqkv2(bt * 3 * sh.c);
-      cuda::attention_forward(out2.p, lse.p, dq.p, sh.b, sh.t, sh.c, sh.nh, nullptr, scores);
-      cuda::attention_backward(dqkv2.p, delta.p, dyd.p, out2.p, dq.p, lse.p, sh.b, sh.t, sh.c, sh.nh, nullptr, scores);
+      cuda::attention_forward(out2.p, lse.p, dq.p, sh.b, sh.t, sh.c, sh.nh, nullptr, variant);
+      cuda::attention_backward(dqkv2.p, scratch.p, dyd.p, out2.p, dq.p, lse.p, sh.b, sh.t, sh.c, sh.nh, nullptr,
+                               variant);
       CHECK(same_bits(out2.get(), out.get()));
       CHECK(same_bits(dqkv2.get(), dqkv.get()));
     }

@@ -65,6 +65,11 @@ std::vector<LaunchConfig> launches_of(const GptConfig& c) {
       sum_squares_partial_launch(),
       sum_partials_launch(),
   };
+  const int hs = c.channels / c.heads;
+  if (flash_supports(hs)) {  // what the default variant launches instead of the three above
+    out.push_back(flash_forward_launch(c.seq, 1L * c.batch * c.heads, hs));
+    out.push_back(flash_backward_launch(1L * c.batch * c.heads, hs));
+  }
   for (int oc : {c.channels, 3 * c.channels, 4 * c.channels}) {
     out.push_back(bias_partial_launch(oc));
     out.push_back(add_partials_launch(oc));
@@ -105,7 +110,8 @@ std::vector<Shape> test_shapes() {
   GptConfig tiny;
   return {{tiny, "tiny"},
           {accepted(300, 80, 96, 4, 1), "vocab 300, seq 80, channels 96, heads 4, batch 1"},
-          {accepted(300, 36, 96, 4, 2), "seq 36, batch 2 (72 tokens), channels 96"}};
+          {accepted(300, 36, 96, 4, 2), "seq 36, batch 2 (72 tokens), channels 96"},
+          {accepted(50304, 128, 1536, 12, 32), "the GPU bench model (head 128)"}};
 }
 
 // The corners of what load_gpt_config accepts (vocab <= 2^20, seq <= 2^16, channels <= 2^14, heads
@@ -116,6 +122,7 @@ std::vector<Shape> largest_shapes() {
   return {{accepted(1 << 14, 64, 1 << 14, 1, 1 << 16), "most tokens (2^22) x widest channels (2^14)"},
           {accepted(1 << 20, 64, 1 << 8, 1, 1 << 16), "vocabulary 2^20 over 2^22 tokens (2^42 logits)"},
           {accepted(1 << 14, 1 << 14, 1 << 14, 1, 1), "longest sequence (2^14)"},
+          {accepted(1 << 14, 1 << 14, 128, 1, 1), "longest sequence (2^14), the widest flash head (128)"},
           {accepted(1 << 14, 1, 1 << 14, 1 << 10, 1 << 16), "most attention rows (2^26)"}};
 }
 
@@ -173,4 +180,47 @@ TEST_CASE("launch audit: the largest sequence's key-side attention backward opts
   CHECK_THROWS_WITH(attention_dkv_launch(1 << 15, 1),
                     "attention_dkv_kernel: a sequence of 65536 score floats per row does not fit the attention "
                     "kernel's shared memory");
+}
+
+TEST_CASE("launch audit: the flash kernels' tiles cover the sequence and fit, aligned for WMMA") {
+  for (int hs : {1, 16, 24, 64, 100, 128}) {
+    INFO("head " << hs);
+    for (const FlashSmem& m : {flash_forward_smem(hs), flash_backward_smem(hs)}) {
+      CHECK(m.hsp % 16 == 0);
+      CHECK(m.hsp >= hs);
+      CHECK(m.ldh % 8 == 0);  // WMMA: bf16 rows a multiple of 16 bytes, fragments 32-byte aligned
+      CHECK(m.ldf % 4 == 0);
+      for (long offset : {m.q, m.k, m.v, m.s, m.p, m.o, m.dout, m.dp, m.ds, m.dk, m.dv, m.stats}) CHECK(offset % 128 == 0);
+      CHECK(m.bytes <= kAttentionSharedBudget);
+    }
+    const FlashSmem f = flash_forward_smem(hs);  // disjoint, in order
+    CHECK(f.k >= f.q + kFlashQueryRows * f.ldh * 2);
+    CHECK(f.stats + kFlashQueryRows * 4 <= f.bytes);
+    const FlashSmem b = flash_backward_smem(hs);
+    CHECK(b.ds >= b.p + kFlashBackwardRows * FlashSmem::kProbLd * 2);
+    CHECK(b.stats + 2 * kFlashBackwardRows * 4 <= b.bytes);
+  }
+  for (int T : {1, 63, 64, 65, 1 << 14}) {
+    const LaunchConfig fwd = flash_forward_launch(T, 6, 64);
+    CHECK(fwd.grid.x == 6);
+    CHECK(fwd.grid.y * kFlashQueryRows >= T);
+    CHECK((fwd.grid.y - 1) * kFlashQueryRows < T);
+    CHECK(flash_padded_rows(T) % kFlashKeyRows == 0);
+    CHECK(flash_padded_rows(T) >= T);
+  }
+  // The dQ accumulator comes first in the scratch, then a delta per row.
+  CHECK(attention_backward_scratch_floats(2, 130, 96, 4, AttentionVariant::kFlash) == 2L * 4 * 192 * 32 + 2 * 4 * 130);
+  CHECK(attention_backward_scratch_floats(2, 130, 96, 4, AttentionVariant::kWarp) == 2L * 4 * 130);
+}
+
+TEST_CASE("ZBPP_CUDA_ATTENTION picks the attention kernels: flash where the head allows, else warp") {
+  CHECK(attention_variant_from(nullptr, 128) == AttentionVariant::kFlash);
+  CHECK(attention_variant_from("", 24) == AttentionVariant::kFlash);
+  CHECK(attention_variant_from(nullptr, 129) == AttentionVariant::kWarp);
+  CHECK(attention_variant_from("warp", 64) == AttentionVariant::kWarp);
+  CHECK(attention_variant_from("lane", 64) == AttentionVariant::kLane);
+  CHECK(attention_variant_from("flash", 64) == AttentionVariant::kFlash);
+  CHECK_THROWS_WITH(attention_variant_from("flash", 256), Catch::Contains("heads of up to 128 channels"));
+  CHECK_THROWS_WITH(attention_variant_from("fast", 64), Catch::Contains("expected flash, warp or lane"));
+  CHECK(std::string(attention_variant_name(AttentionVariant::kFlash)) == "flash");
 }

@@ -470,7 +470,7 @@ class CudaCompute final : public Compute {
     gemm_->forward(a.qkv.h(), a.ln1.h(), p[QKVW].value16, p[QKVB].value16, BT, C, 3 * C, stream_, layer(l, "qkv"));
     a.atty = hold(n * 2, "attention output");
     a.lse = hold(rows * 4, "attention log-sum-exp");
-    cuda::attention_forward(a.atty.h(), a.lse.f(), a.qkv.h(), c_.batch, c_.seq, C, NH, stream_, scores_);
+    cuda::attention_forward(a.atty.h(), a.lse.f(), a.qkv.h(), c_.batch, c_.seq, C, NH, stream_, attention_);
     Buf proj = hold(n * 2, "projection");
     gemm_->forward(proj.h(), a.atty.h(), p[ATTPROJW].value16, p[ATTPROJB].value16, BT, C, C, stream_, layer(l, "attproj"));
     a.res2 = hold(n * 2, "residual");
@@ -494,7 +494,7 @@ class CudaCompute final : public Compute {
   // B of one block: takes the output gradient `dout` (kept as d_fcproj for W), returns the input's.
   Buf block_backward_input(const std::array<Param, kBlockTensors>& p, BlockActs& a, const Buf& x, Buf dout, int l) {
     const int BT = c_.tokens(), C = c_.channels, NH = c_.heads;
-    const size_t n = static_cast<size_t>(BT) * C, rows = static_cast<size_t>(c_.batch) * NH * c_.seq;
+    const size_t n = static_cast<size_t>(BT) * C;
     a.d_fcproj = dout;
     Buf d_gelu = hold(4 * n * 2, "gelu gradient");
     gemm_->backward_input(d_gelu.h(), a.d_fcproj.h(), p[FCPROJW].value16, BT, 4 * C, C, stream_, layer(l, "fcproj"));
@@ -509,10 +509,11 @@ class CudaCompute final : public Compute {
     Buf d_atty = hold(n * 2, "attention output gradient");
     gemm_->backward_input(d_atty.h(), a.d_attproj.h(), p[ATTPROJW].value16, BT, C, C, stream_, layer(l, "attproj"));
     a.d_qkv = hold(3 * n * 2, "qkv gradient");
-    Buf delta = hold(rows * 4, "attention delta");
-    cuda::attention_backward(a.d_qkv.h(), delta.f(), d_atty.h(), a.atty.h(), a.qkv.h(), a.lse.f(), c_.batch, c_.seq, C,
-                             NH, stream_, scores_);
-    drop(&delta);
+    Buf scratch = hold(cuda::attention_backward_scratch_floats(c_.batch, c_.seq, C, NH, attention_) * 4,
+                       "attention backward scratch");
+    cuda::attention_backward(a.d_qkv.h(), scratch.f(), d_atty.h(), a.atty.h(), a.qkv.h(), a.lse.f(), c_.batch, c_.seq,
+                             C, NH, stream_, attention_);
+    drop(&scratch);
     drop(&d_atty);
     a.d_ln1 = hold(n * 2, "ln1 gradient");
     gemm_->backward_input(a.d_ln1.h(), a.d_qkv.h(), p[QKVW].value16, BT, C, 3 * C, stream_, layer(l, "qkv"));
@@ -591,8 +592,8 @@ class CudaCompute final : public Compute {
   std::vector<double> losses_;
   std::vector<bool> has_loss_;
   std::unique_ptr<cuda::GemmLt> gemm_;  // made once the device is selected
-  // ZBPP_CUDA_ATTENTION: the score loops the attention kernels run (kernels.cuh).
-  const cuda::AttentionScores scores_ = cuda::attention_scores_from_env();
+  // ZBPP_CUDA_ATTENTION: which attention kernels run (kernels.cuh).
+  const cuda::AttentionVariant attention_ = cuda::attention_variant_from_env(c_.channels / c_.heads);
   cudaStream_t stream_ = nullptr;
   bool own_stream_ = false;
   std::vector<std::unique_ptr<Chunk>> chunks_;

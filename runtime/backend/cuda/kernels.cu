@@ -4,6 +4,9 @@
 // reproducible bit for bit.
 #include "runtime/backend/cuda/kernels.cuh"
 
+#include "runtime/backend/cuda/attention_flash.cuh"
+#include "runtime/backend/cuda/launch.cuh"
+
 #include <cmath>
 #include <cstdlib>
 #include <stdexcept>
@@ -63,29 +66,6 @@ __device__ float block_max(float v) {
   float r = total;
   __syncthreads();
   return r;
-}
-
-void launched(const char* kernel) {
-  cudaError_t rc = cudaGetLastError();
-  if (rc != cudaSuccess) throw std::runtime_error(std::string("launch of ") + kernel + ": " + cudaGetErrorString(rc));
-}
-
-dim3 dims(const Dim& d) {
-  return dim3(static_cast<unsigned>(d.x), static_cast<unsigned>(d.y), static_cast<unsigned>(d.z));
-}
-
-// Every launch goes through here with its launch_config.h configuration, so the launch audit
-// checks exactly what runs; over 48 KiB of dynamic shared memory the kernel is opted in first.
-template <typename Kernel, typename... Args>
-void launch(const LaunchConfig& c, cudaStream_t s, Kernel kernel, Args... args) {
-  prepare_launch(c, [&](long bytes) {
-    cudaError_t rc = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
-    if (rc != cudaSuccess)
-      throw std::runtime_error(std::string("cudaFuncSetAttribute (") + c.kernel + ", " + std::to_string(bytes) +
-                               " bytes of shared memory): " + cudaGetErrorString(rc));
-  });
-  kernel<<<dims(c.grid), dims(c.block), static_cast<size_t>(c.dynamic_shared), s>>>(args...);
-  launched(c.kernel);
 }
 
 // --- encoder -------------------------------------------------------------------------------------
@@ -258,15 +238,15 @@ __device__ inline float warp_dot(const bf16* a, const bf16* b, int n, int lane) 
   return warp_sum(acc);
 }
 
-// The attention kernels' score loops come in two variants (AttentionScores, kernels.cuh). kLane:
+// The row kernels' score loops come in two variants (AttentionVariant, launch_config.h). kLane:
 // lane l takes the rows l, l + 32, ... and reads each one's channels alone, so the 32 loads of a
 // warp touch 32 rows; kWarp: the warp takes one row at a time with warp_dot. Both are fixed-order,
 // so each gives the same bits every run; they round differently from each other. A loop over rows
 // j from `from` is `for (j = first(from, lane); j < end; j += kStep)`; the lane that owns row j
 // (owns(j, lane)) stores what the loop found for it.
-template <AttentionScores kScores>
+template <AttentionVariant kScores>
 struct ScoreLoop {
-  static constexpr bool kWarp = kScores == AttentionScores::kWarp;
+  static constexpr bool kWarp = kScores == AttentionVariant::kWarp;
   static constexpr int kStep = kWarp ? 1 : 32;
   __device__ static int first(int from, int lane) { return kWarp ? from : from + lane; }
   __device__ static bool owns(int j, int lane) { return !kWarp || lane == j % 32; }
@@ -275,7 +255,7 @@ struct ScoreLoop {
   }
 };
 
-template <AttentionScores kScores>
+template <AttentionVariant kScores>
 __global__ void attention_forward_kernel(bf16* out, float* lse, Att a, int rows) {
   extern __shared__ float smem[];
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -321,7 +301,7 @@ __global__ void attention_delta_kernel(float* delta, const bf16* dout, const bf1
 }
 
 // dS[t][j] = P[t][j] * (dout_t . v_j - delta_t); dq_t = scale * sum_j dS[t][j] k_j. One warp per query row.
-template <AttentionScores kScores>
+template <AttentionVariant kScores>
 __global__ void attention_dq_kernel(bf16* dqkv, const float* delta, const bf16* dout, const float* lse, Att a, int rows) {
   extern __shared__ float smem[];
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -347,7 +327,7 @@ __global__ void attention_dq_kernel(bf16* dqkv, const float* delta, const bf16* 
 }
 
 // dv_j = sum_{i>=j} P[i][j] dout_i; dk_j = scale * sum_{i>=j} dS[i][j] q_i. One warp per key row j.
-template <AttentionScores kScores>
+template <AttentionVariant kScores>
 __global__ void attention_dkv_kernel(bf16* dqkv, const float* delta, const bf16* dout, const float* lse, Att a, int rows) {
   extern __shared__ float smem[];
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -503,19 +483,16 @@ void to_float(float* out, const bf16* in, long n, cudaStream_t s) {
   launch(elementwise_launch("to_float_kernel", n), s, to_float_kernel, out, in, n);
 }
 
-AttentionScores attention_scores_from_env() {
-  const char* v = std::getenv("ZBPP_CUDA_ATTENTION");
-  if (v == nullptr || std::string(v).empty() || std::string(v) == "warp") return AttentionScores::kWarp;
-  if (std::string(v) == "lane") return AttentionScores::kLane;
-  throw std::runtime_error(std::string("ZBPP_CUDA_ATTENTION=") + v + ": expected warp (the default) or lane");
+AttentionVariant attention_variant_from_env(int head_size) {
+  return attention_variant_from(std::getenv("ZBPP_CUDA_ATTENTION"), head_size);
 }
 
-template <AttentionScores kScores>
+template <AttentionVariant kScores>
 void launch_attention_forward(bf16* out, float* lse, const Att& a, int rows, cudaStream_t s) {
   launch(attention_forward_launch(a.T, rows), s, attention_forward_kernel<kScores>, out, lse, a, rows);
 }
 
-template <AttentionScores kScores>
+template <AttentionVariant kScores>
 void launch_attention_dq_dkv(bf16* dqkv, const float* delta, const bf16* dout, const float* lse, const Att& a, int rows,
                              cudaStream_t s) {
   launch(attention_dq_launch(a.T, rows), s, attention_dq_kernel<kScores>, dqkv, delta, dout, lse, a, rows);
@@ -523,23 +500,32 @@ void launch_attention_dq_dkv(bf16* dqkv, const float* delta, const bf16* dout, c
 }
 
 void attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH, cudaStream_t s,
-                       AttentionScores scores) {
+                       AttentionVariant variant) {
   int hs = C / NH;
   Att a{qkv, T, C, NH, hs, 1.0f / std::sqrt(static_cast<float>(hs))};
   int rows = B * NH * T;
-  if (scores == AttentionScores::kWarp) launch_attention_forward<AttentionScores::kWarp>(out, lse, a, rows, s);
-  else launch_attention_forward<AttentionScores::kLane>(out, lse, a, rows, s);
+  switch (variant) {
+    case AttentionVariant::kFlash: flash_attention_forward(out, lse, qkv, B, T, C, NH, a.scale, s); break;
+    case AttentionVariant::kWarp: launch_attention_forward<AttentionVariant::kWarp>(out, lse, a, rows, s); break;
+    case AttentionVariant::kLane: launch_attention_forward<AttentionVariant::kLane>(out, lse, a, rows, s); break;
+  }
 }
 
-void attention_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const bf16* qkv, const float* lse,
-                        int B, int T, int C, int NH, cudaStream_t s, AttentionScores scores) {
+void attention_backward(bf16* dqkv, float* scratch, const bf16* dout, const bf16* out, const bf16* qkv,
+                        const float* lse, int B, int T, int C, int NH, cudaStream_t s, AttentionVariant variant) {
   int hs = C / NH;
   Att a{qkv, T, C, NH, hs, 1.0f / std::sqrt(static_cast<float>(hs))};
   int rows = B * NH * T;
+  // The flash dQ accumulator first (it needs WMMA's alignment), then delta.
+  float* dq_acc = scratch;
+  float* delta = scratch + (attention_backward_scratch_floats(B, T, C, NH, variant) - rows);
   launch(attention_delta_launch(rows), s, attention_delta_kernel, delta, dout, out, a, rows);
   const float* d = delta;
-  if (scores == AttentionScores::kWarp) launch_attention_dq_dkv<AttentionScores::kWarp>(dqkv, d, dout, lse, a, rows, s);
-  else launch_attention_dq_dkv<AttentionScores::kLane>(dqkv, d, dout, lse, a, rows, s);
+  switch (variant) {
+    case AttentionVariant::kFlash: flash_attention_backward(dqkv, dq_acc, d, dout, qkv, lse, B, T, C, NH, a.scale, s); break;
+    case AttentionVariant::kWarp: launch_attention_dq_dkv<AttentionVariant::kWarp>(dqkv, d, dout, lse, a, rows, s); break;
+    case AttentionVariant::kLane: launch_attention_dq_dkv<AttentionVariant::kLane>(dqkv, d, dout, lse, a, rows, s); break;
+  }
 }
 
 void crossentropy_forward(float* losses, float* lse, const bf16* logits, const int* targets, int BT, int V,

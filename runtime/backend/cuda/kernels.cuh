@@ -10,7 +10,7 @@
 #include <cuda_runtime.h>
 
 #include "runtime/adamw_element.h"
-#include "runtime/backend/cuda/launch_config.h"  // kColumnSplits, kSumPartials, column_scratch_floats
+#include "runtime/backend/cuda/launch_config.h"  // AttentionVariant, kColumnSplits, kSumPartials, column_scratch_floats
 
 namespace zbpp::cuda {
 
@@ -41,21 +41,17 @@ void gelu_backward(bf16* dinp, const bf16* inp, const bf16* dout, long n, cudaSt
 /// out = a + b (the residual additions).
 void add(bf16* out, const bf16* a, const bf16* b, long n, cudaStream_t s);
 
-/// How the attention kernels compute a row's scores (q . k over the head's channels). kWarp, the
-/// default, reads coalesced: 2.9x faster B and 2.3x faster F than kLane on the benchmark model
-/// (docs/gpu_bench.md). kLane, one lane per row, is kept as a fallback and a second opinion. Both
-/// passed tools/gpu_checks.sh on an H200 (docs/gpu.md). Each is deterministic; they differ in rounding.
-enum class AttentionScores { kLane, kWarp };
-/// ZBPP_CUDA_ATTENTION=warp|lane (unset: warp); throws on anything else.
-AttentionScores attention_scores_from_env();
+/// attention_variant_from (launch_config.h) of the environment's ZBPP_CUDA_ATTENTION.
+AttentionVariant attention_variant_from_env(int head_size);
 
 /// Causal attention over qkv (BT,3C) -> out (BT,C). Keeps only the log-sum-exp of each score row
 /// (lse, B*NH*T), not the probabilities: the backward recomputes them.
 void attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH, cudaStream_t s,
-                       AttentionScores scores = AttentionScores::kWarp);
-/// dqkv (BT,3C) = gradient of the attention; delta (B*NH*T floats) is scratch.
-void attention_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const bf16* qkv, const float* lse,
-                        int B, int T, int C, int NH, cudaStream_t s, AttentionScores scores = AttentionScores::kWarp);
+                       AttentionVariant variant);
+/// dqkv (BT,3C) = gradient of the attention; scratch holds attention_backward_scratch_floats(...,
+/// variant) floats (launch_config.h), 32-byte aligned.
+void attention_backward(bf16* dqkv, float* scratch, const bf16* dout, const bf16* out, const bf16* qkv,
+                        const float* lse, int B, int T, int C, int NH, cudaStream_t s, AttentionVariant variant);
 
 /// losses (BT) = lse - logits[target]; lse (BT) kept for the backward.
 void crossentropy_forward(float* losses, float* lse, const bf16* logits, const int* targets, int BT, int V,

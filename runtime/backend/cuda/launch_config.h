@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "runtime/host_device.h"
+
 namespace zbpp::cuda {
 
 /// Threads per block of the element-wise and row kernels.
@@ -82,6 +84,119 @@ inline LaunchConfig attention_launch(const char* kernel, long floats_per_warp, l
   return {kernel, {std::max(1L, blocks_for(rows, warps))}, {32 * warps}, per_warp * warps, 0};  // a row a warp
 }
 
+// --- attention ------------------------------------------------------------------------------------
+
+/// Which kernels compute the causal attention. kFlash (attention_flash.cu): tensor-core tiles, one
+/// pass over the keys forward and a merged dQ/dK/dV backward; the default where the head size
+/// allows (flash_supports). kWarp and kLane: one warp per query row, the scores in shared memory,
+/// without tensor cores (kernels.cu); kWarp reads coalesced, kLane is the first version, kept as a
+/// second opinion. Each is deterministic; they differ in rounding.
+enum class AttentionVariant { kLane, kWarp, kFlash };
+
+inline const char* attention_variant_name(AttentionVariant v) {
+  switch (v) {
+    case AttentionVariant::kFlash: return "flash";
+    case AttentionVariant::kWarp: return "warp";
+    case AttentionVariant::kLane: return "lane";
+  }
+  return "?";
+}
+
+/// The flash kernels' tiles: query rows per forward block (16 per warp), key rows per tile, query
+/// rows per step of the backward, and warps per block.
+constexpr int kFlashQueryRows = 64, kFlashKeyRows = 64, kFlashBackwardRows = 32, kFlashWarps = 4;
+/// The head is padded with zeros to a multiple of 16 channels (the bf16 mma's k), at most this.
+constexpr int kFlashMaxHead = 128;
+ZBPP_HD inline int flash_head_pad(int hs) { return (hs + 15) / 16 * 16; }
+inline bool flash_supports(int hs) { return hs >= 1 && flash_head_pad(hs) <= kFlashMaxHead; }
+
+/// The variant ZBPP_CUDA_ATTENTION's value asks for: flash, warp or lane; null or empty: flash where
+/// the head size allows, else warp. Throws on anything else, or on flash with a head it does not take.
+inline AttentionVariant attention_variant_from(const char* value, int head_size) {
+  const std::string v = value == nullptr ? "" : value;
+  if (v.empty()) return flash_supports(head_size) ? AttentionVariant::kFlash : AttentionVariant::kWarp;
+  if (v == "warp") return AttentionVariant::kWarp;
+  if (v == "lane") return AttentionVariant::kLane;
+  if (v == "flash") {
+    if (!flash_supports(head_size))
+      throw std::runtime_error("ZBPP_CUDA_ATTENTION=flash: the flash kernels take heads of up to " +
+                               std::to_string(kFlashMaxHead) + " channels, this model's have " +
+                               std::to_string(head_size) + " (use warp, or leave ZBPP_CUDA_ATTENTION unset)");
+    return AttentionVariant::kFlash;
+  }
+  throw std::runtime_error("ZBPP_CUDA_ATTENTION=" + v +
+                           ": expected flash, warp or lane (unset: flash where the head size allows, else warp)");
+}
+
+/// Where the flash kernels keep their tiles in shared memory (byte offsets from the block's
+/// start). bf16 tiles have rows of ldh = hsp + 8 elements, fp32 tiles of ldf = hsp + 4, scores
+/// rows of kScoreLd floats and probabilities rows of kProbLd bf16: the pads move consecutive rows
+/// to other banks and keep every 16-row fragment 32-byte aligned, as WMMA's loads require.
+struct FlashSmem {
+  static constexpr int kScoreLd = kFlashKeyRows + 4, kProbLd = kFlashKeyRows + 8;
+  int hsp = 0, ldh = 0, ldf = 0;
+  long q = 0, k = 0, v = 0, dout = 0, s = 0, dp = 0, p = 0, ds = 0, o = 0, dk = 0, dv = 0, stats = 0, bytes = 0;
+};
+
+namespace detail {
+ZBPP_HD inline long flash_take(long* at, long bytes) {  // a 128-byte-aligned slot of `bytes`
+  long here = *at;
+  *at = here + (bytes + 127) / 128 * 128;
+  return here;
+}
+}  // namespace detail
+
+/// Forward: Q (kFlashQueryRows rows), K and V (a key tile), per warp 16 rows of scores (fp32),
+/// probabilities (bf16) and the output accumulator (fp32), and each row's running sum.
+ZBPP_HD inline FlashSmem flash_forward_smem(int hs) {
+  FlashSmem m;
+  m.hsp = flash_head_pad(hs), m.ldh = m.hsp + 8, m.ldf = m.hsp + 4;
+  long at = 0;
+  const long bf = 2, fl = 4;
+  m.q = detail::flash_take(&at, kFlashQueryRows * m.ldh * bf);
+  m.k = detail::flash_take(&at, kFlashKeyRows * m.ldh * bf);
+  m.v = detail::flash_take(&at, kFlashKeyRows * m.ldh * bf);
+  m.s = detail::flash_take(&at, kFlashQueryRows * FlashSmem::kScoreLd * fl);
+  m.p = detail::flash_take(&at, kFlashQueryRows * FlashSmem::kProbLd * bf);
+  m.o = detail::flash_take(&at, kFlashQueryRows * m.ldf * fl);
+  m.stats = detail::flash_take(&at, kFlashQueryRows * fl);
+  m.bytes = at;
+  return m;
+}
+
+/// Backward, per block one (batch, head): K, V and the fp32 dK, dV of a key tile; Q and dout of a
+/// step's query rows, their scores, dP (fp32), P and dS (bf16), and each row's lse and delta.
+ZBPP_HD inline FlashSmem flash_backward_smem(int hs) {
+  FlashSmem m;
+  m.hsp = flash_head_pad(hs), m.ldh = m.hsp + 8, m.ldf = m.hsp + 4;
+  long at = 0;
+  const long bf = 2, fl = 4;
+  m.k = detail::flash_take(&at, kFlashKeyRows * m.ldh * bf);
+  m.v = detail::flash_take(&at, kFlashKeyRows * m.ldh * bf);
+  m.q = detail::flash_take(&at, kFlashBackwardRows * m.ldh * bf);
+  m.dout = detail::flash_take(&at, kFlashBackwardRows * m.ldh * bf);
+  m.dk = detail::flash_take(&at, kFlashKeyRows * m.ldf * fl);
+  m.dv = detail::flash_take(&at, kFlashKeyRows * m.ldf * fl);
+  m.s = detail::flash_take(&at, kFlashBackwardRows * FlashSmem::kScoreLd * fl);
+  m.dp = detail::flash_take(&at, kFlashBackwardRows * FlashSmem::kScoreLd * fl);
+  m.p = detail::flash_take(&at, kFlashBackwardRows * FlashSmem::kProbLd * bf);
+  m.ds = detail::flash_take(&at, kFlashBackwardRows * FlashSmem::kProbLd * bf);
+  m.stats = detail::flash_take(&at, 2L * kFlashBackwardRows * fl);
+  m.bytes = at;
+  return m;
+}
+
+/// Rows of the flash backward's fp32 dQ accumulator per (batch, head): T rounded up to a key tile.
+ZBPP_HD inline long flash_padded_rows(int T) { return (T + kFlashKeyRows - 1L) / kFlashKeyRows * kFlashKeyRows; }
+
+/// Floats of scratch attention_backward needs: delta (a float per row) and, for kFlash, the dQ
+/// accumulator (B*NH x flash_padded_rows(T) x hsp), which comes first (32-byte aligned for WMMA).
+inline long attention_backward_scratch_floats(int B, int T, int C, int NH, AttentionVariant v) {
+  const long rows = 1L * B * NH * T;
+  if (v != AttentionVariant::kFlash) return rows;
+  return 1L * B * NH * flash_padded_rows(T) * flash_head_pad(C / NH) + rows;
+}
+
 /// Raises the kernel's dynamic shared memory limit when the launch needs more than 48 KiB.
 /// `set_max_dynamic_shared(bytes)` is the CUDA call (cudaFuncSetAttribute with
 /// cudaFuncAttributeMaxDynamicSharedMemorySize) in kernels.cu, a recorder in the audit.
@@ -113,6 +228,17 @@ inline LaunchConfig attention_delta_launch(long rows) { return warp_rows_launch(
 inline LaunchConfig attention_dq_launch(int T, long rows) { return attention_launch("attention_dq_kernel", T, rows); }
 inline LaunchConfig attention_dkv_launch(int T, long rows) {
   return attention_launch("attention_dkv_kernel", 2L * T, rows);
+}
+/// Flash: x over (batch, head) (up to 2^26, so not y), y over the query tiles (T / 64 <= 1024).
+inline LaunchConfig flash_forward_launch(int T, long batch_heads, int hs) {
+  return {"flash_attention_forward_kernel",
+          {batch_heads, (T + kFlashQueryRows - 1) / kFlashQueryRows},
+          {32 * kFlashWarps},
+          flash_forward_smem(hs).bytes,
+          0};
+}
+inline LaunchConfig flash_backward_launch(long batch_heads, int hs) {
+  return {"flash_attention_backward_kernel", {batch_heads}, {32 * kFlashWarps}, flash_backward_smem(hs).bytes, 0};
 }
 inline LaunchConfig crossentropy_forward_launch(long BT) {
   return block_per_item_launch("crossentropy_forward_kernel", BT, 2 * kBlockReduceFloats * 4);
