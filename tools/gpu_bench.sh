@@ -4,8 +4,12 @@
 # For 1F1B, ZB-H1, ZB-2p (heuristic, --mem-limit 2p) and ILP it reports measured iteration time,
 # measured and planned bubble rates and peak activation memory per stage; then the raw cuBLASLt
 # throughput of the B and W calls against the GPU's peak; and Perfetto traces (measured beside
-# planned) with their pictures. Writes OUT_DIR/gpu_bench.md and copies it to docs/gpu_bench.md.
+# planned) with their pictures; and zbrun's per-layer F and B+W (--profile-layers) beside PyTorch
+# eager + SDPA on the same shapes (tools/torch_anchor.py, tools/anchor_compare.py; python3 with torch).
+# Writes OUT_DIR/gpu_bench.md and copies it to docs/gpu_bench.md.
 # Usage: tools/gpu_bench.sh OUT_DIR [BUILD_DIR]     (BUILD_DIR: a CUDA build, default build-gpu)
+# ZBPP_BENCH_QUICK=1: m = 8 only, 1f1b and zb-2p only, 3 steps (about 3 minutes); its report is not
+# copied to docs/gpu_bench.md. ZBPP_BENCH_PYTHON: the python with PyTorch (default python3).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 out="${1:-${OUT:?usage: tools/gpu_bench.sh OUT_DIR [BUILD_DIR]}}"
@@ -15,6 +19,15 @@ zbplan="$build/zbplan"
 zbrun="$build/zbrun"
 p=4
 steps=${ZBPP_BENCH_STEPS:-8}
+quick=${ZBPP_BENCH_QUICK:-0}
+ms=(8 16 32)
+methods=(1f1b zb-h1 zb-2p ilp)
+if [ "$quick" = 1 ]; then
+  ms=(8)
+  methods=(1f1b zb-2p)
+  steps=${ZBPP_BENCH_STEPS:-3}
+fi
+python=${ZBPP_BENCH_PYTHON:-python3}
 # For a dry run of this script without a GPU: ZBPP_BENCH_RUN=--local ZBPP_BENCH_MODEL=tiny.
 read -r -a run_mode <<<"${ZBPP_BENCH_RUN:---single-gpu}"
 
@@ -33,8 +46,8 @@ partition=$(grep -o 'single GPU: .*' "$out/profile.log" || true)
 # 2. Plan and run every method for every m.
 rows=""
 failed=0  # planning and runs that failed: any makes the script exit non-zero after the report
-for m in 8 16 32; do
-  for method in 1f1b zb-h1 zb-2p ilp; do
+for m in "${ms[@]}"; do
+  for method in "${methods[@]}"; do
     case $method in
       zb-2p) args=(--method heuristic --mem-limit 2p) ;;
       ilp) args=(--method ilp --mem-limit 2p --ilp-seconds 30) ;;
@@ -74,10 +87,33 @@ gemm_whole=$("$build/tools/zbpp_gpu_gemm_bench" --model "$model") || {
 # One stage's partition needs green contexts: without them it is not counted as a failure.
 gemm_stage=$("$build/tools/zbpp_gpu_gemm_bench" --model "$model" --parts $p || echo "(no green contexts)")
 
+# 4. zbrun's per-layer F, B and W (one block, the head, each alone on the whole GPU) beside PyTorch
+# eager + SDPA on the same shapes. Not counted as a failure of the bench: the section says what failed.
+anchor_backend=cpu anchor_device=cpu anchor_dtype=fp32  # the dry run (ZBPP_BENCH_RUN=--local) stays on the CPU
+case " ${run_mode[*]} " in *" --single-gpu "* | *" cuda "*) anchor_backend=cuda anchor_device=cuda anchor_dtype=bf16 ;; esac
+anchor_failed=1
+if ! "$python" -c 'import torch' >/dev/null 2>&1; then
+  anchor="SKIP: $python cannot import torch: no PyTorch anchor"
+  anchor_failed=0
+elif ! "$zbrun" --profile-layers "$out/layers.json" --model "$model" --backend $anchor_backend --profile-repeats 10 \
+    >"$out/profile_layers.log" 2>&1; then
+  anchor="zbrun --profile-layers failed (profile_layers.log)"
+elif ! "$python" "$here/tools/torch_anchor.py" --model "$model" --device $anchor_device --dtype $anchor_dtype \
+    --repeats 20 --json "$out/torch_anchor.json" >"$out/torch_anchor.log" 2>&1; then
+  anchor="tools/torch_anchor.py failed (torch_anchor.log)"
+elif ! anchor=$("$python" "$here/tools/anchor_compare.py" "$out/layers.json" "$out/torch_anchor.json" 2>&1); then
+  anchor="tools/anchor_compare.py failed: $anchor"
+else
+  anchor+=$'\n\n''PyTorch side (tools/torch_anchor.py), min / median / max:'$'\n\n''```'$'\n'"$(cat "$out/torch_anchor.log")"$'\n''```'
+  anchor_failed=0
+fi
+if [ $anchor_failed = 1 ]; then echo "gpu_bench.sh: the PyTorch anchor: $anchor" >&2; else echo "${anchor%%$'\n'*}"; fi
+
 {
   echo "# zbrun on one GPU: planned vs measured (tools/gpu_bench.sh)"
   echo
   echo "$(date -u +%Y-%m-%d), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)."
+  [ "$quick" = 1 ] && echo "Quick form (ZBPP_BENCH_QUICK=1): m = 8, 1f1b and zb-2p only."
   echo "Model: $(cat "$model"), p = $p stages on one GPU (zbrun --single-gpu; $partition), $steps steps,"
   echo "times are means of steps 1..$((steps - 1)). Problem measured by zbrun --profile:"
   echo
@@ -99,6 +135,13 @@ gemm_stage=$("$build/tools/zbpp_gpu_gemm_bench" --model "$model" --parts $p || e
   echo "One stage's partition:"
   echo
   echo "$gemm_stage"
+  echo
+  echo "## zbrun beside PyTorch eager + SDPA (per layer, one microbatch)"
+  echo
+  echo "zbrun --profile-layers --backend $anchor_backend --profile-repeats 10 (layers.json) against"
+  echo "tools/torch_anchor.py --device $anchor_device --dtype $anchor_dtype --repeats 20 (torch_anchor.json), the same model file:"
+  echo
+  echo "$anchor"
 } >"$out/gpu_bench.md"
 cat "$out/gpu_bench.md"
 if [ "$failed" -gt 0 ]; then
@@ -106,4 +149,6 @@ if [ "$failed" -gt 0 ]; then
     "docs/gpu_bench.md is left as it was" >&2
   exit 1
 fi
-if [ -z "${ZBPP_BENCH_RUN:-}" ]; then cp "$out/gpu_bench.md" "$here/docs/gpu_bench.md"; fi
+if [ "$quick" = 1 ]; then
+  echo "gpu_bench.sh: ZBPP_BENCH_QUICK=1: $out/gpu_bench.md is not copied to docs/gpu_bench.md" >&2
+elif [ -z "${ZBPP_BENCH_RUN:-}" ]; then cp "$out/gpu_bench.md" "$here/docs/gpu_bench.md"; fi
