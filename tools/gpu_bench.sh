@@ -43,6 +43,14 @@ model="${ZBPP_BENCH_MODEL:-$out/model.json}"
   --profile "$out/problem.json" | tee "$out/profile.log"
 partition=$(grep -o 'single GPU: .*' "$out/profile.log" || true)
 
+# Model FLOPs per token: 6 x the matrix-multiply parameters (12 C^2 a block, V C the head), the
+# convention of MFU figures (llm.c, Megatron); tokens per microbatch: batch x seq.
+read -r flops_per_token tokens_per_mb < <("$python" -c '
+import json, os, sys
+if not os.path.isfile(sys.argv[1]): print(0, 0); sys.exit()  # a preset name (the dry run): no MFU
+m = json.load(open(sys.argv[1]))
+print(6 * (12 * m["layers"] * m["channels"] ** 2 + m["vocab"] * m["channels"]), m["batch"] * m["seq"])' "$model")
+
 # 2. Plan and run every method for every m.
 rows=""
 failed=0  # planning and runs that failed: any makes the script exit non-zero after the report
@@ -55,24 +63,29 @@ for m in "${ms[@]}"; do
     esac
     sched="$out/${method}_m$m.json"
     if ! "$zbplan" plan "${args[@]}" --problem "$out/problem.json" -m $m -o "$sched" >"$out/${method}_m$m.plan.log" 2>&1; then
-      rows+="| $m | $method | planning failed | | | | | |"$'\n'
+      rows+="| $m | $method | planning failed | | | | | | | |"$'\n'
       failed=$((failed + 1))
       continue
     fi
     trace=()
     [ $m -eq 16 ] && trace=(--trace "$out/trace_${method}_m$m.json")
     log="$out/${method}_m$m.run.log"
-    if ! "$zbrun" "$sched" "${run_mode[@]}" --model "$model" --steps "$steps" --timeout 300 --quiet "${trace[@]}" >"$log" 2>&1; then
-      rows+="| $m | $method | run failed (${method}_m$m.run.log) | | | | | |"$'\n'
+    if ! "$zbrun" "$sched" "${run_mode[@]}" --model "$model" --steps "$steps" --timeout 300 "${trace[@]}" >"$log" 2>&1; then
+      rows+="| $m | $method | run failed (${method}_m$m.run.log) | | | | | | | |"$'\n'
       failed=$((failed + 1))
       continue
     fi
     iter=$(grep -o 'iteration time [0-9.]*' "$log" | awk '{print $3}')
     period=$(grep -o 'planned per iteration: period [0-9.]*' "$log" | awk '{print $5}')
-    bub=$(grep -o 'span bubble rate [0-9.]* measured / [0-9.]* planned' "$log" | awk '{print $4, $7}')
+    bub=$(grep 'iteration time' "$log" | grep -o 'span bubble rate [0-9.]* measured / [0-9.]* planned' | awk '{print $4, $7}')
     mem=$(grep -o 'measured \[[^]]*\], planned \[[^]]*\]' "$log" | sed 's/ MiB//g')
     mem=${mem#measured }
-    rows+="| $m | $method | $iter | $period | ${bub% *} | ${bub#* } | ${mem%%, planned*} | ${mem#*planned } |"$'\n'
+    # The steady step: the median of the steps after the first that post-validation did not replay.
+    steady=$(grep -E '^step [1-9][0-9]*: ' "$log" | grep -v replayed | grep -oE ', [0-9.]+ s,' | tr -d ', s' | sort -n |
+      awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}')
+    mfu=$(awk -v f="$flops_per_token" -v tok=$((m * tokens_per_mb)) -v t="$steady" \
+      'BEGIN {if (t > 0 && f > 0) printf "%.1f %%", 100 * f * tok / t / 989.4e12}')
+    rows+="| $m | $method | $iter | ${steady:-?} | $mfu | $period | ${bub% *} | ${bub#* } | ${mem%%, planned*} | ${mem#*planned } |"$'\n'
     if [ ${#trace[@]} -gt 0 ]; then
       "$zbplan" show "$sched" --measured "$out/trace_${method}_m$m.json" -o "$out/trace_${method}_m$m.html" >/dev/null || true
     fi
@@ -121,11 +134,13 @@ if [ $anchor_failed = 1 ]; then echo "gpu_bench.sh: the PyTorch anchor: $anchor"
   cat "$out/problem.json"
   echo '```'
   echo
-  echo "| m | method | iteration, measured (s) | planned period (ms) | measured bubble | planned bubble | peak activation memory per stage, measured (MiB) | planned (MiB) |"
-  echo "|---:|---|---:|---:|---:|---:|---|---|"
+  echo "| m | method | iteration, measured (s) | steady step (s) | MFU | planned period (ms) | measured bubble | planned bubble | peak activation memory per stage, measured (MiB) | planned (MiB) |"
+  echo "|---:|---|---:|---:|---:|---:|---:|---:|---|---|"
   printf "%s" "$rows"
   echo
   echo "ZB-2p is the heuristic with --mem-limit 2p; ILP is the appendix-G refinement with the same limit."
+  echo "Steady step: the median of steps 1.. that post-validation did not replay. MFU: 6 x matmul parameters"
+  echo "($flops_per_token FLOP a token) x m x $tokens_per_mb tokens over the steady step, against 989.4 TFLOP/s dense bf16."
   echo "Traces (m = 16): trace_<method>_m16.json (ui.perfetto.dev) and trace_<method>_m16.html (zbplan show --measured)."
   echo
   echo "## cuBLASLt throughput of the linear layers' calls"

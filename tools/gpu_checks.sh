@@ -12,8 +12,9 @@
 #   oracle/           the CPU -> CUDA link of the oracle chain (docs/oracle.md): one step of each model
 #                     on both backends, every loss, gradient and weight update compared tensor by
 #                     tensor (tests/oracle/oracle.py compare: within 2e-2 of each tensor's max, bf16)
-#   attention_scores  (summary lines) ZBPP_CUDA_ATTENTION=lane, the fallback score loop (the default is
-#                     warp): its step against the CPU's; each variant's bits twice, their speeds
+#   attention_variants (summary lines) ZBPP_CUDA_ATTENTION=warp and lane, the row kernels (the default
+#                     is flash, the tensor-core kernels): their steps against the CPU's; each variant's
+#                     bits twice, their speeds
 #   determinism.txt   --single-gpu, p=4: losses and final weight digests of 1f1b, zb-h1, zb-h2,
 #                     heuristic, ilp and zb-v must be bit-identical
 #   post_validation   (summary line) optimizer post-validation on the GPU: sync's bits without clipping;
@@ -191,20 +192,21 @@ else
   done
 fi
 
-# --- the fallback attention score loop (ZBPP_CUDA_ATTENTION=lane; the oracle above ran the default, warp)
+# --- the other attention variants (the oracle above ran the default, flash), against the CPU too
 # Against the CPU like the default.
-if [ ! -d "$out/oracle/c256-cpu" ]; then
-  result "cpu_vs_cuda (c256, ZBPP_CUDA_ATTENTION=lane)" FAIL "no CPU dump of c256 to compare with (oracle/c256.log)"
-else
-  log="$out/oracle/c256-lane.log"
-  if ZBPP_CUDA_ATTENTION=lane "$build/tools/zbpp_step_dump" "$out/oracle/c256-lane" --model "$out/oracle/c256.json" \
-    --backend cuda >"$log" 2>&1 &&
-    $python "$here/tests/oracle/oracle.py" compare "$out/oracle/c256-cpu" "$out/oracle/c256-lane" >>"$log" 2>&1; then
-    result "cpu_vs_cuda (c256, ZBPP_CUDA_ATTENTION=lane)" PASS "$(tail -1 "$log") (oracle/c256-lane.log)"
+for variant in warp lane; do
+  check="cpu_vs_cuda (c256, ZBPP_CUDA_ATTENTION=$variant)"
+  log="$out/oracle/c256-$variant.log"
+  if [ ! -d "$out/oracle/c256-cpu" ]; then
+    result "$check" FAIL "no CPU dump of c256 to compare with (oracle/c256.log)"
+  elif ZBPP_CUDA_ATTENTION=$variant "$build/tools/zbpp_step_dump" "$out/oracle/c256-$variant" \
+    --model "$out/oracle/c256.json" --backend cuda >"$log" 2>&1 &&
+    $python "$here/tests/oracle/oracle.py" compare "$out/oracle/c256-cpu" "$out/oracle/c256-$variant" >>"$log" 2>&1; then
+    result "$check" PASS "$(tail -1 "$log") (oracle/c256-$variant.log)"
   else
-    result "cpu_vs_cuda (c256, ZBPP_CUDA_ATTENTION=lane)" FAIL "see oracle/c256-lane.log"
+    result "$check" FAIL "see oracle/c256-$variant.log"
   fi
-fi
+done
 # --- determinism across schedules on one GPU ----------------------------------------------------
 work="$out/work"
 mkdir -p "$work"
@@ -243,21 +245,28 @@ for mode in single-gpu streams; do
   fi
 done
 
-# The two attention score loops on the same run: each reproduces its own bits; their speed.
+# The three attention variants on the same run: each reproduces its own bits; their speed.
+variants=(flash warp lane)
 d=() t=()
-for scores in lane warp; do
+for variant in "${variants[@]}"; do
   for run in 1 2; do
-    d+=("$(ZBPP_CUDA_ATTENTION=$scores run_gpu "$work/det_zb-h1.json" --steps 8 | tee "$work/attention_${scores}_$run.log" |
+    d+=("$(ZBPP_CUDA_ATTENTION=$variant run_gpu "$work/det_zb-h1.json" --steps 8 | tee "$work/attention_${variant}_$run.log" |
       digest)")
   done
-  t+=("$(grep -o 'iteration time [0-9.]* s' "$work/attention_${scores}_2.log")")
+  t+=("$(grep -o 'iteration time [0-9.]* s' "$work/attention_${variant}_2.log")")
 done
-# The two round differently, so equal digests would mean the variable was not read.
-if [ -n "${d[0]}" ] && [ "${d[0]}" = "${d[1]}" ] && [ -n "${d[2]}" ] && [ "${d[2]}" = "${d[3]}" ] &&
-  [ "${d[0]}" != "${d[2]}" ]; then
-  result attention_scores PASS "lane: ${d[0]} twice, ${t[0]}; warp: ${d[2]} twice, ${t[1]} (zb-h1, p=4, C=256)"
+# They round differently, so equal digests would mean the variable was not read.
+ok=1 line=""
+for i in 0 1 2; do
+  a=${d[$((2 * i))]} b=${d[$((2 * i + 1))]}
+  { [ -n "$a" ] && [ "$a" = "$b" ]; } || ok=0
+  line+="${variants[$i]}: '$a' '$b', ${t[$i]}; "
+done
+[ "${d[0]}" != "${d[2]}" ] && [ "${d[0]}" != "${d[4]}" ] && [ "${d[2]}" != "${d[4]}" ] || ok=0
+if [ $ok = 1 ]; then
+  result attention_variants PASS "${line}each twice (zb-h1, p=4, C=256)"
 else
-  result attention_scores FAIL "digests lane '${d[0]}' '${d[1]}', warp '${d[2]}' '${d[3]}' (each twice, the two must differ; work/attention_*.log)"
+  result attention_variants FAIL "${line}(each twice, the three must differ; work/attention_*.log)"
 fi
 
 # --- optimizer post-validation on the GPU (rollback in place) -----------------------------------------
