@@ -104,10 +104,14 @@ int profile_layers(const Options& o, std::ostream& out, std::ostream& err) {
   ProfileLayersOptions po;
   po.backend = o.backend;
   po.repeats = o.profile_repeats;
+  po.sm_parts = o.profile_sm_parts;
   po.seed = static_cast<std::uint64_t>(o.run.seed);
   auto kinds = profile_layer_kinds(*model, po, &why);
   if (!kinds) return fail(why);
-  const std::string backend = o.backend == "cuda" ? "CUDA backend (bf16), GPU 0"
+  const std::string gpu = o.profile_sm_parts > 1
+                              ? "CUDA backend (bf16), GPU 0, one of " + std::to_string(o.profile_sm_parts) + " SM partitions"
+                              : std::string("CUDA backend (bf16), GPU 0");
+  const std::string backend = o.backend == "cuda" ? gpu
                                                   : "CPU backend, " + cpu_kernels() + ", " +
                                                         std::to_string(o.blas_threads) +
                                                         (o.blas_threads == 1 ? " thread" : " threads");

@@ -106,6 +106,11 @@ void add_flags(CLI::App* app, Options* o) {
       ->check(integer_in(1, 1000000))
       ->option_text("N")
       ->default_str("5");
+  app->add_option("--profile-sm-parts", o->profile_sm_parts,
+                 "with --profile-layers --backend cuda: measure on one of N equal SM partitions of the GPU, what each "
+                 "stage of a --single-gpu run with N stages gets (default: the whole GPU)")
+      ->check(integer_in(1, 64))
+      ->option_text("N");
   app->add_option("--dump-weights", o->run.dump_weights,
                  "after training, write every weight tensor to DIR/tensor<id>.f32 (raw floats)")
       ->check(dir_name());
@@ -165,6 +170,8 @@ std::string check_flags(Options* op) {
     return "--profile-layers measures the model's layers alone and takes no schedule file (drop " + o.schedule_file + ")";
   if (o.profile_repeats > 0 && !profile_layers) return "--profile-repeats needs --profile-layers FILE";
   if (o.profile_repeats == 0) o.profile_repeats = 5;
+  if (o.profile_sm_parts > 0 && (!profile_layers || o.backend != "cuda"))
+    return "--profile-sm-parts needs --profile-layers FILE --backend cuda (SM partitions are of a GPU)";
   if (!o.fail_at.empty()) {
     std::string bad = parse_fields(o.fail_at, ":@", 2, {&o.run.fail_rank, &o.run.fail_op, &o.run.fail_step});
     if (!bad.empty()) return "--fail-at: expected RANK:OP or RANK:OP@STEP, got '" + o.fail_at + "': " + bad;

@@ -30,6 +30,7 @@ struct Options {
   std::string inject;       ///< "STEP:RANK": a NaN gradient on RANK at STEP
   std::string profile_layers;  ///< measure each layer kind alone and write this layer-cost file (no schedule)
   int profile_repeats = 0;     ///< timed runs of --profile-layers, the median kept (0: not given, 5)
+  int profile_sm_parts = 0;    ///< --profile-layers on CUDA: on one of N SM partitions (0: the whole GPU)
   RunOptions run;           ///< the flags the driver takes as they are (run_options adds the others)
 };
 

@@ -10,6 +10,7 @@
 #include "runtime/data.h"
 #ifdef ZBPP_HAVE_CUDA
 #include "runtime/backend/cuda/compute_cuda.h"
+#include "runtime/backend/cuda/green_context.h"
 #endif
 
 namespace zbpp {
@@ -126,8 +127,21 @@ std::optional<std::vector<LayerCost>> profile_layer_kinds(const GptConfig& model
     }
     // bf16 weights beside fp32 masters; fp32 gradients and AdamW moments; bf16 activations.
     BackendBytes bytes{4 + 2, 4, 8, 2};
-    auto compute = make_cuda_compute(one, all, kKinds, 1, o.seed, AdamWConfig{}, CudaStage{});
-    return measure_layer_kinds(*compute, model, o.repeats, bytes);
+    std::unique_ptr<GreenPartitions> parts;
+    CudaStage stage;
+    if (o.sm_parts > 1) {
+      parts = GreenPartitions::create(0, o.sm_parts, &why);
+      if (!parts) {
+        *err = "--profile-sm-parts " + std::to_string(o.sm_parts) + ": " + why;
+        return std::nullopt;
+      }
+      parts->enter(0);
+      stage = CudaStage{0, parts->stream(0), parts->sm_count(0)};
+    }
+    auto compute = make_cuda_compute(one, all, kKinds, 1, o.seed, AdamWConfig{}, stage);
+    auto kinds = measure_layer_kinds(*compute, model, o.repeats, bytes);
+    compute.reset();  // before the partitions it runs on
+    return kinds;
 #else
     *err = "--backend cuda: this zbrun was built without CUDA (no nvcc at configure time)";
     return std::nullopt;

@@ -24,6 +24,9 @@ struct ProfileLayersOptions {
   std::string backend = "cpu";  ///< "cpu" or "cuda"
   int repeats = 5;              ///< timed runs after one warm-up; the median is kept
   std::uint64_t seed = 1;
+  /// cuda: measure on one of this many equal SM partitions (green contexts), what each stage of a
+  /// zbrun --single-gpu run with that many stages gets; 0 or 1: the whole GPU.
+  int sm_parts = 0;
 };
 
 /// `model` cut to what is measured: one block, on 3 virtual stages split {0, 1, 0}, so virtual

@@ -322,23 +322,31 @@ bool RankRun::report_finished() {
 }
 
 // One-way latency of an activation-sized message between neighbours: rank r first answers its
-// left neighbour's pings, then pings its right neighbour, so the chain cannot deadlock.
+// left neighbour's pings, then pings its right neighbour, so the chain cannot deadlock. The first
+// rounds are not timed (the neighbour may still be setting up, the first transfers allocate), and
+// the median round is taken, so a late neighbour or one slow round does not count as latency.
 bool RankRun::measure_comm(double* seconds) {
-  const int p = transport_->size(), rounds = 20;
+  const int p = transport_->size(), warmup = 3, rounds = 20;
   std::string why;
   bool ok = true;
   Message got;
   if (rank_ > 0)
-    for (int i = 0; i < rounds && ok; ++i)
+    for (int i = 0; i < warmup + rounds && ok; ++i)
       ok = transport_->recv(rank_ - 1, kActivation, &got, o_.timeout_s, &why) &&
            transport_->send(rank_ - 1, kGradient, got, &why);
   double one_way = 0;
   if (ok && rank_ + 1 < p) {
-    auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < rounds && ok; ++i)
+    std::vector<double> round_trip;
+    for (int i = 0; i < warmup + rounds && ok; ++i) {
+      auto start = std::chrono::steady_clock::now();
       ok = transport_->send(rank_ + 1, kActivation, Message{0, 0, backend_.payload()}, &why) &&
            transport_->recv(rank_ + 1, kGradient, &got, o_.timeout_s, &why) && (backend_.release(got.data), true);
-    one_way = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / (2.0 * rounds);
+      if (i >= warmup) round_trip.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    if (ok) {
+      std::nth_element(round_trip.begin(), round_trip.begin() + rounds / 2, round_trip.end());
+      one_way = round_trip[rounds / 2] / 2.0;
+    }
   }
   std::vector<double> all(p, 0.0);
   all[rank_] = one_way;

@@ -21,10 +21,10 @@ p=4
 steps=${ZBPP_BENCH_STEPS:-8}
 quick=${ZBPP_BENCH_QUICK:-0}
 ms=(8 16 32)
-methods=(1f1b zb-h1 zb-2p ilp)
+methods=(1f1b zb-h1 zb-2p ilp zb-2p-split)
 if [ "$quick" = 1 ]; then
   ms=(8)
-  methods=(1f1b zb-2p)
+  methods=(1f1b zb-2p zb-2p-split)
   steps=${ZBPP_BENCH_STEPS:-3}
 fi
 python=${ZBPP_BENCH_PYTHON:-python3}
@@ -42,6 +42,12 @@ model="${ZBPP_BENCH_MODEL:-$out/model.json}"
 "$zbrun" "$out/profile_schedule.json" "${run_mode[@]}" --model "$model" --steps 6 --timeout 120 \
   --profile "$out/problem.json" | tee "$out/profile.log"
 partition=$(grep -o 'single GPU: .*' "$out/profile.log" || true)
+# Per layer (embedding, a block, the head) on one stage's SM partition, for the partition search
+# (zbplan plan --layers, docs/partition.md): the zb-2p-split rows plan the split with the schedule.
+layer_args=(--backend cpu)
+case " ${run_mode[*]} " in *" --single-gpu "*) layer_args=(--backend cuda --profile-sm-parts $p) ;; esac
+"$zbrun" --profile-layers "$out/layers_stage.json" --model "$model" "${layer_args[@]}" --profile-repeats 5 \
+  >"$out/profile_layers_stage.log" 2>&1 || echo "gpu_bench.sh: zbrun --profile-layers on a stage's partition failed" >&2
 
 # Model FLOPs per token: 6 x the matrix-multiply parameters (12 C^2 a block, V C the head), the
 # convention of MFU figures (llm.c, Megatron); tokens per microbatch: batch x seq.
@@ -56,13 +62,15 @@ rows=""
 failed=0  # planning and runs that failed: any makes the script exit non-zero after the report
 for m in "${ms[@]}"; do
   for method in "${methods[@]}"; do
+    source=(--problem "$out/problem.json")
     case $method in
       zb-2p) args=(--method heuristic --mem-limit 2p) ;;
-      ilp) args=(--method ilp --mem-limit 2p --ilp-seconds 30) ;;
+      ilp) args=(--method ilp --mem-limit 2p --ilp-seconds "${ZBPP_BENCH_ILP_SECONDS:-30}") ;;
+      zb-2p-split) args=(--method heuristic --mem-limit 2p) source=(--layers "$out/layers_stage.json" -p $p) ;;
       *) args=(--method "$method") ;;
     esac
     sched="$out/${method}_m$m.json"
-    if ! "$zbplan" plan "${args[@]}" --problem "$out/problem.json" -m $m -o "$sched" >"$out/${method}_m$m.plan.log" 2>&1; then
+    if ! "$zbplan" plan "${args[@]}" "${source[@]}" -m $m -o "$sched" >"$out/${method}_m$m.plan.log" 2>&1; then
       rows+="| $m | $method | planning failed | | | | | | | |"$'\n'
       failed=$((failed + 1))
       continue
@@ -139,6 +147,8 @@ if [ $anchor_failed = 1 ]; then echo "gpu_bench.sh: the PyTorch anchor: $anchor"
   printf "%s" "$rows"
   echo
   echo "ZB-2p is the heuristic with --mem-limit 2p; ILP is the appendix-G refinement with the same limit."
+  echo "zb-2p-split: ZB-2p planned with the split into stages (zbplan plan --layers layers_stage.json: each layer"
+  echo "profiled on one stage's SM partition); the other rows run zbrun's default split. Its split: $(grep -o 'partition: [0-9/]* layers ([^)]*)' "$out/zb-2p-split_m${ms[0]}.plan.log" 2>/dev/null | head -1)."
   echo "Steady step: the median of steps 1.. that post-validation did not replay. MFU: 6 x matmul parameters"
   echo "($flops_per_token FLOP a token) x m x $tokens_per_mb tokens over the steady step, against 989.4 TFLOP/s dense bf16."
   echo "Traces (m = 16): trace_<method>_m16.json (ui.perfetto.dev) and trace_<method>_m16.html (zbplan show --measured)."
