@@ -53,15 +53,16 @@ std::vector<LaunchConfig> launches_of(const GptConfig& c) {
       layernorm_backward_input_launch(BT),
       layernorm_dw_partial_launch(c.channels),
       add_partials_launch(c.channels),
-      elementwise_launch("add_kernel", n),
-      elementwise_launch("gelu_forward_kernel", 4 * n),
-      elementwise_launch("gelu_backward_kernel", 4 * n),
+      map_launch("add_kernel", n, map_vectorised(n)),
+      map_launch("gelu_forward_kernel", 4 * n, map_vectorised(4 * n)),
+      map_launch("gelu_backward_kernel", 4 * n, map_vectorised(4 * n)),
+      map_launch("add_kernel", n, false),  // the scalar path, taken on misaligned pointers
       attention_forward_launch(c.seq, rows),
       attention_delta_launch(rows),
       attention_dq_launch(c.seq, rows),
       attention_dkv_launch(c.seq, rows),
       crossentropy_forward_launch(BT),
-      crossentropy_backward_launch(BT, c.vocab),
+      crossentropy_backward_launch(BT),
       sum_squares_partial_launch(),
       sum_partials_launch(),
   };
@@ -163,6 +164,7 @@ TEST_CASE("launch audit: launches cover their work") {
       CHECK(dkv.dynamic_shared >= 8L * c.seq * (dkv.block.x / 32));
       // One block per cross-entropy row and per column split.
       CHECK(crossentropy_forward_launch(BT).grid.x == BT);
+      CHECK(crossentropy_backward_launch(BT).grid.x == BT);
       const LaunchConfig cols = bias_partial_launch(4 * c.channels);
       CHECK(cols.grid.x * cols.block.x >= 4L * c.channels);
       CHECK(cols.grid.y == kColumnSplits);

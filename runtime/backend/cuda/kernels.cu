@@ -8,6 +8,7 @@
 #include "runtime/backend/cuda/launch.cuh"
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -31,41 +32,6 @@ __device__ inline float warp_sum(float v) {
 __device__ inline float warp_max(float v) {
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
-}
-
-// Sum over a block of kThreads threads; every thread gets the result.
-__device__ float block_sum(float v) {
-  __shared__ float part[kBlockReduceFloats - 1];
-  __shared__ float total;
-  v = warp_sum(v);
-  if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = v;
-  __syncthreads();
-  if (threadIdx.x < 32) {
-    float w = threadIdx.x < kThreads / 32 ? part[threadIdx.x] : 0.0f;
-    w = warp_sum(w);
-    if (threadIdx.x == 0) total = w;
-  }
-  __syncthreads();
-  float r = total;
-  __syncthreads();  // `total` and `part` are reused by the next call
-  return r;
-}
-
-__device__ float block_max(float v) {
-  __shared__ float part[kBlockReduceFloats - 1];
-  __shared__ float total;
-  v = warp_max(v);
-  if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = v;
-  __syncthreads();
-  if (threadIdx.x < 32) {
-    float w = threadIdx.x < kThreads / 32 ? part[threadIdx.x] : -INFINITY;
-    w = warp_max(w);
-    if (threadIdx.x == 0) total = w;
-  }
-  __syncthreads();
-  float r = total;
-  __syncthreads();
-  return r;
 }
 
 // --- encoder -------------------------------------------------------------------------------------
@@ -181,24 +147,45 @@ __global__ void add_partials_kernel(float* out, const float* part, int cols) {
 
 __device__ inline float gelu_s() { return 0.7978845608028654f; }  // sqrt(2/pi)
 
-__global__ void gelu_forward_kernel(bf16* out, const bf16* inp, long n) {
-  ZBPP_FOR_EACH(i, n) {
-    float x = f(inp[i]);
-    out[i] = __float2bfloat16(0.5f * x * (1.0f + tanhf(gelu_s() * (x + 0.044715f * x * x * x))));
+// The element-wise bf16 layers as ops on floats, run by map_kernel: one formula for the 8-wide and
+// the scalar path, so both give the same bits.
+struct GeluForward {
+  static constexpr int kInputs = 1;
+  __device__ float operator()(float x, float) const {
+    return 0.5f * x * (1.0f + tanhf(gelu_s() * (x + 0.044715f * x * x * x)));
   }
-}
-
-__global__ void gelu_backward_kernel(bf16* dinp, const bf16* inp, const bf16* dout, long n) {
-  ZBPP_FOR_EACH(i, n) {
-    float x = f(inp[i]);
+};
+struct GeluBackward {  // (inp, dout) -> dinp
+  static constexpr int kInputs = 2;
+  __device__ float operator()(float x, float dout) const {
     float th = tanhf(gelu_s() * (x + 0.044715f * x * x * x));
     float grad = 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * gelu_s() * (1.0f + 3.0f * 0.044715f * x * x);
-    dinp[i] = __float2bfloat16(grad * f(dout[i]));
+    return grad * dout;
   }
-}
+};
+struct Add {
+  static constexpr int kInputs = 2;
+  __device__ float operator()(float a, float b) const { return a + b; }
+};
 
-__global__ void add_kernel(bf16* out, const bf16* a, const bf16* b, long n) {
-  ZBPP_FOR_EACH(i, n) out[i] = __float2bfloat16(f(a[i]) + f(b[i]));
+// W bf16 values moved as one load or store (W = 8: 16 bytes).
+template <int W>
+struct alignas(2 * W) Pack {
+  bf16 v[W];
+};
+
+// out[i] = op(a[i], b[i]) over `packs` packs of W elements (b unread when the op takes one input).
+template <int W, typename Op>
+__global__ void map_kernel(bf16* out, const bf16* a, const bf16* b, long packs, Op op) {
+  using P = Pack<W>;
+  ZBPP_FOR_EACH(i, packs) {
+    const P x = reinterpret_cast<const P*>(a)[i];
+    P y{}, o;
+    if constexpr (Op::kInputs == 2) y = reinterpret_cast<const P*>(b)[i];
+#pragma unroll
+    for (int k = 0; k < W; ++k) o.v[k] = __float2bfloat16(op(f(x.v[k]), Op::kInputs == 2 ? f(y.v[k]) : 0.0f));
+    reinterpret_cast<P*>(out)[i] = o;
+  }
 }
 
 __global__ void to_bf16_kernel(bf16* out, const float* in, long n) {
@@ -362,29 +349,71 @@ __global__ void attention_dkv_kernel(bf16* dqkv, const float* delta, const bf16*
 
 // --- cross-entropy -------------------------------------------------------------------------------
 
-// One block per row.
-__global__ void crossentropy_forward_kernel(float* losses, float* lse, const bf16* logits, const int* targets, int V) {
+// The running (max, sum of exp(x - max)) of a softmax row: merged in a fixed pattern, each merge
+// commutative (max, and one addition), so every lane of a shuffle tree gets the same bits.
+__device__ inline void softmax_merge(float* m, float* s, float m2, float s2) {
+  if (m2 == -INFINITY) return;
+  if (*m == -INFINITY) {
+    *m = m2, *s = s2;
+    return;
+  }
+  const float mx = fmaxf(*m, m2);
+  *s = *s * expf(*m - mx) + s2 * expf(m2 - mx);
+  *m = mx;
+}
+
+// One block per row, one pass over the row: each thread's running max and sum (8 logits a load
+// where `vec`), then the warps', then the block's in warp order.
+__global__ void crossentropy_forward_kernel(float* losses, float* lse, const bf16* logits, const int* targets, int V,
+                                            bool vec) {
+  __shared__ float part_m[kThreads / 32], part_s[kThreads / 32];
   const bf16* l = logits + static_cast<long>(blockIdx.x) * V;
-  float mx = -INFINITY;
-  for (int v = threadIdx.x; v < V; v += blockDim.x) mx = fmaxf(mx, f(l[v]));
-  mx = block_max(mx);
-  float sum = 0;
-  for (int v = threadIdx.x; v < V; v += blockDim.x) sum += expf(f(l[v]) - mx);
-  sum = block_sum(sum);
+  float m = -INFINITY, s = 0.0f;
+  if (vec) {
+    for (int i = threadIdx.x; i < V / 8; i += blockDim.x) {
+      const Pack<8> p = reinterpret_cast<const Pack<8>*>(l)[i];
+      float mx = -INFINITY;
+#pragma unroll
+      for (int k = 0; k < 8; ++k) mx = fmaxf(mx, f(p.v[k]));
+      float sum = 0.0f;
+#pragma unroll
+      for (int k = 0; k < 8; ++k) sum += expf(f(p.v[k]) - mx);
+      softmax_merge(&m, &s, mx, sum);
+    }
+  } else {
+    for (int v = threadIdx.x; v < V; v += blockDim.x) softmax_merge(&m, &s, f(l[v]), 1.0f);
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    const float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
+    softmax_merge(&m, &s, m2, s2);
+  }
+  if (threadIdx.x % 32 == 0) part_m[threadIdx.x / 32] = m, part_s[threadIdx.x / 32] = s;
+  __syncthreads();
   if (threadIdx.x == 0) {
-    float z = mx + logf(sum);
+    float bm = part_m[0], bs = part_s[0];
+    for (int w = 1; w < kThreads / 32; ++w) softmax_merge(&bm, &bs, part_m[w], part_s[w]);
+    const float z = bm + logf(bs);
     lse[blockIdx.x] = z;
     losses[blockIdx.x] = z - f(l[targets[blockIdx.x]]);
   }
 }
 
+// One block per row: dlogits = scale * (softmax - onehot(target)), in place, 8 a load where `vec`.
 __global__ void crossentropy_backward_kernel(bf16* logits, const float* lse, const int* targets, float scale, int V,
-                                             long n) {
-  ZBPP_FOR_EACH(i, n) {
-    long row = i / V;
-    int v = static_cast<int>(i % V);
-    float p = expf(f(logits[i]) - lse[row]);
-    logits[i] = __float2bfloat16(scale * (p - (v == targets[row] ? 1.0f : 0.0f)));
+                                             bool vec) {
+  bf16* l = logits + static_cast<long>(blockIdx.x) * V;
+  const float z = lse[blockIdx.x];
+  const int target = targets[blockIdx.x];
+  auto grad = [&](float x, int v) { return __float2bfloat16(scale * (expf(x - z) - (v == target ? 1.0f : 0.0f))); };
+  if (vec) {
+    for (int i = threadIdx.x; i < V / 8; i += blockDim.x) {
+      Pack<8> p = reinterpret_cast<const Pack<8>*>(l)[i];
+#pragma unroll
+      for (int k = 0; k < 8; ++k) p.v[k] = grad(f(p.v[k]), 8 * i + k);
+      reinterpret_cast<Pack<8>*>(l)[i] = p;
+    }
+  } else {
+    for (int v = threadIdx.x; v < V; v += blockDim.x) l[v] = grad(f(l[v]), v);
   }
 }
 
@@ -463,16 +492,28 @@ void bias_backward(float* db, float* scratch, const bf16* dout, int BT, int OC, 
   launch(add_partials_launch(OC), s, add_partials_kernel, db, static_cast<const float*>(scratch), OC);
 }
 
+namespace {
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// 8 elements a thread where n and every pointer allow 16-byte accesses, else one.
+template <typename Op>
+void map(const char* kernel, bf16* out, const bf16* a, const bf16* b, long n, cudaStream_t s) {
+  const bool vec = map_vectorised(n) && aligned16(out) && aligned16(a) && (Op::kInputs == 1 || aligned16(b));
+  if (vec) launch(map_launch(kernel, n, true), s, map_kernel<8, Op>, out, a, b, n / 8, Op{});
+  else launch(map_launch(kernel, n, false), s, map_kernel<1, Op>, out, a, b, n, Op{});
+}
+}  // namespace
+
 void gelu_forward(bf16* out, const bf16* inp, long n, cudaStream_t s) {
-  launch(elementwise_launch("gelu_forward_kernel", n), s, gelu_forward_kernel, out, inp, n);
+  map<GeluForward>("gelu_forward_kernel", out, inp, nullptr, n, s);
 }
 
 void gelu_backward(bf16* dinp, const bf16* inp, const bf16* dout, long n, cudaStream_t s) {
-  launch(elementwise_launch("gelu_backward_kernel", n), s, gelu_backward_kernel, dinp, inp, dout, n);
+  map<GeluBackward>("gelu_backward_kernel", dinp, inp, dout, n, s);
 }
 
 void add(bf16* out, const bf16* a, const bf16* b, long n, cudaStream_t s) {
-  launch(elementwise_launch("add_kernel", n), s, add_kernel, out, a, b, n);
+  map<Add>("add_kernel", out, a, b, n, s);
 }
 
 void to_bf16(bf16* out, const float* in, long n, cudaStream_t s) {
@@ -530,13 +571,14 @@ void attention_backward(bf16* dqkv, float* scratch, const bf16* dout, const bf16
 
 void crossentropy_forward(float* losses, float* lse, const bf16* logits, const int* targets, int BT, int V,
                           cudaStream_t s) {
-  launch(crossentropy_forward_launch(BT), s, crossentropy_forward_kernel, losses, lse, logits, targets, V);
+  const bool vec = V % 8 == 0 && aligned16(logits);
+  launch(crossentropy_forward_launch(BT), s, crossentropy_forward_kernel, losses, lse, logits, targets, V, vec);
 }
 
 void crossentropy_backward(bf16* logits, const float* lse, const int* targets, float scale, int BT, int V,
                            cudaStream_t s) {
-  launch(crossentropy_backward_launch(BT, V), s, crossentropy_backward_kernel, logits, lse, targets, scale, V,
-         1L * BT * V);
+  const bool vec = V % 8 == 0 && aligned16(logits);
+  launch(crossentropy_backward_launch(BT), s, crossentropy_backward_kernel, logits, lse, targets, scale, V, vec);
 }
 
 void adamw_step(float* p, float* m, float* v, bf16* p16, const float* g, long n, const AdamWArgs& a, cudaStream_t s) {

@@ -32,7 +32,6 @@ constexpr long kOptInSharedLimit = 163 * 1024;  // sm_80: 164 KiB per SM, 1 KiB 
 constexpr long kAttentionSharedBudget = 160 * 1024;
 
 /// Static shared memory of the kernels that declare some (kernels.cu sizes its arrays with these).
-constexpr long kBlockReduceFloats = kThreads / 32 + 1;  // block_sum / block_max: a float per warp and the total
 constexpr long kSumSquaresDoubles = kThreads;
 
 struct Dim {
@@ -56,6 +55,13 @@ inline long blocks_for(long n, long threads = kThreads) { return (n + threads - 
 /// so n may exceed 2^31 blocks' worth (e.g. logits of 2^22 tokens x 2^20 vocabulary).
 inline LaunchConfig elementwise_launch(const char* kernel, long n) {
   return {kernel, {std::max(1L, std::min(blocks_for(n), kMaxGridX))}, {kThreads}, 0, 0};
+}
+
+/// The element-wise bf16 maps (GELU, residual add) move 8 elements (16 bytes) a thread where n is a
+/// multiple of 8 (and, checked at launch, every pointer 16-byte aligned), else one.
+inline bool map_vectorised(long n) { return n % 8 == 0; }
+inline LaunchConfig map_launch(const char* kernel, long n, bool vectorised) {
+  return elementwise_launch(kernel, vectorised ? n / 8 : n);
 }
 
 /// One warp per row, kThreads / 32 rows per block (layernorm, attention delta).
@@ -240,11 +246,12 @@ inline LaunchConfig flash_forward_launch(int T, long batch_heads, int hs) {
 inline LaunchConfig flash_backward_launch(long batch_heads, int hs) {
   return {"flash_attention_backward_kernel", {batch_heads}, {32 * kFlashWarps}, flash_backward_smem(hs).bytes, 0};
 }
+/// A block per row, each holding a warp's running max and sum (two floats a warp).
 inline LaunchConfig crossentropy_forward_launch(long BT) {
-  return block_per_item_launch("crossentropy_forward_kernel", BT, 2 * kBlockReduceFloats * 4);
+  return block_per_item_launch("crossentropy_forward_kernel", BT, 2L * (kThreads / 32) * 4);
 }
-inline LaunchConfig crossentropy_backward_launch(long BT, int V) {
-  return elementwise_launch("crossentropy_backward_kernel", BT * V);
+inline LaunchConfig crossentropy_backward_launch(long BT) {
+  return block_per_item_launch("crossentropy_backward_kernel", BT);
 }
 inline LaunchConfig sum_squares_partial_launch() {
   return {"sum_squares_partial_kernel", {kSumPartials}, {kThreads}, 0, kSumSquaresDoubles * 8};
