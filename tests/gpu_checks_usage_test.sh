@@ -24,4 +24,8 @@ expect "unknown option '--nobench'" --nobench out
 expect "unknown option '--build=x'" --build=x out
 expect "one OUT_DIR, got 2" out1 out2
 expect "--build 'nowhere': no zbrun there" --build nowhere out
+expect "--only: unknown group 'nccl_one_GPU'; the groups are cuda_tests,ctest,oracle," --only cuda_tests,nccl_one_GPU out
+expect "--only needs a comma-separated list of groups" --only
+expect "--only needs a comma-separated list of groups" --only "" out
+expect "--only needs a comma-separated list of groups" --only , out
 exit $failed

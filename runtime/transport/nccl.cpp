@@ -6,7 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
+#include <cstdio>
 #include <stdexcept>
 #include <thread>
 
@@ -17,6 +17,7 @@
 #include "runtime/backend/cuda/check.h"
 #include "runtime/backend/cuda/device_buffers.h"
 #include "runtime/transport/mpi.h"
+#include "runtime/transport/nccl_wire.h"
 
 namespace zbpp {
 
@@ -62,10 +63,18 @@ class NcclTransport final : public Transport {
     config.blocking = 0;  // every wait below is ours, with a deadline
     // Every channel's kernel may spin at once (see the header): together they take at most half
     // the SMs, so each can become resident beside the others and beside the compute kernels.
+    // Each rank's own bound depends on its channel count (an end rank of the pipeline has fewer
+    // than a middle one) and its GPU, so two ranks of one communicator would ask for different
+    // maxCTAs: NCCL then sets up each side's channels from its own value, and nothing promises
+    // that the two sides agree. So every rank proposes its bound and all take the least
+    // (nccl_wire.h), which keeps every rank within its own half.
     int sms = 0, mine = 0;
     ZBPP_CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, *device), where());
     for (const NcclChannel& c : channels) mine += c.from == rank_ || c.to == rank_;
-    config.maxCTAs = std::max(1, std::min(16, sms / 2 / std::max(1, mine)));
+    int proposal = nccl_wire::propose_max_ctas(sms, mine);
+    std::vector<int> proposals(mpi_->size());
+    MPI_Allgather(&proposal, 1, MPI_INT, proposals.data(), 1, MPI_INT, MPI_COMM_WORLD);
+    config.maxCTAs = nccl_wire::agree_max_ctas(proposals);
     config.minCTAs = 1;
     auto deadline = after(timeout_s);
     nccl_check(ncclCommInitRankConfig(&world_, mpi_->size(), id, rank_, &config), "ncclCommInitRankConfig", where());
@@ -91,11 +100,17 @@ class NcclTransport final : public Transport {
     }
   }
 
+  // Never hangs a run at exit: waiting for the channels' streams and closing the communicators
+  // share one --timeout deadline; past it (or on an error) every communicator is aborted, and
+  // stderr says which channel and why, since a destructor cannot throw.
   ~NcclTransport() override {
     auto deadline = after(timeout_s_);
     bool clean = !aborted_;
+    std::string why;
     for (Channel& ch : channels_) {
-      if (clean && ch.stream && cudaStreamSynchronize(ch.stream) != cudaSuccess) clean = false;
+      if (!clean || !ch.stream) continue;
+      why = drain(ch, deadline);
+      clean = why.empty();
     }
     try {
       if (clean)
@@ -103,8 +118,13 @@ class NcclTransport final : public Transport {
           ncclCommFinalize(c);
           wait_comm(c, deadline, "closing communicators");
         }
-    } catch (const std::exception&) {
+    } catch (const std::exception& e) {
       clean = false;
+      why = e.what();
+    }
+    if (!why.empty()) {
+      if (why.find("communicators aborted") == std::string::npos) why += "; NCCL communicators aborted";
+      std::fprintf(stderr, "zbrun: rank %d: at exit, %s\n", rank_, why.c_str());
     }
     for (ncclComm_t c : comms()) clean ? ncclCommDestroy(c) : ncclCommAbort(c);
     for (Channel& ch : channels_)
@@ -119,9 +139,7 @@ class NcclTransport final : public Transport {
     try {
       Channel& ch = channel({rank_, peer, kind});
       cuda::DeviceTensor t = cuda::registry().take(cuda::read_handle(msg.data.data()));
-      std::uint32_t bytes = static_cast<std::uint32_t>(t.bytes);
-      Message header{msg.mb, msg.to_vs, std::vector<float>(1)};
-      std::memcpy(header.data.data(), &bytes, sizeof bytes);
+      Message header{msg.mb, msg.to_vs, nccl_wire::encode_header(t.bytes)};
       if (!mpi_->send(peer, kind, std::move(header), err)) return false;
       if (t.ready) {
         ZBPP_CK(cudaStreamWaitEvent(ch.stream, t.ready, 0), channel_name(ch.id));
@@ -145,10 +163,8 @@ class NcclTransport final : public Transport {
       return true;
     }
     try {
-      if (header.data.size() != 1) throw std::runtime_error("malformed header from rank " + std::to_string(peer));
-      std::uint32_t bytes;
-      std::memcpy(&bytes, header.data.data(), sizeof bytes);
       Channel& ch = channel({peer, rank_, kind});
+      const std::uint64_t bytes = nccl_wire::decode_header(header.data, channel_name(ch.id));
       void* buf = cuda::device_alloc(bytes, ch.stream, "receive buffer");
       enqueue(ch, buf, bytes, deadline);
       wait_stream(ch, deadline, "receiving " + channel_name(ch.id), peer);
@@ -249,6 +265,27 @@ class NcclTransport final : public Transport {
       }
     }
     cudaEventDestroy(done);
+  }
+
+  // Waits until everything enqueued on the channel's stream has run, or until `deadline`: "" when
+  // done, else why not (the destructor's wait; no wait-chain queries, the run is over).
+  std::string drain(Channel& ch, Clock::time_point deadline) {
+    while (true) {
+      cudaError_t rc = cudaStreamQuery(ch.stream);
+      if (rc == cudaSuccess) return "";
+      if (rc != cudaErrorNotReady)
+        return channel_name(ch.id) + ": cudaStreamQuery: " + cudaGetErrorString(rc);
+      ncclResult_t state = ncclSuccess;
+      ncclCommGetAsyncError(ch.comm, &state);
+      if (state != ncclSuccess && state != ncclInProgress)
+        return channel_name(ch.id) + ": NCCL reports " + ncclGetErrorString(state);
+      if (Clock::now() > deadline) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%g s", timeout_s_);
+        return channel_name(ch.id) + ": transfers still in flight after the timeout (" + buf + ")";
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
   }
 
   // Past the deadline: aborts and throws, naming the rank that stopped the pipeline when `peer`

@@ -21,7 +21,9 @@
 //
 // Timeouts: communicators are non-blocking; every wait polls ncclCommGetAsyncError and
 // cudaEventQuery against a deadline, and on expiry aborts every communicator (ncclCommAbort)
-// and reports which transfer timed out, so a run never hangs silently.
+// and reports which transfer timed out, so a run never hangs silently. The destructor too waits
+// at most --timeout for the channels and communicators to close, then aborts them and says so.
+// Headers carry 64-bit byte counts, and every rank configures the same maxCTAs (nccl_wire.h).
 #pragma once
 
 #include <memory>
