@@ -192,7 +192,7 @@ TEST_CASE("launch audit: the flash kernels' tiles cover the sequence and fit, al
       CHECK(m.hsp >= hs);
       CHECK(m.ldh % 8 == 0);  // WMMA: bf16 rows a multiple of 16 bytes, fragments 32-byte aligned
       CHECK(m.ldf % 4 == 0);
-      for (long offset : {m.q, m.k, m.v, m.s, m.p, m.o, m.dout, m.dp, m.ds, m.dk, m.dv, m.stats}) CHECK(offset % 128 == 0);
+      for (long offset : {m.q, m.k, m.v, m.s, m.p, m.o, m.dout, m.dp, m.ds, m.stats, m.stage}) CHECK(offset % 128 == 0);
       CHECK(m.bytes <= kAttentionSharedBudget);
     }
     const FlashSmem f = flash_forward_smem(hs);  // disjoint, in order
@@ -200,7 +200,8 @@ TEST_CASE("launch audit: the flash kernels' tiles cover the sequence and fit, al
     CHECK(f.stats + kFlashQueryRows * 4 <= f.bytes);
     const FlashSmem b = flash_backward_smem(hs);
     CHECK(b.ds >= b.p + kFlashBackwardRows * FlashSmem::kProbLd * 2);
-    CHECK(b.stats + 2 * kFlashBackwardRows * 4 <= b.bytes);
+    CHECK(b.stats + 2 * kFlashBackwardRows * 4 <= b.stage);
+    CHECK(b.stage + kFlashWarps * 16 * 16 * 4 <= b.bytes);
   }
   for (int T : {1, 63, 64, 65, 1 << 14}) {
     const LaunchConfig fwd = flash_forward_launch(T, 6, 64);

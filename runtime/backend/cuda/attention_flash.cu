@@ -7,8 +7,9 @@
 //
 // Backward, a block per (batch, head), deterministic: the block walks the key tiles in order and,
 // for each, the query steps at or below the diagonal, recomputing P from the lse. dK and dV of the
-// tile stay in shared memory; dQ is summed in an fp32 scratch in global memory that only this block
-// touches, always in the same order, so no atomics and the same bits every run.
+// tile stay in registers (each warp its 16 key rows); dQ is summed in an fp32 scratch in global
+// memory that only this block touches, always in the same order, so no atomics and the same bits
+// every run.
 //
 // Rows past T and channels past the head size are zeros in the tiles and are never written back;
 // scores past the diagonal or past T are masked.
@@ -20,6 +21,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 
 namespace zbpp::cuda {
 
@@ -170,25 +173,28 @@ __global__ void __launch_bounds__(kThreadsFlash)
   }
 }
 
-__global__ void __launch_bounds__(kThreadsFlash)
+// kN = hsp / 16: the column tiles of a head, a compile-time count so that each warp's dK and dV
+// (16 key rows x hsp, 2 kN fragments) stay in registers.
+template <int kN>
+__global__ void __launch_bounds__(kThreadsFlash, 2)
     flash_attention_backward_kernel(bf16* dqkv, float* dq_acc, const float* delta, const bf16* dout, const bf16* qkv,
                                     const float* lse, int T, int C, int NH, int hs, float scale) {
   extern __shared__ __align__(128) unsigned char smem[];
   const FlashSmem m = flash_backward_smem(hs);
-  const int hsp = m.hsp, ldh = m.ldh, ldf = m.ldf;
+  constexpr int hsp = 16 * kN;
+  const int ldh = m.ldh;
   bf16* Ks = at<bf16>(smem, m.k);
   bf16* Vs = at<bf16>(smem, m.v);
   bf16* Qs = at<bf16>(smem, m.q);
   bf16* dOs = at<bf16>(smem, m.dout);
-  float* dKs = at<float>(smem, m.dk);
-  float* dVs = at<float>(smem, m.dv);
   float* Ss = at<float>(smem, m.s);
   float* dPs = at<float>(smem, m.dp);
   bf16* Ps = at<bf16>(smem, m.p);
   bf16* dSs = at<bf16>(smem, m.ds);
   float* lse_s = at<float>(smem, m.stats);
   float* delta_s = lse_s + kFlashBackwardRows;
-  const int warp = threadIdx.x / 32;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  float* stage = at<float>(smem, m.stage) + warp * 16 * 16;
 
   const int bh = blockIdx.x, b = bh / NH, h = bh % NH;
   const long stride = 3L * C;
@@ -199,12 +205,14 @@ __global__ void __launch_bounds__(kThreadsFlash)
   float* dq = dq_acc + static_cast<long>(bh) * flash_padded_rows(T) * hsp;
 
   for (int k0 = 0; k0 < T; k0 += kFlashKeyRows) {
-    __syncthreads();  // the last tile's dK, dV are written back
+    __syncthreads();  // every warp is done with the last key tile
     load_tile(Ks, ldh, q_base + C + k0 * stride, stride, kFlashKeyRows, T - k0, hs, hsp, vec);
     load_tile(Vs, ldh, q_base + 2 * C + k0 * stride, stride, kFlashKeyRows, T - k0, hs, hsp, vec);
-    for (int i = threadIdx.x; i < kFlashKeyRows * hsp; i += blockDim.x) {
-      dKs[(i / hsp) * ldf + i % hsp] = 0.0f;
-      dVs[(i / hsp) * ldf + i % hsp] = 0.0f;
+    FragC dv[kN], dk[kN];  // warp w: key rows k0 + 16w .. + 15
+#pragma unroll
+    for (int n = 0; n < kN; ++n) {
+      wmma::fill_fragment(dv[n], 0.0f);
+      wmma::fill_fragment(dk[n], 0.0f);
     }
     // Query steps from the one holding row k0 (the diagonal) to the end.
     for (int i0 = k0 / kFlashBackwardRows * kFlashBackwardRows; i0 < T; i0 += kFlashBackwardRows) {
@@ -221,11 +229,13 @@ __global__ void __launch_bounds__(kThreadsFlash)
       // S = Q K^T and dP = dout V^T (32 x 64 each): warp w takes row tile w / 2, column tiles 2(w % 2), +1.
       {
         const int mt = warp / 2;
+#pragma unroll
         for (int j = 0; j < 2; ++j) {
           const int nt = (warp % 2) * 2 + j;
           FragC s_acc, dp_acc;
           wmma::fill_fragment(s_acc, 0.0f);
           wmma::fill_fragment(dp_acc, 0.0f);
+#pragma unroll 2
           for (int kk = 0; kk < hsp; kk += 16) {
             FragA a;
             FragBT bt;
@@ -253,33 +263,31 @@ __global__ void __launch_bounds__(kThreadsFlash)
       }
       __syncthreads();
 
-      // dV (64 x hsp) += P^T dout and dK += dS^T Q: warp w owns key rows 16w .. 16w + 15.
-      for (int n = 0; n < hsp; n += 16) {
-        FragC dv, dk;
-        wmma::load_matrix_sync(dv, dVs + warp * 16 * ldf + n, ldf, wmma::mem_row_major);
-        wmma::load_matrix_sync(dk, dKs + warp * 16 * ldf + n, ldf, wmma::mem_row_major);
-        for (int kk = 0; kk < kFlashBackwardRows; kk += 16) {
-          FragAT at_;
+      // dV (warp's 16 key rows x hsp) += P^T dout and dK += dS^T Q, over the step's query rows.
+#pragma unroll
+      for (int kk = 0; kk < kFlashBackwardRows; kk += 16) {
+        FragAT pt, dst;
+        wmma::load_matrix_sync(pt, Ps + kk * kProbLd + warp * 16, kProbLd);
+        wmma::load_matrix_sync(dst, dSs + kk * kProbLd + warp * 16, kProbLd);
+#pragma unroll
+        for (int n = 0; n < kN; ++n) {
           FragB bm;
-          wmma::load_matrix_sync(at_, Ps + kk * kProbLd + warp * 16, kProbLd);
-          wmma::load_matrix_sync(bm, dOs + kk * ldh + n, ldh);
-          wmma::mma_sync(dv, at_, bm, dv);
-          wmma::load_matrix_sync(at_, dSs + kk * kProbLd + warp * 16, kProbLd);
-          wmma::load_matrix_sync(bm, Qs + kk * ldh + n, ldh);
-          wmma::mma_sync(dk, at_, bm, dk);
+          wmma::load_matrix_sync(bm, dOs + kk * ldh + n * 16, ldh);
+          wmma::mma_sync(dv[n], pt, bm, dv[n]);
+          wmma::load_matrix_sync(bm, Qs + kk * ldh + n * 16, ldh);
+          wmma::mma_sync(dk[n], dst, bm, dk[n]);
         }
-        wmma::store_matrix_sync(dVs + warp * 16 * ldf + n, dv, ldf, wmma::mem_row_major);
-        wmma::store_matrix_sync(dKs + warp * 16 * ldf + n, dk, ldf, wmma::mem_row_major);
       }
 
       // dQ (32 x hsp) += dS K, in the global accumulator: tiles (row tile, column tile) dealt to
       // the warps in turn. The first key tile starts each row's sum.
-      for (int tile = warp; tile < 2 * (hsp / 16); tile += kFlashWarps) {
+      for (int tile = warp; tile < 2 * kN; tile += kFlashWarps) {
         const int mt = tile % 2, n = (tile / 2) * 16;
         float* dst = dq + static_cast<long>(i0 + mt * 16) * hsp + n;
         FragC acc;
         if (k0 == 0) wmma::fill_fragment(acc, 0.0f);
         else wmma::load_matrix_sync(acc, dst, hsp, wmma::mem_row_major);
+#pragma unroll
         for (int kk = 0; kk < kFlashKeyRows; kk += 16) {
           FragA a;
           FragB bm;
@@ -290,14 +298,24 @@ __global__ void __launch_bounds__(kThreadsFlash)
         wmma::store_matrix_sync(dst, acc, hsp, wmma::mem_row_major);
       }
     }
-    __syncthreads();
-    // dK, dV of this key tile, rows below T, channels below hs.
-    for (int i = threadIdx.x; i < kFlashKeyRows * hs; i += blockDim.x) {
-      const int r = i / hs, d = i % hs, key = k0 + r;
-      if (key >= T) break;
-      bf16* dk = dqkv + (static_cast<long>(b) * T + key) * stride + C + h * hs;
-      dk[d] = __float2bfloat16(dKs[r * ldf + d] * scale);
-      dk[C + d] = __float2bfloat16(dVs[r * ldf + d]);
+    // dK (scaled) and dV of the warp's key rows, a 16 x 16 tile at a time through shared memory:
+    // lane l writes row l / 2, columns 8 (l % 2) .. + 7.
+    const int r = lane / 2, c0 = (lane % 2) * 8, key = k0 + warp * 16 + r;
+    bf16* dk_row = dqkv + (static_cast<long>(b) * T + key) * stride + C + h * hs;
+#pragma unroll
+    for (int n = 0; n < kN; ++n) {
+#pragma unroll
+      for (int which = 0; which < 2; ++which) {
+        wmma::store_matrix_sync(stage, which == 0 ? dk[n] : dv[n], 16, wmma::mem_row_major);
+        __syncwarp();
+        if (key < T)
+          for (int c = c0; c < c0 + 8; ++c) {
+            const int d = n * 16 + c;
+            if (d < hs)
+              dk_row[which * C + d] = __float2bfloat16(stage[r * 16 + c] * (which == 0 ? scale : 1.0f));
+          }
+        __syncwarp();
+      }
     }
   }
   __syncthreads();  // makes the block's dQ writes visible to all of its threads
@@ -319,8 +337,22 @@ void flash_attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int 
 void flash_attention_backward(bf16* dqkv, float* dq_acc, const float* delta, const bf16* dout, const bf16* qkv,
                               const float* lse, int B, int T, int C, int NH, float scale, cudaStream_t s) {
   const int hs = C / NH;
-  launch(flash_backward_launch(1L * B * NH, hs), s, flash_attention_backward_kernel, dqkv, dq_acc, delta, dout, qkv, lse,
-         T, C, NH, hs, scale);
+  const LaunchConfig c = flash_backward_launch(1L * B * NH, hs);
+  switch (flash_head_pad(hs) / 16) {  // flash_supports: 1..8
+#define ZBPP_FLASH_BACKWARD(N) \
+  case N: launch(c, s, flash_attention_backward_kernel<N>, dqkv, dq_acc, delta, dout, qkv, lse, T, C, NH, hs, scale); break;
+    ZBPP_FLASH_BACKWARD(1)
+    ZBPP_FLASH_BACKWARD(2)
+    ZBPP_FLASH_BACKWARD(3)
+    ZBPP_FLASH_BACKWARD(4)
+    ZBPP_FLASH_BACKWARD(5)
+    ZBPP_FLASH_BACKWARD(6)
+    ZBPP_FLASH_BACKWARD(7)
+    ZBPP_FLASH_BACKWARD(8)
+#undef ZBPP_FLASH_BACKWARD
+    default: throw std::runtime_error("flash attention backward: head of " + std::to_string(hs) + " channels (at most " +
+                                      std::to_string(kFlashMaxHead) + ")");
+  }
 }
 
 }  // namespace zbpp::cuda

@@ -141,7 +141,7 @@ inline AttentionVariant attention_variant_from(const char* value, int head_size)
 struct FlashSmem {
   static constexpr int kScoreLd = kFlashKeyRows + 4, kProbLd = kFlashKeyRows + 8;
   int hsp = 0, ldh = 0, ldf = 0;
-  long q = 0, k = 0, v = 0, dout = 0, s = 0, dp = 0, p = 0, ds = 0, o = 0, dk = 0, dv = 0, stats = 0, bytes = 0;
+  long q = 0, k = 0, v = 0, dout = 0, s = 0, dp = 0, p = 0, ds = 0, o = 0, stats = 0, stage = 0, bytes = 0;
 };
 
 namespace detail {
@@ -170,8 +170,9 @@ ZBPP_HD inline FlashSmem flash_forward_smem(int hs) {
   return m;
 }
 
-/// Backward, per block one (batch, head): K, V and the fp32 dK, dV of a key tile; Q and dout of a
-/// step's query rows, their scores, dP (fp32), P and dS (bf16), and each row's lse and delta.
+/// Backward, per block one (batch, head): K and V of a key tile; Q and dout of a step's query rows,
+/// their scores, dP (fp32), P and dS (bf16), each row's lse and delta, and a 16 x 16 fp32 tile a
+/// warp to write dK and dV out through (they are summed in registers).
 ZBPP_HD inline FlashSmem flash_backward_smem(int hs) {
   FlashSmem m;
   m.hsp = flash_head_pad(hs), m.ldh = m.hsp + 8, m.ldf = m.hsp + 4;
@@ -181,13 +182,12 @@ ZBPP_HD inline FlashSmem flash_backward_smem(int hs) {
   m.v = detail::flash_take(&at, kFlashKeyRows * m.ldh * bf);
   m.q = detail::flash_take(&at, kFlashBackwardRows * m.ldh * bf);
   m.dout = detail::flash_take(&at, kFlashBackwardRows * m.ldh * bf);
-  m.dk = detail::flash_take(&at, kFlashKeyRows * m.ldf * fl);
-  m.dv = detail::flash_take(&at, kFlashKeyRows * m.ldf * fl);
   m.s = detail::flash_take(&at, kFlashBackwardRows * FlashSmem::kScoreLd * fl);
   m.dp = detail::flash_take(&at, kFlashBackwardRows * FlashSmem::kScoreLd * fl);
   m.p = detail::flash_take(&at, kFlashBackwardRows * FlashSmem::kProbLd * bf);
   m.ds = detail::flash_take(&at, kFlashBackwardRows * FlashSmem::kProbLd * bf);
   m.stats = detail::flash_take(&at, 2L * kFlashBackwardRows * fl);
+  m.stage = detail::flash_take(&at, kFlashWarps * 16L * 16 * fl);
   m.bytes = at;
   return m;
 }
