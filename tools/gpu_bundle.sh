@@ -8,6 +8,13 @@
 # (cuBLASLt and NCCL, hundreds of MB each), which that machine's CUDA install or its Python packages
 # provide. DIR/build holds one small script per program in the build's layout, so that only these
 # programs see DIR/lib (Python and the rest keep the machine's own libraries).
+# When the programs link Open MPI, DIR/openmpi holds the Open MPI of this machine that mpirun needs
+# there: orterun and orted, the components (plugins) but the network fabrics' (UCX, libfabric, verbs,
+# PSM: one node needs none), PMIx's components, the help texts, and an openmpi-mca-params.conf for one
+# node (plm isolated: no ssh needed; btl self,vader,tcp over loopback). DIR/bin/mpirun runs that
+# orterun wherever the bundle was unpacked: it points Open MPI and PMIx into DIR/openmpi (OPAL_PREFIX,
+# OPAL_PKGLIBDIR, ..., PMIX_PREFIX, PMIX_PKGLIBDIR, ...: these override the directories they were
+# built with) and puts DIR/lib first on LD_LIBRARY_PATH. gpu_checks.sh --build uses it (MPIRUN).
 set -euo pipefail
 build="${1:?usage: tools/gpu_bundle.sh BUILD_DIR OUT.tar.xz}"
 tarball="${2:?usage: tools/gpu_bundle.sh BUILD_DIR OUT.tar.xz}"
@@ -33,15 +40,80 @@ done
 system='^(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|ld-linux-x86-64|linux-vdso|libcuda)\.'
 gpu='^lib(cublasLt|cublas|nccl)\.'
 deps=$(ldd "$root"/bin/*)
-if grep -q 'not found' <<<"$deps"; then
-  echo "gpu_bundle.sh: a library the programs need is missing here: $(grep 'not found' <<<"$deps" | sort -u | tr -s ' \t' ' ')" >&2
-  exit 1
+# copy_libs LDD_OUTPUT: every library in it into DIR/lib, but the system's and the GPU ones.
+copy_libs() {
+  if grep -q 'not found' <<<"$1"; then
+    echo "gpu_bundle.sh: a library the programs need is missing here: $(grep 'not found' <<<"$1" | sort -u | tr -s ' \t' ' ')" >&2
+    exit 1
+  fi
+  for lib in $(awk '/=> \//{print $1 "=" $3}' <<<"$1" | sort -u); do
+    name=${lib%%=*}
+    grep -qE "$system|$gpu" <<<"$name" && continue
+    [ -e "$root/lib/$name" ] || cp -L "${lib#*=}" "$root/lib/$name"
+  done
+}
+copy_libs "$deps"
+# Open MPI's runtime for mpirun, where the programs link Open MPI (the header says what and why).
+if grep -q '^[[:space:]]*libmpi\.so' <<<"$deps"; then
+  if ! command -v ompi_info >/dev/null ||
+    ! grep -qF "Open MPI v$(ompi_info --parsable | sed -n 's/^ompi:version:full://p') " <<<"$version"; then
+    echo "gpu_bundle.sh: the programs link Open MPI, but this machine's ompi_info is missing or of another version" \
+      "(zbrun: $(grep -o 'Open MPI v[0-9.]*' <<<"$version"); install openmpi-bin)" >&2
+    exit 1
+  fi
+  ompi_path() { ompi_info --parsable --path all | sed -n "s/^path:$1://p" | sed -n 1p; }
+  ompi="$root/openmpi"
+  mkdir -p "$ompi/bin" "$ompi/lib/openmpi" "$ompi/share/openmpi" "$ompi/etc"
+  cp "$(ompi_path bindir)/orterun" "$(ompi_path bindir)/orted" "$ompi/bin/"
+  cp "$(ompi_path pkgdatadir)"/help-*.txt "$ompi/share/openmpi/"
+  cp "$(ompi_path sysconfdir)/openmpi-default-hostfile" "$ompi/etc/"
+  fabrics='^lib(ucp|ucs|uct|ucm|fabric|ibverbs|rdmacm|efa|psm_infinipath|psm2|infinipath|oshmem|mca_common_(ucx|ofi|verbs))\.'
+  for component in "$(ompi_path pkglibdir)"/mca_*.so; do
+    needs=$(ldd "$component" | awk '{print $1}')
+    grep -qE "$fabrics" <<<"$needs" || cp "$component" "$ompi/lib/openmpi/"
+  done
+  # An external PMIx (Debian's libpmix2), loaded by the pmix component: its components and help texts
+  # (in their own folders: PMIx complains of every other file in its components' folder).
+  pmix=$(ldd "$ompi"/lib/openmpi/mca_pmix_*.so | awk '/libpmix\.so/ && !n++ {print $3}')
+  if [ -n "$pmix" ]; then
+    pmix=$(dirname "$(readlink -f "$pmix")")
+    mkdir -p "$ompi/lib/pmix" "$ompi/share/pmix"
+    cp "$pmix"/pmix/pmix_mca_*.so "$ompi/lib/pmix/"
+    cp "$pmix"/../share/pmix/help-*.txt "$ompi/share/pmix/"
+  fi
+  copy_libs "$(ldd "$ompi"/bin/* "$ompi"/lib/*/*.so)"
+  cat >"$ompi/etc/openmpi-mca-params.conf" <<'EOF'
+# Open MPI's defaults in a zbpp-gpu bundle (tools/gpu_bundle.sh): one node, no network fabrics.
+# OMPI_MCA_<name>=<value> or mpirun --mca <name> <value> overrides them.
+# Launch on this node alone: Open MPI's rsh launcher will not start without ssh or rsh.
+plm = isolated
+# Shared memory between the ranks; TCP over loopback where shared memory cannot be had.
+btl = self,vader,tcp
+btl_tcp_if_include = lo
+# No process_vm_readv (CMA) between ranks: containers often forbid it.
+btl_vader_single_copy_mechanism = none
+btl_base_warn_component_unused = 0
+EOF
+  cat >"$root/bin/mpirun" <<'EOF'
+#!/bin/sh
+# Open MPI's mpirun from this bundle (tools/gpu_bundle.sh), wherever the bundle was unpacked.
+root="$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)"
+o="$root/openmpi"
+# Open MPI's directories and PMIx's: these, not the ones they were built with (which may hold another
+# version's files). hwloc without the machine's plugins.
+export OPAL_PREFIX="$o" OPAL_EXEC_PREFIX="$o" OPAL_BINDIR="$o/bin" OPAL_LIBDIR="$root/lib" \
+  OPAL_PKGLIBDIR="$o/lib/openmpi" OPAL_DATAROOTDIR="$o/share" OPAL_DATADIR="$o/share" \
+  OPAL_PKGDATADIR="$o/share/openmpi" OPAL_SYSCONFDIR="$o/etc"
+export PMIX_PREFIX="$o" PMIX_INSTALL_PREFIX="$o" PMIX_EXEC_PREFIX="$o" PMIX_BINDIR="$o/bin" PMIX_LIBDIR="$root/lib" \
+  PMIX_PKGLIBDIR="$o/lib/pmix" PMIX_DATAROOTDIR="$o/share" PMIX_DATADIR="$o/share" \
+  PMIX_PKGDATADIR="$o/share/pmix" PMIX_SYSCONFDIR="$o/etc" HWLOC_PLUGINS_PATH="$o/lib/hwloc"
+export PATH="$o/bin:$PATH" LD_LIBRARY_PATH="$root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# A lent machine is usually run as root, which mpirun refuses unless told.
+export OMPI_ALLOW_RUN_AS_ROOT="${OMPI_ALLOW_RUN_AS_ROOT:-1}" OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:-1}"
+exec "$o/bin/orterun" "$@"
+EOF
+  chmod +x "$root/bin/mpirun"
 fi
-for lib in $(awk '/=> \//{print $1 "=" $3}' <<<"$deps" | sort -u); do
-  name=${lib%%=*}
-  grep -qE "$system|$gpu" <<<"$name" && continue
-  cp -L "${lib#*=}" "$root/lib/$name"
-done
 # The GPU libraries by the names the programs ask for (libcublasLt.so.13 with CUDA 13, .so.12 with 12).
 gpu_libs=$(awk '/=>/{print $1}' <<<"$deps" | grep -E "$gpu" | sort -u | tr '\n' ' ')
 # Which sources these programs are: tools/gpu_checks.sh --build refuses a bundle of other sources.

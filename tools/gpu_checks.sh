@@ -160,6 +160,9 @@ else
 fi
 zbplan="$build/zbplan"
 zbrun="$build/zbrun"
+# A bundle (tools/gpu_bundle.sh) brings the Open MPI its zbrun links: its mpirun, unless MPIRUN names one.
+[ -z "${MPIRUN:-}" ] && [ -x "$build/../bin/mpirun" ] && export MPIRUN="$(cd "$build/../bin" && pwd)/mpirun"
+mpirun=${MPIRUN:-mpirun}
 if [ -n "$only" ]; then
   skipped=()
   for group in $groups; do want "$group" || skipped+=("$group"); done
@@ -378,23 +381,23 @@ fi
 
 # --- NCCL across two GPUs -------------------------------------------------------------------------
 if want nccl; then
-  if [ "$gpus" -ge 2 ] && command -v mpirun >/dev/null; then
+  if [ "$gpus" -ge 2 ] && command -v "$mpirun" >/dev/null; then
     "$zbplan" plan --method zb-h1 -p 2 -m 8 --tf 1 --tb 1 --tw 1 -o "$work/nccl.json" >/dev/null
-    timeout 300 mpirun -n 2 --oversubscribe "$zbrun" "$work/nccl.json" --backend cuda --model "$work/model.json" --steps 6 \
+    timeout 300 "$mpirun" -n 2 --oversubscribe "$zbrun" "$work/nccl.json" --backend cuda --model "$work/model.json" --steps 6 \
       --timeout 60 >"$out/nccl.txt" 2>&1
     timeout 300 "$zbrun" "$work/nccl.json" --backend cuda --local --model "$work/model.json" --steps 6 >"$work/nccl_local.log" 2>&1
     a=$(grep -o 'weights digest [0-9a-f]*' "$out/nccl.txt")
     b=$(grep -o 'weights digest [0-9a-f]*' "$work/nccl_local.log")
     if [ -n "$a" ] && [ "$a" = "$b" ]; then result nccl PASS "mpirun -n 2 (NCCL) = in-process: $a"
     else result nccl FAIL "'$a' vs '$b'; see nccl.txt"; fi
-    timeout 120 mpirun -n 2 --oversubscribe "$zbrun" "$work/nccl.json" --backend cuda --steps 2 --fail-at 0:2 --timeout 10 \
+    timeout 120 "$mpirun" -n 2 --oversubscribe "$zbrun" "$work/nccl.json" --backend cuda --steps 2 --fail-at 0:2 --timeout 10 \
       >>"$out/nccl.txt" 2>&1
     rc=$?
     [ $rc -ne 0 ] && [ $rc -ne 124 ] && result nccl_errors PASS "--fail-at under mpirun ends the job (exit $rc)" ||
       result nccl_errors FAIL "exit $rc (124 = hung)"
   elif [ "$gpus" -ge 2 ]; then
     echo "skipped: $gpus GPUs but no mpirun here" >"$out/nccl.txt"
-    result nccl SKIP "no mpirun on this machine (a bundle has none)"
+    result nccl SKIP "no mpirun on this machine (install Open MPI or set MPIRUN)"
   else
     echo "skipped: $gpus GPU(s); NCCL refuses two ranks on one GPU" >"$out/nccl.txt"
     result nccl SKIP "needs 2 GPUs"
