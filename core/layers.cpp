@@ -157,12 +157,6 @@ std::optional<LayerCosts> layer_costs_from_json(const nlohmann::json& j, const s
       }
       layer.*f.member = x.get<double>();
     }
-    if (layer.activation_bytes_w > layer.activation_bytes) {
-      error(at + "/activation_bytes_w", "is more than activation_bytes (" + json_excerpt(v["activation_bytes_w"]) +
-                                            " > " + json_excerpt(v.value("activation_bytes", nlohmann::json(0))) +
-                                            "): B frees memory, it never adds any");
-      ok = false;
-    }
     out.layers.push_back(std::move(layer));
   }
   if (!ok) return std::nullopt;

@@ -92,9 +92,10 @@ std::vector<LayerCost> measure_layer_kinds(Compute& compute, const GptConfig& mo
     k.t_f = round6(median(times[c][0]));
     k.t_b = round6(median(times[c][1]));
     k.t_w = round6(median(times[c][2]));
-    // Held bytes are the same every run (the last run's are kept); M_W never exceeds M_B.
+    // Held bytes are the same every run (the last run's are kept). M_W may exceed M_B: the CUDA
+    // backend keeps each linear layer's output gradient for W, more than B drops.
     k.activation_bytes = static_cast<double>(std::max(held_f[c], 0LL));
-    k.activation_bytes_w = std::clamp(static_cast<double>(held_w[c]), 0.0, k.activation_bytes);
+    k.activation_bytes_w = static_cast<double>(std::max(held_w[c], 0LL));
     double values = 0;
     for (const TensorSpec& spec : stage_tensors(one, c, kKinds)) values += static_cast<double>(spec.size);
     k.parameter_bytes = std::round(values * bytes.parameter);

@@ -16,7 +16,7 @@ from collections import defaultdict
 
 
 def short_name(name):
-    name = name.replace("(anonymous namespace)::", "")
+    name = name.replace("(anonymous namespace)::", "").replace("<unnamed>::", "")
     name = re.sub(r"^void ", "", name)
     name = re.sub(r"\(.*", "", name)  # arguments
     name = re.sub(r"<.*>", "", name)  # template arguments

