@@ -70,7 +70,9 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
   bool compute_only = false;
   PlanOptions plan_options;
   plan->add_option("--time-limit,--ilp-seconds", plan_options.time_limit,
-                   "seconds for the ILP refinement: method ilp (default 10); auto runs the ILP only when given")
+                   "seconds for the whole call: the searches stop then with the best found so far (the output says "
+                   "what they left out) and the ILP refinement gets what they leave (method ilp: 10 s for the ILP "
+                   "when not given; auto runs the ILP only when given)")
       ->check(real_in(0.01, 86400))
       ->default_str("");
   plan->add_option("--threads", plan_options.threads, "CBC threads for the ILP")->check(integer_in(1, 256));

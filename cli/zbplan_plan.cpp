@@ -207,6 +207,7 @@ int cmd_plan(const std::string& method, const ProblemFlags& flags, const Iterati
     if (!problem) return fail(err, diags);
   }
   PlanOptions with_objective = options;
+  if (options.time_limit > 0) with_objective.deadline = Deadline::in(options.time_limit);
   with_objective.objective = iteration_flags.objective_or_default();
   with_objective.iterations = iteration_flags.options();
   if (!compute_only) {

@@ -14,6 +14,7 @@
 
 #include "core/ir.h"
 #include "core/problem.h"
+#include "planner/deadline.h"
 #include "planner/search_heuristic.h"
 
 namespace zbpp {
@@ -47,7 +48,9 @@ struct VFamilyMember {
   VBlockForm form;
   Schedule schedule;
 };
-std::vector<VFamilyMember> generate_v_block_family(const Problem& problem, Mem limit);
+/// Past `deadline` no further block is made (*made counts those that were, of *blocks).
+std::vector<VFamilyMember> generate_v_block_family(const Problem& problem, Mem limit, const Deadline& deadline = {},
+                                                   int* made = nullptr, int* blocks = nullptr);
 
 /// Which of a ready B and a ready F the greedy runs first.
 enum class VOrder {
@@ -104,14 +107,17 @@ std::optional<Schedule> generate_v_zb(const Problem& problem, std::string* why);
 /// The V search (--method heuristic with 2 chunks, V placement): the greedy over every budget from
 /// 2 chunk activations up to what the memory limit allows (at most 4p), and its knobs; V-Min,
 /// V-Half, V-ZB, ZB-V and DualPipe-V join as seeds where they fit. Ranked as search_heuristic ranks.
+/// Past `deadline` it takes no new candidate and polishes nothing more, and returns the best so
+/// far (SearchResult::cut says what it left out).
 std::optional<SearchResult> search_v(const Problem& problem, std::vector<Diag>* diags, Cost cost = Cost::kSpan,
-                                     const CostFn& true_cost = {});
+                                     const CostFn& true_cost = {}, const Deadline& deadline = {});
 
 /// The search on the interleaved placement (stage s holds virtual stages s, s+p, ...; any
 /// problem.chunks >= 2): the greedy over every budget up to what the memory limit allows (at most
 /// 2p per chunk) and its knobs, with 1F1B-I (and 1F1B-I with its backwards split) as seeds where
 /// m is a multiple of p, so never worse than 1F1B-I at its memory. Ranked as search_v.
 std::optional<SearchResult> search_interleaved(const Problem& problem, std::vector<Diag>* diags,
-                                               Cost cost = Cost::kSpan, const CostFn& true_cost = {});
+                                               Cost cost = Cost::kSpan, const CostFn& true_cost = {},
+                                               const Deadline& deadline = {});
 
 }  // namespace zbpp

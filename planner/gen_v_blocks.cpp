@@ -130,7 +130,7 @@ class SlotGrid {
           if (cell(s, t) >= 0) continue;
           clear(s, k, j);
           set(s, k, j, t);
-          if (peak(s, with_ws) <= limit) break;
+          if (!peak_exceeds(s, with_ws, limit)) break;
           clear(s, k, j);
           set(s, k, j, at);
         }
@@ -348,7 +348,11 @@ class SlotGrid {
 
   // The stage's peak activation memory in slot order; without explicit W's, each free slot runs
   // the oldest pending W.
-  Mem peak(int s, bool explicit_ws) const {
+  Mem peak(int s, bool explicit_ws) const { return walk_peak(s, explicit_ws, std::numeric_limits<Mem>::max()); }
+  // Whether that peak is over `limit`: the walk stops at the first slot over it.
+  bool peak_exceeds(int s, bool explicit_ws, Mem limit) const { return walk_peak(s, explicit_ws, limit) > limit; }
+  // The peak, or the first level over `stop`.
+  Mem walk_peak(int s, bool explicit_ws, Mem stop) const {
     Mem mem = 0, top = 0;
     std::deque<Op> pending;
     for (int id : cells_[s]) {
@@ -361,6 +365,7 @@ class SlotGrid {
         pending.pop_front();
       }
       top = std::max(top, mem);
+      if (top > stop) return top;
     }
     return top;
   }
@@ -506,7 +511,8 @@ std::vector<FamilyBlock> block_family(int p) {
 
 }  // namespace
 
-std::vector<VFamilyMember> generate_v_block_family(const Problem& pr, Mem limit) {
+std::vector<VFamilyMember> generate_v_block_family(const Problem& pr, Mem limit, const Deadline& deadline, int* made,
+                                                   int* blocks) {
   std::vector<VFamilyMember> out;
   std::set<uint64_t> seen;  // blocks that end in the same order, once (by a 64-bit FNV-1a hash)
   auto keep = [&](std::string name, VBlockForm form, Schedule s) {
@@ -516,7 +522,12 @@ std::vector<VFamilyMember> generate_v_block_family(const Problem& pr, Mem limit)
         for (int v : {static_cast<int>(op.type), op.mb, op.chunk, -1}) h = (h ^ static_cast<uint32_t>(v)) * 1099511628211ull;
     if (seen.insert(h).second) out.push_back({std::move(name), form, std::move(s)});
   };
-  for (const FamilyBlock& block : block_family(pr.p)) {
+  const std::vector<FamilyBlock> family = block_family(pr.p);
+  if (blocks) *blocks = static_cast<int>(family.size());
+  if (made) *made = 0;
+  for (const FamilyBlock& block : family) {
+    if (deadline.passed()) break;
+    if (made) ++*made;
     SlotGrid grid(pr, block.first);
     if (grid.peak() > limit) continue;
     // As the authors' search does: warm-up and cool-down laid out, then the free slots filled.

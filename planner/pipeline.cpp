@@ -182,8 +182,13 @@ std::optional<Generated> generate(const Problem& original, const std::string& me
       return std::nullopt;
     }
     if (v && !check_shape(pr, method, 2, diags)) return std::nullopt;
-    auto found = v ? search_v(pr, diags, compute, true_cost) : search_interleaved(pr, diags, compute, true_cost);
+    // Under a time limit the ILP's warm start takes at most half of what is left.
+    const Deadline searching =
+        is_ilp(method) && options.deadline.at ? options.deadline.within(options.deadline.left() / 2) : options.deadline;
+    auto found = v ? search_v(pr, diags, compute, true_cost, searching)
+                   : search_interleaved(pr, diags, compute, true_cost, searching);
     if (!found) return std::nullopt;
+    if (!found->cut.empty()) notes.push_back("time limit: the search stopped early (" + found->cut + ")");
     s = std::move(found->schedule);
     warm_start = v ? "the V search" : "the interleaved search";
     notes.push_back(std::string(v ? "V search: " : "interleaved search: ") + std::to_string(found->feasible) + " of " +
@@ -229,6 +234,11 @@ std::optional<Generated> generate(const Problem& original, const std::string& me
     ilp.measure = compute;
     ilp.true_cost = true_cost;
     ilp.seconds = options.time_limit > 0 ? options.time_limit : 10;
+    if (options.deadline.at) {
+      // What the search left, less the lowering's share (a tenth, 0.1 to 2 s), at least a moment.
+      const double lowering = std::clamp(0.1 * options.time_limit, 0.1, 2.0);
+      ilp.seconds = std::clamp(options.deadline.left() - lowering, 0.05, ilp.seconds);
+    }
     ilp.threads = options.threads;
     if (options.progress)
       ilp.progress = [&](const IlpProgress& at) {
@@ -254,7 +264,10 @@ std::optional<Generated> generate(const Problem& original, const std::string& me
                       "): discarded, the warm start is kept");
       refined->schedule = *s;
     }
-    notes.push_back("ilp (CBC, " + format_quanta(*to_quanta(ilp.seconds)) + " s limit, minimising the " +
+    const std::string limit = options.deadline.at ? "what the search left of the " +
+                                                        format_quanta(*to_quanta(options.time_limit)) + " s time limit"
+                                                  : format_quanta(*to_quanta(ilp.seconds)) + " s limit";
+    notes.push_back("ilp (CBC, " + limit + ", minimising the " +
                     cost_name(compute) + (true_cost ? ", keeping a schedule by its " + ranked_by : std::string()) +
                     "), warm-started from " + warm_start + (crossed ? ", its schedule discarded: " : ": ") +
                     refined->summary());

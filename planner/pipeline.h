@@ -14,6 +14,7 @@
 #include "core/problem.h"
 #include "core/simulate.h"
 #include "core/simulate_iterations.h"
+#include "planner/deadline.h"
 #include "planner/lower.h"
 
 namespace zbpp {
@@ -48,6 +49,9 @@ struct PlanOptions {
   std::vector<LowerOptions> lowerings;
   IterationOptions iterations;  ///< how true costs are timed
   double time_limit = 0;  ///< seconds for the ILP; 0: not given (ilp takes 10 s, auto leaves the ILP out)
+  /// When the whole call must end (zbplan plan --time-limit): the searches stop there with the
+  /// best so far, the ILP gets what the search left (the lowering's share kept back).
+  Deadline deadline;
   int threads = 1;        ///< CBC threads
   std::function<void(const std::string&)> progress;  ///< ILP progress lines (nothing when empty)
   /// auto: only the candidates with one chunk per stage (a layer partition gives each stage one

@@ -34,6 +34,7 @@ struct SearchResult {
   int candidates = 0;           ///< grid points and seeds tried
   int feasible = 0;             ///< those that kept the memory limit
   int pruned = 0;               ///< those stopped once their compute cost was sure to exceed the best
+  std::string cut;              ///< what a deadline left out ("" where the search ran to its end)
 };
 
 /// Grid search over all switch combinations, in `threads` threads (0: two when the problem is

@@ -187,7 +187,8 @@ using Seeds = std::vector<std::pair<std::string, std::optional<Schedule>>>;
 // lower). `shape` names the placement in the message when nothing fits.
 std::optional<SearchResult> search_placement(const Problem& pr, const std::vector<std::vector<int>>& placement,
                                              Seeds seeds, const std::string& shape, std::vector<Diag>* diags,
-                                             Cost cost_kind, const CostFn& true_cost, std::vector<Seeds> apart = {}) {
+                                             Cost cost_kind, const CostFn& true_cost, const Deadline& deadline,
+                                             std::vector<Seeds> apart = {}, std::string cut = {}) {
   const int chunks = static_cast<int>(placement[0].size());
   Mem smallest_b = pr.mem_b.empty() ? 1 : *std::min_element(pr.mem_b.begin(), pr.mem_b.end());
   int most = 2 * chunks * pr.p;
@@ -209,7 +210,7 @@ std::optional<SearchResult> search_placement(const Problem& pr, const std::vecto
     ++feasible;
     if (*into && cost >= (*into)->cost) return;
     const Ticks span = simulate_span(s, pr);
-    *into = SearchResult{std::move(s), span, cost, name, 0, 0};
+    *into = SearchResult{std::move(s), span, cost, name, 0, 0, 0, {}};
   };
   // The greedy's grid, in two threads on big problems: each keeps its best (ties to the lower grid
   // index), so the result never depends on which thread ran which point.
@@ -225,8 +226,10 @@ std::optional<SearchResult> search_placement(const Problem& pr, const std::vecto
   const int threads = std::clamp(pr.p * pr.m >= 1024 ? 2 : 1, 1, std::max<int>(1, static_cast<int>(grid.size())));
   std::vector<Worker> workers(threads);
   std::atomic<size_t> next_point{0};
+  std::atomic<size_t> taken{0};  // grid points a worker took before the deadline
   auto work = [&](Worker& wk) {
-    for (size_t k; (k = next_point.fetch_add(1)) < grid.size();) {
+    for (size_t k; !deadline.passed() && (k = next_point.fetch_add(1)) < grid.size();) {
+      ++taken;
       std::string why;
       auto s = generate_greedy_on(pr, placement, grid[k], &why);
       if (!s) continue;
@@ -248,10 +251,13 @@ std::optional<SearchResult> search_placement(const Problem& pr, const std::vecto
                               (wk.best_cost == winner->best_cost && wk.best_index < winner->best_index)))
       winner = &wk;
   }
-  candidates += static_cast<int>(grid.size());
+  candidates += static_cast<int>(taken.load());
+  if (taken.load() < grid.size())
+    cut += std::string(cut.empty() ? "" : "; ") + "the greedy ran " + std::to_string(taken.load()) + " of its " +
+           std::to_string(grid.size()) + " grid points";
   if (winner)
     best = SearchResult{*winner->best, simulate_span(*winner->best, pr), winner->best_cost,
-                        grid[winner->best_index].name(), 0, 0};
+                        grid[winner->best_index].name(), 0, 0, 0, {}};
   for (auto& [name, seed] : seeds)
     if (seed) consider(std::move(*seed), name, &best);
   // Polish by swaps, ranked by the compute cost; kept only if its true cost agrees.
@@ -266,11 +272,17 @@ std::optional<SearchResult> search_placement(const Problem& pr, const std::vecto
       r->schedule = std::move(polished);
     }
   };
-  if (best) polish(&*best, pr);
+  auto skipped = [&](const std::string& what) {
+    if (!deadline.passed()) return false;
+    cut += std::string(cut.empty() ? "" : "; ") + what + " skipped";
+    return true;
+  };
+  if (best && !skipped("the polish by swaps")) polish(&*best, pr);
   // The best of each group of seeds polished apart, also polished, and kept if it ends lower: a
   // better start can end worse after the polish, so these never take another winner's polish
   // away. Polished within its own peak, so that a larger limit never gives a worse plan from it.
   for (Seeds& group : apart) {
+    if (skipped("the seed groups' polish")) break;
     std::optional<SearchResult> other;
     for (auto& [name, seed] : group)
       if (seed) consider(std::move(*seed), name, &other);
@@ -289,6 +301,7 @@ std::optional<SearchResult> search_placement(const Problem& pr, const std::vecto
   }
   best->candidates = candidates;
   best->feasible = feasible;
+  best->cut = cut;
   best->schedule.method = "heuristic";
   return best;
 }
@@ -317,7 +330,7 @@ std::optional<Schedule> split_backwards(std::optional<Schedule> s) {
 }  // namespace
 
 std::optional<SearchResult> search_v(const Problem& pr, std::vector<Diag>* diags, Cost cost_kind,
-                                     const CostFn& true_cost) {
+                                     const CostFn& true_cost, const Deadline& deadline) {
   Seeds seeds;
   seeds.emplace_back("v-min", generate_v_block(pr, VBlock::kMin));
   seeds.emplace_back("v-half", generate_v_block(pr, VBlock::kHalf));
@@ -335,7 +348,10 @@ std::optional<SearchResult> search_v(const Problem& pr, std::vector<Diag>* diags
   const Mem most = pr.mem_limit ? *pr.mem_limit : std::numeric_limits<Mem>::max();
   const Cost compute = is_compute_cost(cost_kind) ? cost_kind : Cost::kSpan;
   std::vector<std::vector<std::tuple<Ticks, size_t, std::string, Schedule>>> family(apart.size());
-  for (auto& [name, form, block] : generate_v_block_family(pr, most)) {
+  int made = 0, blocks = 0;
+  // At most a third of the time left: the greedy's grid, which finds most winners, comes after.
+  const Deadline family_deadline = deadline.at ? deadline.within(deadline.left() / 3) : deadline;
+  for (auto& [name, form, block] : generate_v_block_family(pr, most, family_deadline, &made, &blocks)) {
     const Ticks cost = simulate_cost(block, pr, compute);
     auto& group = family[form == VBlockForm::kAsTheirs ? 3 : form == VBlockForm::kSteadyFree ? 2 : 1];
     if (cost >= 0) group.emplace_back(cost, group.size(), name, std::move(block));
@@ -353,19 +369,22 @@ std::optional<SearchResult> search_v(const Problem& pr, std::vector<Diag>* diags
     });
     for (size_t i = 0; i < kept; ++i) apart[g].emplace_back(std::get<2>(group[i]), std::move(std::get<3>(group[i])));
   }
+  const std::string cut = made < blocks ? "the family of blocks made " + std::to_string(made) + " of its " +
+                                              std::to_string(blocks) + " blocks"
+                                        : "";
   return search_placement(pr, v_shape_placement(pr.p), std::move(seeds), "V-shape", diags, cost_kind, true_cost,
-                          std::move(apart));
+                          deadline, std::move(apart), cut);
 }
 
 std::optional<SearchResult> search_interleaved(const Problem& pr, std::vector<Diag>* diags, Cost cost_kind,
-                                               const CostFn& true_cost) {
+                                               const CostFn& true_cost, const Deadline& deadline) {
   Seeds seeds;
   std::string err;
   auto interleaved = generate_1f1b_interleaved(pr, &err);  // where m is a multiple of p
   seeds.emplace_back("1f1b-i split", split_backwards(interleaved));
   seeds.emplace_back("1f1b-i", std::move(interleaved));
   return search_placement(pr, interleaved_placement(pr.p, pr.chunks), std::move(seeds), "interleaved", diags,
-                          cost_kind, true_cost);
+                          cost_kind, true_cost, deadline);
 }
 
 }  // namespace zbpp
