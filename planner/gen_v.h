@@ -102,7 +102,8 @@ std::optional<Schedule> generate_v_zb_rounds(const Problem& problem, VRoundsOpti
 /// of the round-by-round V-ZB's four options, the greedy's knobs at that budget and the ZB-V and
 /// DualPipe-V orders, then polished by swaps of neighbouring ops within its peak, so never worse
 /// than any of them where it keeps to that memory. Nothing, with the reason in *why, only when no candidate keeps to it.
-std::optional<Schedule> generate_v_zb(const Problem& problem, std::string* why);
+/// Past `deadline` its polish stops (with the swaps made so far).
+std::optional<Schedule> generate_v_zb(const Problem& problem, std::string* why, const Deadline& deadline = {});
 
 /// The V search (--method heuristic with 2 chunks, V placement): the greedy over every budget from
 /// 2 chunk activations up to what the memory limit allows (at most 4p), and its knobs; V-Min,

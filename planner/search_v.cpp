@@ -85,7 +85,7 @@ std::vector<std::vector<Ticks>> input_ready_times(const Schedule& s, const Probl
 // swap is tried only where the later op's input was there before the earlier op ended (else
 // nothing can start sooner), and the simulations stop after about kPolishWork ops in all, so big
 // problems stay fast.
-void improve_by_swaps(Schedule* s, const Problem& pr, Cost cost_kind, int passes) {
+void improve_by_swaps(Schedule* s, const Problem& pr, Cost cost_kind, int passes, const Deadline& deadline = {}) {
   const VirtualStageMap map(s->placement);
   Ticks best = simulate_cost(*s, pr, cost_kind);
   size_t ops_total = 0;
@@ -100,6 +100,7 @@ void improve_by_swaps(Schedule* s, const Problem& pr, Cost cost_kind, int passes
     for (int st = 0; st < pr.p && work_left > 0; ++st) {
       auto& ops = s->stages[st];
       for (size_t i = 0; i + 1 < ops.size() && work_left > 0; ++i) {
+        if (deadline.at && i % 64 == 0 && deadline.passed()) return;  // each swap kept so far is an improvement
         if (ready[st][i + 1] >= timeline->ops[st][i].end || !may_swap(ops[i], ops[i + 1], st, map)) continue;
         std::swap(ops[i], ops[i + 1]);
         work_left -= static_cast<long long>(ops_total);
@@ -121,7 +122,7 @@ void improve_by_swaps(Schedule* s, const Problem& pr, Cost cost_kind, int passes
 
 }  // namespace
 
-std::optional<Schedule> generate_v_zb(const Problem& pr, std::string* why) {
+std::optional<Schedule> generate_v_zb(const Problem& pr, std::string* why, const Deadline& deadline) {
   // 1F1B's activation memory, without the problem's limit (validation checks that, as for zb-v).
   Problem unlimited = pr;
   unlimited.mem_limit.reset();
@@ -172,7 +173,7 @@ std::optional<Schedule> generate_v_zb(const Problem& pr, std::string* why) {
   // Polished within the memory it kept.
   Problem kept = unlimited;
   kept.mem_limit = peak_memory_of(*best, unlimited);
-  improve_by_swaps(&*best, kept, Cost::kSpan, kSwapPasses);
+  improve_by_swaps(&*best, kept, Cost::kSpan, kSwapPasses, deadline);
   best->method = "v-zb";
   return best;
 }
@@ -263,7 +264,7 @@ std::optional<SearchResult> search_placement(const Problem& pr, const std::vecto
   // Polish by swaps, ranked by the compute cost; kept only if its true cost agrees.
   auto polish = [&](SearchResult* r, const Problem& within) {
     Schedule polished = r->schedule;
-    improve_by_swaps(&polished, within, is_compute_cost(cost_kind) ? cost_kind : Cost::kSpan, kSwapPasses);
+    improve_by_swaps(&polished, within, is_compute_cost(cost_kind) ? cost_kind : Cost::kSpan, kSwapPasses, deadline);
     const Ticks cost = true_cost ? true_cost(polished) : simulate_cost(polished, pr, cost_kind);
     if (cost >= 0 && cost < r->cost) {
       r->span = simulate_span(polished, pr);
@@ -334,10 +335,15 @@ std::optional<SearchResult> search_v(const Problem& pr, std::vector<Diag>* diags
   Seeds seeds;
   seeds.emplace_back("v-min", generate_v_block(pr, VBlock::kMin));
   seeds.emplace_back("v-half", generate_v_block(pr, VBlock::kHalf));
-  std::string stalled, err;
-  seeds.emplace_back("v-zb", generate_v_zb(pr, &stalled));
-  seeds.emplace_back("zb-v", generate_zb_v(pr));
-  seeds.emplace_back("dualpipe-v", generate_dualpipe_v(pr, &err));
+  // The slower seeds (V-ZB polishes its own) only while time is left; the first two always.
+  std::string stalled, err, skipped_seeds;
+  auto seed = [&](const char* name, auto make) {
+    if (deadline.passed()) skipped_seeds += std::string(skipped_seeds.empty() ? "" : ", ") + name;
+    else seeds.emplace_back(name, make());
+  };
+  seed("v-zb", [&] { return generate_v_zb(pr, &stalled, deadline); });
+  seed("zb-v", [&] { return std::optional<Schedule>(generate_zb_v(pr)); });
+  seed("dualpipe-v", [&] { return generate_dualpipe_v(pr, &err); });
   // Polished apart: the reordered V-Min and V-Half; and the authors' family of blocks (between
   // V-Min's, V-Half's and V-ZB's memories one of them fits each limit closely) in three groups, as
   // each was reordered (steady phase kept or not, or laid out as the authors do): each group's
@@ -369,9 +375,10 @@ std::optional<SearchResult> search_v(const Problem& pr, std::vector<Diag>* diags
     });
     for (size_t i = 0; i < kept; ++i) apart[g].emplace_back(std::get<2>(group[i]), std::move(std::get<3>(group[i])));
   }
-  const std::string cut = made < blocks ? "the family of blocks made " + std::to_string(made) + " of its " +
-                                              std::to_string(blocks) + " blocks"
-                                        : "";
+  std::string cut = skipped_seeds.empty() ? "" : "seeds " + skipped_seeds + " not made";
+  if (made < blocks)
+    cut += (cut.empty() ? "" : "; ") + std::string("the family of blocks made ") + std::to_string(made) + " of its " +
+           std::to_string(blocks) + " blocks";
   return search_placement(pr, v_shape_placement(pr.p), std::move(seeds), "V-shape", diags, cost_kind, true_cost,
                           deadline, std::move(apart), cut);
 }

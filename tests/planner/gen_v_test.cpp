@@ -432,3 +432,31 @@ TEST_CASE("v search: at the peaks of the authors' own V schedules no worse than 
   INFO(at_or_below << " of " << files << " at or below theirs");
   CHECK(at_or_below == files);
 }
+
+TEST_CASE("a deadline cuts the V and interleaved searches short: a valid schedule, and what was left out named") {
+  Problem pr = make_problem(8, 32, 1, 1, 1, 0, 1, 0, "", 2);
+  std::vector<Diag> diags;
+  auto full = search_v(pr, &diags, Cost::kSpan, {});
+  REQUIRE(full);
+  CHECK(full->cut.empty());
+  const Deadline passed = Deadline::in(0);  // already past: only the first two seeds are made
+  auto cut = search_v(pr, &diags, Cost::kSpan, {}, passed);
+  REQUIRE(cut);
+  CHECK(validate(cut->schedule, pr).empty());
+  CHECK(cut->cut.find("seeds v-zb, zb-v, dualpipe-v not made") != std::string::npos);
+  CHECK(cut->cut.find("the greedy ran 0 of its") != std::string::npos);
+  CHECK(cut->cut.find("the polish by swaps skipped") != std::string::npos);
+  CHECK(cut->candidates < full->candidates);
+  CHECK(cut->cost >= full->cost);  // never better than the whole search
+  Problem interleaved = pr;
+  interleaved.placement = interleaved_placement(pr.p, 2);
+  auto il = search_interleaved(interleaved, &diags, Cost::kSpan, {}, passed);
+  REQUIRE(il);
+  CHECK(validate(il->schedule, interleaved).empty());
+  CHECK(il->cut.find("the greedy ran 0 of its") != std::string::npos);
+  // A deadline far away changes nothing.
+  auto later = search_v(pr, &diags, Cost::kSpan, {}, Deadline::in(3600));
+  REQUIRE(later);
+  CHECK(later->cut.empty());
+  CHECK(later->cost == full->cost);
+}
