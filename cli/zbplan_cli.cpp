@@ -77,7 +77,7 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
       ->default_str("");
   plan->add_option("--threads", plan_options.threads, "CBC threads for the ILP")->check(integer_in(1, 256));
   bool quiet = false;
-  plan->add_flag("--quiet", quiet, "no ILP progress lines on stderr");
+  plan->add_flag("--quiet", quiet, "no progress lines on stderr (the ILP's, the searches' and the partition search's)");
   plan->add_flag("--compute-only", compute_only,
                  "write F/B/W ops only (level \"compute\"); by default the file is lowered for zbrun: send/recv, buffer slots, optimizer step");
   IterationFlags plan_iterations, simulate_iterations_flags, import_iterations;

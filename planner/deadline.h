@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <optional>
+#include <string>
 
 namespace zbpp {
 
@@ -28,6 +30,26 @@ struct Deadline {
   static std::chrono::steady_clock::duration to_duration(double seconds) {
     return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
   }
+};
+
+/// Progress lines of long work (zbplan plan without --quiet): at most one a second, each made only
+/// when it is said; nothing without a sink. Not thread-safe: tick from one thread.
+class ProgressTicker {
+ public:
+  explicit ProgressTicker(std::function<void(const std::string&)> sink)
+      : sink_(std::move(sink)), start_(std::chrono::steady_clock::now()), last_(start_) {}
+  template <typename Make>
+  void tick(Make&& make) {
+    if (!sink_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_ < std::chrono::seconds(1)) return;
+    last_ = now;
+    sink_(make(std::chrono::duration<double>(now - start_).count()));
+  }
+
+ private:
+  std::function<void(const std::string&)> sink_;
+  std::chrono::steady_clock::time_point start_, last_;
 };
 
 }  // namespace zbpp

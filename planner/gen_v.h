@@ -48,9 +48,11 @@ struct VFamilyMember {
   VBlockForm form;
   Schedule schedule;
 };
-/// Past `deadline` no further block is made (*made counts those that were, of *blocks).
+/// Past `deadline` no further block is made (*made counts those that were, of *blocks); `ticker`
+/// says how far it got.
 std::vector<VFamilyMember> generate_v_block_family(const Problem& problem, Mem limit, const Deadline& deadline = {},
-                                                   int* made = nullptr, int* blocks = nullptr);
+                                                   int* made = nullptr, int* blocks = nullptr,
+                                                   ProgressTicker* ticker = nullptr);
 
 /// Which of a ready B and a ready F the greedy runs first.
 enum class VOrder {
@@ -109,9 +111,10 @@ std::optional<Schedule> generate_v_zb(const Problem& problem, std::string* why, 
 /// 2 chunk activations up to what the memory limit allows (at most 4p), and its knobs; V-Min,
 /// V-Half, V-ZB, ZB-V and DualPipe-V join as seeds where they fit. Ranked as search_heuristic ranks.
 /// Past `deadline` it takes no new candidate and polishes nothing more, and returns the best so
-/// far (SearchResult::cut says what it left out).
+/// far (SearchResult::cut says what it left out). `progress` gets a line a second while it runs.
 std::optional<SearchResult> search_v(const Problem& problem, std::vector<Diag>* diags, Cost cost = Cost::kSpan,
-                                     const CostFn& true_cost = {}, const Deadline& deadline = {});
+                                     const CostFn& true_cost = {}, const Deadline& deadline = {},
+                                     const std::function<void(const std::string&)>& progress = {});
 
 /// The search on the interleaved placement (stage s holds virtual stages s, s+p, ...; any
 /// problem.chunks >= 2): the greedy over every budget up to what the memory limit allows (at most
@@ -119,6 +122,7 @@ std::optional<SearchResult> search_v(const Problem& problem, std::vector<Diag>* 
 /// m is a multiple of p, so never worse than 1F1B-I at its memory. Ranked as search_v.
 std::optional<SearchResult> search_interleaved(const Problem& problem, std::vector<Diag>* diags,
                                                Cost cost = Cost::kSpan, const CostFn& true_cost = {},
-                                               const Deadline& deadline = {});
+                                               const Deadline& deadline = {},
+                                               const std::function<void(const std::string&)>& progress = {});
 
 }  // namespace zbpp

@@ -512,7 +512,7 @@ std::vector<FamilyBlock> block_family(int p) {
 }  // namespace
 
 std::vector<VFamilyMember> generate_v_block_family(const Problem& pr, Mem limit, const Deadline& deadline, int* made,
-                                                   int* blocks) {
+                                                   int* blocks, ProgressTicker* ticker) {
   std::vector<VFamilyMember> out;
   std::set<uint64_t> seen;  // blocks that end in the same order, once (by a 64-bit FNV-1a hash)
   auto keep = [&](std::string name, VBlockForm form, Schedule s) {
@@ -525,9 +525,17 @@ std::vector<VFamilyMember> generate_v_block_family(const Problem& pr, Mem limit,
   const std::vector<FamilyBlock> family = block_family(pr.p);
   if (blocks) *blocks = static_cast<int>(family.size());
   if (made) *made = 0;
+  int done = 0;
   for (const FamilyBlock& block : family) {
     if (deadline.passed()) break;
     if (made) ++*made;
+    if (ticker)
+      ticker->tick([&](double seconds) {
+        return "V-shape search: the family of blocks, " + std::to_string(done) + " of " + std::to_string(family.size()) +
+               " made, " + std::to_string(out.size()) + " distinct kept (" + std::to_string(static_cast<int>(seconds)) +
+               " s)";
+      });
+    ++done;
     SlotGrid grid(pr, block.first);
     if (grid.peak() > limit) continue;
     // As the authors' search does: warm-up and cool-down laid out, then the free slots filled.

@@ -185,8 +185,8 @@ std::optional<Generated> generate(const Problem& original, const std::string& me
     // Under a time limit the ILP's warm start takes at most half of what is left.
     const Deadline searching =
         is_ilp(method) && options.deadline.at ? options.deadline.within(options.deadline.left() / 2) : options.deadline;
-    auto found = v ? search_v(pr, diags, compute, true_cost, searching)
-                   : search_interleaved(pr, diags, compute, true_cost, searching);
+    auto found = v ? search_v(pr, diags, compute, true_cost, searching, options.progress)
+                   : search_interleaved(pr, diags, compute, true_cost, searching, options.progress);
     if (!found) return std::nullopt;
     if (!found->cut.empty()) notes.push_back("time limit: the search stopped early (" + found->cut + ")");
     s = std::move(found->schedule);

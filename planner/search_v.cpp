@@ -189,7 +189,8 @@ using Seeds = std::vector<std::pair<std::string, std::optional<Schedule>>>;
 std::optional<SearchResult> search_placement(const Problem& pr, const std::vector<std::vector<int>>& placement,
                                              Seeds seeds, const std::string& shape, std::vector<Diag>* diags,
                                              Cost cost_kind, const CostFn& true_cost, const Deadline& deadline,
-                                             std::vector<Seeds> apart = {}, std::string cut = {}) {
+                                             ProgressTicker* ticker, std::vector<Seeds> apart = {},
+                                             std::string cut = {}) {
   const int chunks = static_cast<int>(placement[0].size());
   Mem smallest_b = pr.mem_b.empty() ? 1 : *std::min_element(pr.mem_b.begin(), pr.mem_b.end());
   int most = 2 * chunks * pr.p;
@@ -229,8 +230,14 @@ std::optional<SearchResult> search_placement(const Problem& pr, const std::vecto
   std::atomic<size_t> next_point{0};
   std::atomic<size_t> taken{0};  // grid points a worker took before the deadline
   auto work = [&](Worker& wk) {
+    const bool says = &wk == &workers[0];  // the calling thread's worker reports progress
     for (size_t k; !deadline.passed() && (k = next_point.fetch_add(1)) < grid.size();) {
       ++taken;
+      if (says)
+        ticker->tick([&](double seconds) {
+          return shape + " search: the greedy's grid, " + std::to_string(k) + " of " + std::to_string(grid.size()) +
+                 " points (" + std::to_string(static_cast<int>(seconds)) + " s)";
+        });
       std::string why;
       auto s = generate_greedy_on(pr, placement, grid[k], &why);
       if (!s) continue;
@@ -331,7 +338,9 @@ std::optional<Schedule> split_backwards(std::optional<Schedule> s) {
 }  // namespace
 
 std::optional<SearchResult> search_v(const Problem& pr, std::vector<Diag>* diags, Cost cost_kind,
-                                     const CostFn& true_cost, const Deadline& deadline) {
+                                     const CostFn& true_cost, const Deadline& deadline,
+                                     const std::function<void(const std::string&)>& progress) {
+  ProgressTicker ticker(progress);
   Seeds seeds;
   seeds.emplace_back("v-min", generate_v_block(pr, VBlock::kMin));
   seeds.emplace_back("v-half", generate_v_block(pr, VBlock::kHalf));
@@ -357,7 +366,7 @@ std::optional<SearchResult> search_v(const Problem& pr, std::vector<Diag>* diags
   int made = 0, blocks = 0;
   // At most a third of the time left: the greedy's grid, which finds most winners, comes after.
   const Deadline family_deadline = deadline.at ? deadline.within(deadline.left() / 3) : deadline;
-  for (auto& [name, form, block] : generate_v_block_family(pr, most, family_deadline, &made, &blocks)) {
+  for (auto& [name, form, block] : generate_v_block_family(pr, most, family_deadline, &made, &blocks, &ticker)) {
     const Ticks cost = simulate_cost(block, pr, compute);
     auto& group = family[form == VBlockForm::kAsTheirs ? 3 : form == VBlockForm::kSteadyFree ? 2 : 1];
     if (cost >= 0) group.emplace_back(cost, group.size(), name, std::move(block));
@@ -380,18 +389,20 @@ std::optional<SearchResult> search_v(const Problem& pr, std::vector<Diag>* diags
     cut += (cut.empty() ? "" : "; ") + std::string("the family of blocks made ") + std::to_string(made) + " of its " +
            std::to_string(blocks) + " blocks";
   return search_placement(pr, v_shape_placement(pr.p), std::move(seeds), "V-shape", diags, cost_kind, true_cost,
-                          deadline, std::move(apart), cut);
+                          deadline, &ticker, std::move(apart), cut);
 }
 
 std::optional<SearchResult> search_interleaved(const Problem& pr, std::vector<Diag>* diags, Cost cost_kind,
-                                               const CostFn& true_cost, const Deadline& deadline) {
+                                               const CostFn& true_cost, const Deadline& deadline,
+                                               const std::function<void(const std::string&)>& progress) {
+  ProgressTicker ticker(progress);
   Seeds seeds;
   std::string err;
   auto interleaved = generate_1f1b_interleaved(pr, &err);  // where m is a multiple of p
   seeds.emplace_back("1f1b-i split", split_backwards(interleaved));
   seeds.emplace_back("1f1b-i", std::move(interleaved));
   return search_placement(pr, interleaved_placement(pr.p, pr.chunks), std::move(seeds), "interleaved", diags,
-                          cost_kind, true_cost, deadline);
+                          cost_kind, true_cost, deadline, &ticker);
 }
 
 }  // namespace zbpp

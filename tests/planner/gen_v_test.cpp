@@ -2,6 +2,7 @@
 // the paper gives them, and the V search beats each of them at its own memory.
 #include "planner/gen_v.h"
 
+#include <chrono>
 #include <fstream>
 #include <limits>
 #include <set>
@@ -459,4 +460,21 @@ TEST_CASE("a deadline cuts the V and interleaved searches short: a valid schedul
   REQUIRE(later);
   CHECK(later->cut.empty());
   CHECK(later->cost == full->cost);
+}
+
+TEST_CASE("the V search says how far it got, a line a second at most, and nothing without a sink") {
+  Problem pr = make_problem(16, 64, 1, 1, 1, 0, 1, 0, "", 2);
+  std::vector<Diag> diags;
+  std::vector<std::string> lines;
+  auto start = std::chrono::steady_clock::now();
+  auto found = search_v(pr, &diags, Cost::kSpan, {}, Deadline::in(2.5),
+                        [&](const std::string& line) { lines.push_back(line); });
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  REQUIRE(found);
+  INFO(seconds << " s");
+  CHECK(lines.size() <= static_cast<size_t>(seconds) + 1);
+  if (seconds > 1.5) {  // long enough for a line (on any machine this search takes over 2 s)
+    REQUIRE_FALSE(lines.empty());
+    CHECK(lines[0].rfind("V-shape search: ", 0) == 0);
+  }
 }
