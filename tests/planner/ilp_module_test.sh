@@ -44,7 +44,7 @@ check "without the module the heuristic still plans" \
 mkdir -p "$tmp/inst/bin" "$tmp/inst/lib/zbpp" && cp "$zbplan" "$tmp/inst/bin/" && cp "$module" "$tmp/inst/lib/zbpp/"
 out=$("$tmp/inst/bin/zbplan" plan --method ilp "${problem[@]}" -o "$tmp/inst/ilp.json" 2>&1); code=$?
 check "installed, the ILP finds ../lib/zbpp/libzbpp_ilp.so (exit $code)" \
-  '[ $code -eq 0 ] && echo "$out" | grep -q "ilp (CBC, 5 s limit"'
+  '[ $code -eq 0 ] && echo "$out" | grep -q "ilp (CBC, what the search left of the 5 s time limit"'
 
 # A file of that name that is no library: refused with the loader's reason, never a crash.
 mkdir -p "$tmp/broken" && cp "$zbplan" "$tmp/broken/" && echo "not a library" > "$tmp/broken/libzbpp_ilp.so"

@@ -145,51 +145,57 @@ struct FlashSmem {
 };
 
 namespace detail {
-ZBPP_HD inline long flash_take(long* at, long bytes) {  // a 128-byte-aligned slot of `bytes`
-  long here = *at;
-  *at = here + (bytes + 127) / 128 * 128;
-  return here;
-}
+// Lays a FlashSmem out: each slot 128-byte aligned, after the one before.
+struct FlashLayout {
+  FlashSmem m;
+  long at = 0;
+  ZBPP_HD explicit FlashLayout(int hs) { m.hsp = flash_head_pad(hs), m.ldh = m.hsp + 8, m.ldf = m.hsp + 4; }
+  ZBPP_HD long take(long bytes) {
+    const long here = at;
+    at += (bytes + 127) / 128 * 128;
+    return here;
+  }
+  ZBPP_HD long head_rows(long rows) { return take(rows * m.ldh * 2); }  // bf16 rows of the padded head
+  ZBPP_HD long float_head_rows(long rows) { return take(rows * m.ldf * 4); }
+  ZBPP_HD long scores(long rows) { return take(rows * FlashSmem::kScoreLd * 4); }  // fp32, a key tile wide
+  ZBPP_HD long probs(long rows) { return take(rows * FlashSmem::kProbLd * 2); }    // bf16, a key tile wide
+  ZBPP_HD FlashSmem done() {
+    m.bytes = at;
+    return m;
+  }
+};
 }  // namespace detail
 
 /// Forward: Q (kFlashQueryRows rows), K and V (a key tile), per warp 16 rows of scores (fp32),
 /// probabilities (bf16) and the output accumulator (fp32), and each row's running sum.
 ZBPP_HD inline FlashSmem flash_forward_smem(int hs) {
-  FlashSmem m;
-  m.hsp = flash_head_pad(hs), m.ldh = m.hsp + 8, m.ldf = m.hsp + 4;
-  long at = 0;
-  const long bf = 2, fl = 4;
-  m.q = detail::flash_take(&at, kFlashQueryRows * m.ldh * bf);
-  m.k = detail::flash_take(&at, kFlashKeyRows * m.ldh * bf);
-  m.v = detail::flash_take(&at, kFlashKeyRows * m.ldh * bf);
-  m.s = detail::flash_take(&at, kFlashQueryRows * FlashSmem::kScoreLd * fl);
-  m.p = detail::flash_take(&at, kFlashQueryRows * FlashSmem::kProbLd * bf);
-  m.o = detail::flash_take(&at, kFlashQueryRows * m.ldf * fl);
-  m.stats = detail::flash_take(&at, kFlashQueryRows * fl);
-  m.bytes = at;
-  return m;
+  detail::FlashLayout l(hs);
+  l.m.q = l.head_rows(kFlashQueryRows);
+  l.m.k = l.head_rows(kFlashKeyRows);
+  l.m.v = l.head_rows(kFlashKeyRows);
+  l.m.s = l.scores(kFlashQueryRows);
+  l.m.p = l.probs(kFlashQueryRows);
+  l.m.o = l.float_head_rows(kFlashQueryRows);
+  l.m.stats = l.take(kFlashQueryRows * 4L);
+  return l.done();
 }
 
 /// Backward, per block one (batch, head): K and V of a key tile; Q and dout of a step's query rows,
 /// their scores, dP (fp32), P and dS (bf16), each row's lse and delta, and a 16 x 16 fp32 tile a
 /// warp to write dK and dV out through (they are summed in registers).
 ZBPP_HD inline FlashSmem flash_backward_smem(int hs) {
-  FlashSmem m;
-  m.hsp = flash_head_pad(hs), m.ldh = m.hsp + 8, m.ldf = m.hsp + 4;
-  long at = 0;
-  const long bf = 2, fl = 4;
-  m.k = detail::flash_take(&at, kFlashKeyRows * m.ldh * bf);
-  m.v = detail::flash_take(&at, kFlashKeyRows * m.ldh * bf);
-  m.q = detail::flash_take(&at, kFlashBackwardRows * m.ldh * bf);
-  m.dout = detail::flash_take(&at, kFlashBackwardRows * m.ldh * bf);
-  m.s = detail::flash_take(&at, kFlashBackwardRows * FlashSmem::kScoreLd * fl);
-  m.dp = detail::flash_take(&at, kFlashBackwardRows * FlashSmem::kScoreLd * fl);
-  m.p = detail::flash_take(&at, kFlashBackwardRows * FlashSmem::kProbLd * bf);
-  m.ds = detail::flash_take(&at, kFlashBackwardRows * FlashSmem::kProbLd * bf);
-  m.stats = detail::flash_take(&at, 2L * kFlashBackwardRows * fl);
-  m.stage = detail::flash_take(&at, kFlashWarps * 16L * 16 * fl);
-  m.bytes = at;
-  return m;
+  detail::FlashLayout l(hs);
+  l.m.k = l.head_rows(kFlashKeyRows);
+  l.m.v = l.head_rows(kFlashKeyRows);
+  l.m.q = l.head_rows(kFlashBackwardRows);
+  l.m.dout = l.head_rows(kFlashBackwardRows);
+  l.m.s = l.scores(kFlashBackwardRows);
+  l.m.dp = l.scores(kFlashBackwardRows);
+  l.m.p = l.probs(kFlashBackwardRows);
+  l.m.ds = l.probs(kFlashBackwardRows);
+  l.m.stats = l.take(2L * kFlashBackwardRows * 4);
+  l.m.stage = l.take(kFlashWarps * 16L * 16 * 4);
+  return l.done();
 }
 
 /// Rows of the flash backward's fp32 dQ accumulator per (batch, head): T rounded up to a key tile.
