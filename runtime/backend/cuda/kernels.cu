@@ -1,5 +1,6 @@
-// CUDA kernels for the non-GEMM layers (see kernels.cuh). Written for clarity over speed: one warp
-// per row where rows are reduced, one thread per element elsewhere. Reductions go through warp
+// CUDA kernels for the non-GEMM layers (see kernels.cuh); the flash attention is attention_flash.cu.
+// One warp per row where rows are reduced (a block per row for the cross-entropy's long rows), 8
+// elements a thread in the element-wise maps where alignment allows. Reductions go through warp
 // shuffles in a fixed pattern and column sums through fixed row splits, so results are
 // reproducible bit for bit.
 #include "runtime/backend/cuda/kernels.cuh"
