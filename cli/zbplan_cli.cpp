@@ -69,11 +69,17 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
   plan->add_option("-o,--output", output, "schedule file to write")->required()->check(file_name());
   bool compute_only = false;
   PlanOptions plan_options;
-  plan->add_option("--time-limit,--ilp-seconds", plan_options.time_limit,
+  plan->add_option("--time-limit", plan_options.time_limit,
                    "seconds for the whole call: the searches stop then with the best found so far (the output says "
                    "what they left out) and the ILP refinement gets what they leave (method ilp: 10 s for the ILP "
                    "when not given; auto runs the ILP only when given)")
       ->check(real_in(0.01, 86400))
+      ->default_str("");
+  // The older spelling: seconds for the ILP refinement alone, the searches before it unbounded.
+  plan->add_option("--ilp-seconds", plan_options.ilp_seconds,
+                   "seconds for the ILP refinement alone (the searches before it run to their end)")
+      ->check(real_in(0.01, 86400))
+      ->excludes("--time-limit")
       ->default_str("");
   plan->add_option("--threads", plan_options.threads, "CBC threads for the ILP")->check(integer_in(1, 256));
   bool quiet = false;

@@ -208,6 +208,7 @@ int cmd_plan(const std::string& method, const ProblemFlags& flags, const Iterati
   }
   PlanOptions with_objective = options;
   if (options.time_limit > 0) with_objective.deadline = Deadline::in(options.time_limit);
+  if (options.ilp_seconds > 0) with_objective.time_limit = options.ilp_seconds;  // the ILP's alone
   with_objective.objective = iteration_flags.objective_or_default();
   with_objective.iterations = iteration_flags.options();
   if (!compute_only) {

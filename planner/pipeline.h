@@ -49,6 +49,7 @@ struct PlanOptions {
   std::vector<LowerOptions> lowerings;
   IterationOptions iterations;  ///< how true costs are timed
   double time_limit = 0;  ///< seconds for the ILP; 0: not given (ilp takes 10 s, auto leaves the ILP out)
+  double ilp_seconds = 0;  ///< zbplan plan --ilp-seconds (the CLI turns it into time_limit with no deadline)
   /// When the whole call must end (zbplan plan --time-limit): the searches stop there with the
   /// best so far, the ILP gets what the search left (the lowering's share kept back).
   Deadline deadline;
