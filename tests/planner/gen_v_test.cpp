@@ -463,7 +463,7 @@ TEST_CASE("a deadline cuts the V and interleaved searches short: a valid schedul
   CHECK(later->cost == full->cost);
 }
 
-TEST_CASE("progress lines: at most one a second, none in the first, nothing without a sink; the V search's named") {
+TEST_CASE("progress lines: at most one a second, none in the first, nothing without a sink, and the V search's named") {
   std::vector<std::string> lines;
   ProgressTicker ticker([&](const std::string& line) { lines.push_back(line); });
   for (int i = 0; i < 1000; ++i) ticker.tick([](double) { return std::string("x"); });
