@@ -132,10 +132,10 @@ struct ProblemFlags {
         ->default_str("");
     app->add_option("--layers", layers_file,
                     "layer-cost file (schema/layers.schema.json, e.g. from zbrun --profile-layers): choose each "
-                    "stage's layers with the schedule; times and memory come from it, memory in MiB")
+                    "(virtual) stage's layers with the schedule; times and memory come from it, memory in MiB")
         ->check(file_name());
     app->add_option("--partition", partition,
-                    "with --layers: plan these layers per stage (counts \"a,b,...\" of the file's layers) instead of "
+                    "with --layers: plan these layers per (virtual) stage (counts \"a,b,...\" of the file's layers) instead of "
                     "searching")
         ->check(integer_list_in(1, 1'000'000));
     app->add_option("--device-memory", device_memory,

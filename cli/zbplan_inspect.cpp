@@ -81,10 +81,10 @@ int cmd_simulate(const std::string& path, const std::string& trace_path, const I
   if (file.partition) {  // the layers each stage runs, as the file records them
     const auto& part = *file.partition;
     std::string ranges;
-    for (int st = 0; st < file.schedule.p; ++st)
-      ranges += (st ? ", " : "") + shown_text(partition_range_text(part.costs, part.partition, st));
+    for (size_t vs = 0; vs < part.partition.counts.size(); ++vs)
+      ranges += (vs ? ", " : "") + shown_text(partition_range_text(part.costs, part.partition, static_cast<int>(vs)));
     out << "  partition         " << counts_text(part.partition) << " layers (" << ranges << "); no partition's plan costs less than "
-        << format_quanta(static_cast<Ticks>(file.problem.m) * best_partition_load(part.costs, file.problem.p)) << "\n";
+        << format_quanta(partition_bound(part.costs, file.problem)) << "\n";
   }
   std::optional<IterationTimeline> iterations;
   if (file.schedule.level == kLevelLowered) {
@@ -122,9 +122,15 @@ int cmd_show(const std::string& path, const std::string& output, int width, cons
   Timeline timeline = one;
   RenderOptions options;
   options.width = width;
-  if (file.partition)  // each stage labelled with its layers
-    for (int st = 0; st < file.schedule.p; ++st)
-      options.stage_labels.push_back(shown_text(partition_range_text(file.partition->costs, file.partition->partition, st)));
+  if (file.partition)  // each stage labelled with its layers, its chunks' ranges joined by " + "
+    for (int st = 0; st < file.schedule.p; ++st) {
+      std::string label;
+      for (int c = 0; c < file.schedule.chunks; ++c) {
+        const int vs = file.schedule.placement[static_cast<size_t>(st)][static_cast<size_t>(c)];
+        label += (c ? " + " : "") + partition_range_text(file.partition->costs, file.partition->partition, vs);
+      }
+      options.stage_labels.push_back(shown_text(label));
+    }
   if (show_iterations) {
     if (file.schedule.level != kLevelLowered) {
       err << "zbplan: show: " << path << ": --iterations needs a lowered file (one with the optimizer's ops): plan it "
@@ -167,6 +173,13 @@ int cmd_export(const std::string& path, const std::string& format, const std::st
           << "for --format layout\n";
       return kExitInvalid;
     }
+    const Schedule& s = loaded->first.schedule;
+    if (s.chunks > 1 && s.placement != interleaved_placement(s.p, s.chunks)) {
+      err << "zbplan: export: " << path << ": Megatron-LM's layout puts virtual stage k on rank k mod p (interleaved); "
+          << "this file's placement is not that one (a V, say): plan with 1f1b-i, or heuristic/ilp with --chunks and "
+          << "--placement interleaved, for --format layout\n";
+      return kExitInvalid;
+    }
     std::string why;
     const std::string layout = megatron_layout(partition->costs, partition->partition, &why);
     if (layout.empty()) {
@@ -174,8 +187,9 @@ int cmd_export(const std::string& path, const std::string& format, const std::st
       return kExitInvalid;
     }
     if (!write_file(output, layout + "\n", err)) return kExitInvalid;
-    out << "wrote " << output << " (Megatron-LM: --pipeline-model-parallel-size " << loaded->first.schedule.p
-        << " --pipeline-model-parallel-layout \"" << layout << "\")\n";
+    out << "wrote " << output << " (Megatron-LM: --pipeline-model-parallel-size " << s.p
+        << " --pipeline-model-parallel-layout \"" << layout << "\"" 
+        << (s.chunks > 1 ? ", " + std::to_string(s.chunks) + " virtual stages per rank" : std::string()) << ")\n";
     return 0;
   }
   if (!write_file(output, export_pytorch_csv(loaded->first.schedule), err)) return kExitInvalid;

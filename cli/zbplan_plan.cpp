@@ -90,15 +90,14 @@ std::string memory_hint(const Problem& problem, const std::string& method, const
 
 namespace {
 
-// With --layers the layer file gives the times and memory, and one chunk per stage: flags that
+// With --layers the layer file gives the times and memory of every virtual stage: flags that
 // would give them too are a usage error, named.
 std::string layers_conflict(const ProblemFlags& flags) {
   std::vector<std::string> given;
   if (!flags.problem_file.empty()) given.push_back("--problem");
   for (const auto& [text, name] : {std::pair{&flags.tf, "--tf"}, {&flags.tb, "--tb"}, {&flags.tw, "--tw"},
-                                   {&flags.mem_b, "--mem-b"}, {&flags.mem_w, "--mem-w"}, {&flags.placement, "--placement"}})
+                                   {&flags.mem_b, "--mem-b"}, {&flags.mem_w, "--mem-w"}})
     if (!text->empty()) given.push_back(name);
-  if (flags.chunks != ProblemFlags::kUnset && flags.chunks != 1) given.push_back("--chunks");
   std::string out;
   for (size_t i = 0; i < given.size(); ++i) out += (i ? ", " : "") + given[i];
   return out;
@@ -136,18 +135,23 @@ std::string parse_device_memory(const ProblemFlags& flags, std::vector<double>* 
 
 // What no partition of the layers can do: more stages than layers, or a device memory below the
 // least any partition needs (said with that least and its partition). "" when neither.
-std::string layers_cannot_fit(const std::string& file, const LayerCosts& costs, int p, const std::vector<double>& device_bytes) {
+std::string layers_cannot_fit(const std::string& file, const LayerCosts& costs, int p, int chunks,
+                              const std::vector<double>& device_bytes) {
   const int layers = static_cast<int>(costs.layers.size());
-  if (p > layers)
-    return file + ": more stages than layers: -p " + std::to_string(p) + ", but the file has " + std::to_string(layers) +
-           " layers, and every stage needs at least one";
+  if (p * chunks > layers)
+    return file + ": more " + (chunks > 1 ? "virtual stages" : "stages") + " than layers: " +
+           (chunks > 1 ? "-p " + std::to_string(p) + " x " + std::to_string(chunks) + " chunks" : "-p " + std::to_string(p)) +
+           ", but the file has " + std::to_string(layers) + " layers, and every " +
+           (chunks > 1 ? "virtual stage" : "stage") + " needs at least one";
   if (device_bytes.size() != 1) return "";
-  const auto [least, partition] = least_device_memory(costs, p);
+  const auto [least, partition] = least_device_memory(costs, p, chunks);
   if (device_bytes[0] >= least) return "";
   return file + ": --device-memory " + bytes_text(device_bytes[0]) +
          " cannot hold any partition's parameters, gradients, optimizer state and one microbatch's activations on every "
          "stage: the least is " + bytes_text(least) + " (" + std::to_string(static_cast<long long>(std::ceil(least))) +
-         " bytes), with the layers split " + counts_text(partition) + "; give more memory, or more stages";
+         " bytes)" + (chunks > 1 ? " (at least an even share of the whole, or the largest layer)"
+                                  : ", with the layers split " + counts_text(partition)) +
+         "; give more memory, or more stages";
 }
 
 }  // namespace
@@ -176,12 +180,7 @@ int cmd_plan(const std::string& method, const ProblemFlags& flags, const Iterati
   if (layered) {
     if (std::string conflict = layers_conflict(flags); !conflict.empty())
       return usage_error(err, "zbplan", "plan",
-                         "--layers gives the times and memory of every stage, one chunk each; drop " + conflict);
-    if (!plans_one_chunk(method))
-      return usage_error(err, "zbplan", "plan",
-                         "--layers plans one chunk per stage: use --method 1f1b, zb-h1, zb-h2, heuristic, ilp or auto, "
-                         "not " + method + " (V and interleaved placements need times per virtual stage, not yet in "
-                         "the problem model)");
+                         "--layers gives the times and memory of every virtual stage; drop " + conflict);
   }
   std::vector<Diag> diags;
   ProblemInput input;
@@ -189,16 +188,21 @@ int cmd_plan(const std::string& method, const ProblemFlags& flags, const Iterati
   LayerCosts costs;
   std::optional<Problem> problem;
   if (layered) {
+    std::string why;
+    const auto shape = partition_shape(method, input.p, input.chunks, input.placement, &why);
+    if (!shape) return usage_error(err, "zbplan", "plan", why);
+    input.chunks = shape->chunks;
+    input.placement = shape->placement;
     if (!load_layer_costs(flags.layers_file, &costs, &diags)) return fail(err, diags);
-    if (std::string bad = layers_cannot_fit(flags.layers_file, costs, input.p, device_bytes); !bad.empty()) {
+    if (std::string bad = layers_cannot_fit(flags.layers_file, costs, input.p, input.chunks, device_bytes); !bad.empty()) {
       err << "zbplan: " << bad << "\n";
       return kExitInvalid;
     }
     // The balanced partition's problem checks m and the limit as any problem's are checked. A limit
     // like 2p becomes the MiB it means there: one limit for every partition searched. (Device memory
     // sets each partition's limits itself; where the balanced one does not fit, others may.)
-    const ProblemInput balanced = input.p >= 1 ? problem_for_partition(costs, balanced_partition(costs, input.p), input)
-                                               : input;
+    const ProblemInput balanced =
+        input.p >= 1 ? problem_for_partition(costs, balanced_partition(costs, input.p * input.chunks), input) : input;
     problem = build_problem(balanced, "", &diags);
     if (!problem) return fail(err, diags);
     if (problem->mem_limit) input.mem_limit = format_quanta(*problem->mem_limit);

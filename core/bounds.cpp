@@ -171,14 +171,13 @@ Ticks wall_lower_bound(const Problem& pr, const std::vector<std::vector<int>>& p
   std::vector<Ticks> reach(map.virtual_stages(), 0);
   for (int vs = 1; vs < map.virtual_stages(); ++vs) {
     int prev = map.stage_of[vs - 1];
-    reach[vs] = reach[vs - 1] + pr.t_f[prev] + (prev != map.stage_of[vs] ? pr.t_comm : 0);
+    reach[vs] = reach[vs - 1] + pr.f_time(prev, map.chunk_of[vs - 1]) + (prev != map.stage_of[vs] ? pr.t_comm : 0);
   }
   Ticks bound = 0;
   for (int st = 0; st < static_cast<int>(placement.size()); ++st) {
     Ticks start = -1;
     for (int vs : placement[st]) start = start < 0 ? reach[vs] : std::min(start, reach[vs]);
-    Ticks busy = static_cast<Ticks>(pr.m) * static_cast<Ticks>(placement[st].size()) * (pr.t_f[st] + pr.t_b[st] + pr.t_w[st]);
-    bound = std::max(bound, start + busy);
+    bound = std::max(bound, start + pr.busy_time(st));
   }
   return bound;
 }
@@ -191,6 +190,18 @@ SpanBounds span_lower_bounds(const Problem& pr) {
 }
 
 SpanBounds span_lower_bounds(const Problem& pr, const std::vector<std::vector<int>>& placement) {
+  if (pr.chunks_differ()) {
+    // The bounds below take one figure per stage. With every chunk at its stage's least figures no
+    // schedule costs more or needs more memory, so that problem's bounds hold here; the busy bound
+    // takes the exact sums.
+    SpanBounds b = span_lower_bounds(pr.least_chunks(), placement);
+    for (int s = 0; s < pr.p; ++s) b.busy = std::max(b.busy, pr.busy_time(s));
+    b.memory = std::max(b.memory, b.busy);
+    b.best = b.busy, b.which = "busy";
+    if (b.memory > b.best) b.best = b.memory, b.which = "memory";
+    if (b.critical_path > b.best) b.best = b.critical_path, b.which = "critical-path";
+    return b;
+  }
   SpanBounds b;
   const int p = pr.p, n = pairs_of(pr);
   for (int s = 0; s < p; ++s) b.busy = std::max(b.busy, pr.busy_time(s));

@@ -155,13 +155,13 @@ inline std::optional<Product> product_of(OpType type) {
   }
 }
 
-/// How long `op` runs on `stage`. BW takes T_B + T_W.
+/// How long `op` runs on `stage` (its chunk's figures). BW takes T_B + T_W.
 inline Ticks op_duration(const Op& op, int stage, const Problem& problem) {
   switch (op.type) {
-    case OpType::F: return problem.t_f[stage];
-    case OpType::B: return problem.t_b[stage];
-    case OpType::W: return problem.t_w[stage];
-    case OpType::BW: return problem.t_b[stage] + problem.t_w[stage];
+    case OpType::F: return problem.f_time(stage, op.chunk);
+    case OpType::B: return problem.b_time(stage, op.chunk);
+    case OpType::W: return problem.w_time(stage, op.chunk);
+    case OpType::BW: return problem.b_time(stage, op.chunk) + problem.w_time(stage, op.chunk);
     default: return 0;
   }
 }
@@ -169,10 +169,10 @@ inline Ticks op_duration(const Op& op, int stage, const Problem& problem) {
 /// Activation memory change of `op` on `stage`: F +M_B, B +(M_W - M_B), W -M_W, BW -M_B.
 inline Mem memory_delta(const Op& op, int stage, const Problem& problem) {
   switch (op.type) {
-    case OpType::F: return problem.mem_b[stage];
-    case OpType::B: return problem.mem_w[stage] - problem.mem_b[stage];
-    case OpType::W: return -problem.mem_w[stage];
-    case OpType::BW: return -problem.mem_b[stage];
+    case OpType::F: return problem.b_mem(stage, op.chunk);
+    case OpType::B: return problem.w_mem(stage, op.chunk) - problem.b_mem(stage, op.chunk);
+    case OpType::W: return -problem.w_mem(stage, op.chunk);
+    case OpType::BW: return -problem.b_mem(stage, op.chunk);
     default: return 0;
   }
 }

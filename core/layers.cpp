@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/ir.h"
 #include "core/schedule_json.h"  // read_text_file, parse_json_text
 
 namespace zbpp {
@@ -245,25 +246,38 @@ ProblemInput problem_for_partition(const LayerCosts& costs, const Partition& par
                                    const std::vector<double>& device_bytes) {
   const StageCosts sums = stage_costs(costs, partition);
   ProblemInput in = base;
-  in.p = static_cast<int>(partition.counts.size());
-  in.chunks = 1;
-  in.placement.clear();
+  in.chunks = std::max(1, base.chunks);
+  in.p = static_cast<int>(partition.counts.size()) / in.chunks;
+  if (in.chunks == 1) in.placement.clear();
+  else if (in.placement.empty()) in.placement = interleaved_placement(in.p, in.chunks);
   auto values = [](const std::vector<std::int64_t>& q) {
     std::vector<double> v;
     for (auto x : q) v.push_back(from_quanta(x));
     return v;
   };
+  // One value per virtual stage (build_problem places them with the placement).
   in.t_f = values(sums.t_f), in.t_b = values(sums.t_b), in.t_w = values(sums.t_w);
   in.mem_b = values(sums.mem_b), in.mem_w = values(sums.mem_w);
   if (!device_bytes.empty()) {
     in.mem_limit.clear();
     in.stage_mem_limits.clear();
-    for (size_t s = 0; s < partition.counts.size(); ++s) {
-      const double device = device_bytes.size() == 1 ? device_bytes[0] : device_bytes.at(s);
-      in.stage_mem_limits.push_back(from_quanta(mem_of(device - sums.static_bytes[s])));
+    const std::vector<double> fixed = static_bytes_per_stage(sums, in);
+    for (int s = 0; s < in.p; ++s) {
+      const double device = device_bytes.size() == 1 ? device_bytes[0] : device_bytes.at(static_cast<size_t>(s));
+      in.stage_mem_limits.push_back(from_quanta(mem_of(device - fixed[static_cast<size_t>(s)])));
     }
   }
   return in;
+}
+
+std::vector<double> static_bytes_per_stage(const StageCosts& sums, const ProblemInput& shape) {
+  std::vector<double> out(static_cast<size_t>(shape.p), 0.0);
+  for (int s = 0; s < shape.p; ++s)
+    for (int c = 0; c < shape.chunks; ++c) {
+      const int vs = shape.chunks == 1 ? s : shape.placement[static_cast<size_t>(s)][static_cast<size_t>(c)];
+      out[static_cast<size_t>(s)] += sums.static_bytes[static_cast<size_t>(vs)];
+    }
+  return out;
 }
 
 std::int64_t lightest_heaviest_range(const std::vector<std::int64_t>& weights, int stages, Partition* out) {
@@ -305,12 +319,18 @@ std::int64_t lightest_heaviest_range(const std::vector<std::int64_t>& weights, i
   return lo;
 }
 
-std::pair<double, Partition> least_device_memory(const LayerCosts& costs, int stages) {
+std::pair<double, Partition> least_device_memory(const LayerCosts& costs, int stages, int chunks) {
   // Each layer's static bytes and one microbatch's M_B, in whole bytes.
   std::vector<std::int64_t> need;
   for (const LayerCost& layer : costs.layers)
     need.push_back(static_cast<std::int64_t>(std::ceil(layer.static_bytes() + layer.activation_bytes)));
   Partition out;
+  if (chunks > 1) {
+    // A device's ranges need not be neighbours: an even share of the whole, or the largest layer.
+    std::int64_t total = 0, largest = 0;
+    for (std::int64_t n : need) total += n, largest = std::max(largest, n);
+    return {static_cast<double>(std::max(largest, (total + stages - 1) / stages)), out};
+  }
   const std::int64_t least = lightest_heaviest_range(need, stages, &out);
   return {static_cast<double>(least), out};
 }
@@ -367,6 +387,16 @@ Ticks best_partition_load(const LayerCosts& costs, int stages) {
   return lightest_heaviest_range(layer_loads(costs), stages, nullptr);
 }
 
+Ticks partition_load_bound(const LayerCosts& costs, int stages, int chunks) {
+  if (chunks <= 1) return best_partition_load(costs, stages);
+  // A device's ranges need not be neighbours: only its share of the whole, and the heaviest layer
+  // it may hold, are sure.
+  const std::vector<std::int64_t> loads = layer_loads(costs);
+  std::int64_t total = 0, heaviest = 0;
+  for (std::int64_t l : loads) total += l, heaviest = std::max(heaviest, l);
+  return std::max<Ticks>(heaviest, (total + stages - 1) / stages);
+}
+
 std::string check_partition(const LayerCosts& costs, const Partition& partition, int stages) {
   const int n = static_cast<int>(costs.layers.size());
   if (static_cast<int>(partition.counts.size()) != stages)
@@ -379,6 +409,10 @@ std::string check_partition(const LayerCosts& costs, const Partition& partition,
   }
   if (sum != n) return "covers " + std::to_string(sum) + " layers, but there are " + std::to_string(n);
   return "";
+}
+
+Ticks partition_bound(const LayerCosts& costs, const Problem& problem) {
+  return static_cast<Ticks>(problem.m) * partition_load_bound(costs, problem.p, problem.chunks);
 }
 
 nlohmann::json partition_record_to_json(const PartitionRecord& record, Ticks bound, Ticks cost) {
@@ -477,8 +511,9 @@ std::vector<Diag> check_partition_record(const PartitionRecord& record, const Pr
                                          const std::string& path) {
   std::vector<Diag> out;
   auto say = [&](const std::string& pointer, const std::string& msg) { out.push_back({path, pointer, -1, -1, "", msg}); };
-  if (problem.chunks != 1) {
-    say("/partition", "a partition is planned for one chunk per stage; the problem has " + std::to_string(problem.chunks));
+  if (problem.chunks > 1 && problem.placement.empty()) {
+    say("/problem/placement", "a partition into " + std::to_string(problem.virtual_stages()) +
+                                  " virtual stages needs the problem's placement (which stage runs each)");
     return out;
   }
   if (std::string why = check_partition(record.costs, record.partition, problem.virtual_stages()); !why.empty()) {
@@ -486,22 +521,27 @@ std::vector<Diag> check_partition_record(const PartitionRecord& record, const Pr
     return out;
   }
   const StageCosts sums = stage_costs(record.costs, record.partition);
+  const VirtualStageMap map(problem.chunks > 1 ? problem.placement : interleaved_placement(problem.p, 1));
+  using Figure = std::int64_t (Problem::*)(int, int) const;
   struct Field {
     const char* name;
-    const std::vector<std::int64_t>& problem;
+    Figure problem;
     const std::vector<std::int64_t>& layers;
   };
-  for (const Field& f : {Field{"t_f", problem.t_f, sums.t_f}, Field{"t_b", problem.t_b, sums.t_b},
-                         Field{"t_w", problem.t_w, sums.t_w}, Field{"mem_b", problem.mem_b, sums.mem_b},
-                         Field{"mem_w", problem.mem_w, sums.mem_w}})
-    for (int st = 0; st < problem.p; ++st)
-      if (f.problem[static_cast<size_t>(st)] != f.layers[static_cast<size_t>(st)]) {
+  for (const Field& f : {Field{"t_f", &Problem::f_time, sums.t_f}, Field{"t_b", &Problem::b_time, sums.t_b},
+                         Field{"t_w", &Problem::w_time, sums.t_w}, Field{"mem_b", &Problem::b_mem, sums.mem_b},
+                         Field{"mem_w", &Problem::w_mem, sums.mem_w}})
+    for (int vs = 0; vs < problem.virtual_stages(); ++vs) {
+      const std::int64_t planned = (problem.*f.problem)(map.stage_of[vs], map.chunk_of[vs]);
+      if (planned != f.layers[static_cast<size_t>(vs)]) {
         say(std::string("/problem/") + f.name,
-            std::string(f.name) + " of stage " + std::to_string(st) + " is " + format_quanta(f.problem[static_cast<size_t>(st)]) +
-                ", but its layers (" + partition_range_text(record.costs, record.partition, st) + ") sum to " +
-                format_quanta(f.layers[static_cast<size_t>(st)]) + " (the file was edited after it was written: plan it again)");
+            std::string(f.name) + " of " + (problem.chunks > 1 ? "virtual stage " : "stage ") + std::to_string(vs) +
+                " is " + format_quanta(planned) + ", but its layers (" +
+                partition_range_text(record.costs, record.partition, vs) + ") sum to " +
+                format_quanta(f.layers[static_cast<size_t>(vs)]) + " (the file was edited after it was written: plan it again)");
         return out;
       }
+    }
   if (!record.device_bytes.empty()) {
     if (record.device_bytes.size() != static_cast<size_t>(problem.p)) {
       say("/partition/device_memory", "gives " + std::to_string(record.device_bytes.size()) + " sizes for " +
@@ -509,20 +549,24 @@ std::vector<Diag> check_partition_record(const PartitionRecord& record, const Pr
       return out;
     }
     // Each stage's limit: its device's bytes less its layers' static bytes, in MiB quanta.
-    const ProblemInput expected = problem_for_partition(record.costs, record.partition, {}, record.device_bytes);
+    ProblemInput shape;
+    shape.chunks = problem.chunks;
+    shape.placement = problem.placement;
+    const ProblemInput expected = problem_for_partition(record.costs, record.partition, shape, record.device_bytes);
+    const std::vector<double> fixed = static_bytes_per_stage(sums, expected);
     for (int st = 0; st < problem.p; ++st) {
       const auto want = to_quanta(expected.stage_mem_limits[static_cast<size_t>(st)]);
       if (problem.limit(st) != want) {
         say("/problem/mem_limit", "stage " + std::to_string(st) + "'s memory limit is " +
                                       (problem.limit(st) ? format_quanta(*problem.limit(st)) : std::string("none")) +
                                       ", but its device's " + bytes_text(record.device_bytes[static_cast<size_t>(st)]) +
-                                      " less its layers' static " + bytes_text(sums.static_bytes[static_cast<size_t>(st)]) +
+                                      " less its layers' static " + bytes_text(fixed[static_cast<size_t>(st)]) +
                                       " leave " + format_quanta(want.value_or(0)) + " MiB (the file was edited after it was written: plan it again)");
         return out;
       }
     }
   }
-  const Ticks bound = static_cast<Ticks>(problem.m) * best_partition_load(record.costs, problem.p);
+  const Ticks bound = partition_bound(record.costs, problem);
   if (record.bound && to_quanta(*record.bound) != bound)
     say("/partition/bound", "recorded " + format_quanta(to_quanta(*record.bound).value_or(0)) + ", recomputed " + format_quanta(bound) +
                                 " (the file was edited after it was written: plan it again)");

@@ -69,17 +69,23 @@ struct StageCosts {
 };
 StageCosts stage_costs(const LayerCosts& costs, const Partition& partition);
 
-/// The problem of one-chunk stages (p = virtual stages) with a partition's sums, the rest of `base`
-/// (m, T_comm, memory limit) kept. `base` is the user's input for everything but times and memory.
-/// With `device_bytes` (one capacity for every device, or one per stage), each stage's memory limit
-/// is its device's bytes less its static bytes, in MiB, in place of base's limit.
+/// The problem with a partition's sums as its figures per virtual stage, the rest of `base` (m,
+/// T_comm, memory limit, and its chunks and placement: p = virtual stages / chunks; more than one
+/// chunk without a placement is interleaved) kept. `base` is the user's input for everything but
+/// times and memory. With `device_bytes` (one capacity for every device, or one per stage), each
+/// stage's memory limit is its device's bytes less the static bytes of all its chunks, in MiB, in
+/// place of base's limit.
 ProblemInput problem_for_partition(const LayerCosts& costs, const Partition& partition, const ProblemInput& base,
                                    const std::vector<double>& device_bytes = {});
+/// Each stage's static bytes (all its chunks) from a partition's sums, with `shape`'s p, chunks and placement.
+std::vector<double> static_bytes_per_stage(const StageCosts& sums, const ProblemInput& shape);
 
 /// The smallest device memory (bytes, the same on every stage) that holds some partition's static
 /// bytes and one microbatch's activations on every stage, and that partition: below it, no plan of
 /// any partition fits. The busiest stage's need is additive over layers, so a min-max as for times.
-std::pair<double, Partition> least_device_memory(const LayerCosts& costs, int stages);
+/// With more than one chunk a device's ranges need not be neighbours: then a bound that holds for
+/// every partition (the largest of an even share and the largest layer), and no partition.
+std::pair<double, Partition> least_device_memory(const LayerCosts& costs, int stages, int chunks = 1);
 
 /// Parses a device memory: "80GiB", "80GB", "512MiB", "1.5TiB", "4096B" (a unit is required: KiB,
 /// MiB, GiB, TiB or KB, MB, GB, TB or B). Returns bytes, or nothing with *err set.
@@ -97,6 +103,14 @@ std::vector<std::int64_t> layer_loads(const LayerCosts& costs);
 /// the busiest range's F + B + W time in ticks. m times it bounds the span and period of every
 /// schedule of every partition from below.
 Ticks best_partition_load(const LayerCosts& costs, int stages);
+
+/// m times it bounds every plan of every partition into `stages` devices of `chunks` virtual stages
+/// each: one chunk, best_partition_load; more, where a device's ranges need not be neighbours, the
+/// larger of the heaviest layer and an even share of all the load.
+Ticks partition_load_bound(const LayerCosts& costs, int stages, int chunks);
+/// m x partition_load_bound for the problem's devices and chunks: what the file records as the
+/// bound over all partitions, and every reader recomputes.
+Ticks partition_bound(const LayerCosts& costs, const Problem& problem);
 
 /// Whether a partition fits the layers: `stages` counts, each >= 1, summing to the layer count.
 /// Empty string when it does, else why not.

@@ -11,23 +11,47 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/ir.h"
+
 namespace zbpp {
 
 Mem Problem::stage_mem_b() const {
   Mem biggest = 0;
-  for (Mem b : mem_b) biggest = std::max(biggest, b);
-  return biggest * chunks;
+  for (int s = 0; s < p; ++s) {
+    Mem stage = 0;
+    for (int c = 0; c < chunks; ++c) stage += b_mem(s, c);
+    biggest = std::max(biggest, stage);
+  }
+  return biggest;
 }
 
 Ticks Problem::busy_time(int stage) const {
-  return static_cast<Ticks>(m) * chunks * (t_f[stage] + t_b[stage] + t_w[stage]);
+  Ticks one = 0;  // one microbatch through every chunk
+  for (int c = 0; c < chunks; ++c) one += f_time(stage, c) + b_time(stage, c) + w_time(stage, c);
+  return static_cast<Ticks>(m) * one;
 }
 
 bool Problem::uniform_times() const {
   auto uniform = [](const std::vector<Ticks>& v) {
     return std::adjacent_find(v.begin(), v.end(), std::not_equal_to<>()) == v.end();
   };
-  return uniform(t_f) && uniform(t_b) && uniform(t_w);
+  return !chunks_differ() && uniform(t_f) && uniform(t_b) && uniform(t_w);
+}
+
+Problem Problem::least_chunks() const {
+  Problem out = *this;
+  if (!chunks_differ()) return out;
+  auto least = [&](const std::vector<std::int64_t>& chunked, std::vector<std::int64_t>* staged) {
+    for (int s = 0; s < p; ++s)
+      (*staged)[static_cast<size_t>(s)] = *std::min_element(chunked.begin() + s * chunks, chunked.begin() + (s + 1) * chunks);
+  };
+  least(per_chunk.t_f, &out.t_f);
+  least(per_chunk.t_b, &out.t_b);
+  least(per_chunk.t_w, &out.t_w);
+  least(per_chunk.mem_b, &out.mem_b);
+  least(per_chunk.mem_w, &out.mem_w);
+  out.per_chunk = {};
+  return out;
 }
 
 std::string mem_limit_text(const Problem& pr) {
@@ -143,20 +167,26 @@ namespace {
 std::string number_text(double v) { return std::isfinite(v) ? nlohmann::json(v).dump() : std::to_string(v); }
 
 // Converts a per-stage list (broadcasting one value) into quanta, reporting the field by name.
+// With `virtual_stages` > 0, a list may also give one value per virtual stage ("of virtual stage").
 bool per_stage(const std::vector<double>& values, int p, const std::string& name, bool allow_zero,
-               const std::string& file, std::vector<Mem>* out, std::vector<Diag>* diags) {
-  if (values.size() != 1 && static_cast<int>(values.size()) != p) {
+               const std::string& file, std::vector<Mem>* out, std::vector<Diag>* diags, int virtual_stages = 0) {
+  const bool per_vs = virtual_stages > p && static_cast<int>(values.size()) == virtual_stages;
+  if (values.size() != 1 && static_cast<int>(values.size()) != p && !per_vs) {
     diags->push_back({file, "", -1, -1, "", name + " has " + std::to_string(values.size()) +
-                                              " values; give one, or one per stage (p = " + std::to_string(p) + ")"});
+                                              " values; give one, or one per stage (p = " + std::to_string(p) + ")" +
+                                              (virtual_stages > p ? ", or one per virtual stage (" +
+                                                                        std::to_string(virtual_stages) + ")"
+                                                                  : "")});
     return false;
   }
   out->clear();
-  for (int s = 0; s < p; ++s) {
+  const int count = per_vs ? virtual_stages : p;
+  for (int s = 0; s < count; ++s) {
     double v = values.size() == 1 ? values[0] : values[s];
     auto q = to_quanta(v);
     bool bad = !q || *q < 0 || (!allow_zero && *q == 0);
     if (bad) {
-      std::string where = values.size() == 1 ? name : name + " of stage " + std::to_string(s);
+      std::string where = values.size() == 1 ? name : name + " of " + (per_vs ? "virtual stage " : "stage ") + std::to_string(s);
       std::string got = number_text(v);
       diags->push_back({file, "", -1, -1, "", where + " must be " + (allow_zero ? "non-negative" : "positive") +
                                                   " and finite, got " + got +
@@ -188,35 +218,9 @@ std::optional<Problem> build_problem(const ProblemInput& in, const std::string& 
   pr.p = in.p;
   pr.m = in.m;
   pr.chunks = in.chunks;
-  bool ok = per_stage(in.t_f, in.p, "t_f", false, file, &pr.t_f, diags);
-  ok = per_stage(in.t_b, in.p, "t_b", false, file, &pr.t_b, diags) && ok;
-  ok = per_stage(in.t_w, in.p, "t_w", true, file, &pr.t_w, diags) && ok;
-  ok = per_stage(in.mem_b, in.p, "mem_b", true, file, &pr.mem_b, diags) && ok;
-  ok = per_stage(in.mem_w, in.p, "mem_w", true, file, &pr.mem_w, diags) && ok;
-  auto comm = to_quanta(in.t_comm);
-  if (!comm || *comm < 0) {
-    fail("t_comm must be non-negative and finite, got " + number_text(in.t_comm));
-    ok = false;
-  } else {
-    pr.t_comm = *comm;
-  }
-  if (!ok) return std::nullopt;
-  // Every time the simulator forms or a file records is a sum of op times and hops: the largest
-  // possible iteration (all work done one op after another) must stay where ticks read back exactly,
-  // with room for an optimizer latency as large beside it (ticks.h: kMaxExactQuanta).
-  long double total = 0;
-  for (int s = 0; s < pr.p; ++s)
-    total += static_cast<long double>(pr.m) * pr.chunks * (pr.t_f[s] + pr.t_b[s] + pr.t_w[s]);
-  total += 2.0L * pr.m * pr.chunks * pr.p * pr.t_comm;
-  if (total > static_cast<long double>(kMaxExactQuanta / 2)) {
-    fail("times too large: one iteration could last " + std::to_string(static_cast<double>(total / kQuantaPerUnit)) +
-         " time units (m x chunks x (T_F + T_B + T_W) over the stages, plus the hops), more than the " +
-         format_quanta(kMaxExactQuanta / 2) + " a schedule file records exactly: use a larger time unit");
-    return std::nullopt;
-  }
-
+  // Checked first: figures given per virtual stage go to the stage and chunk the placement says.
   if (!in.placement.empty()) {
-    int v = pr.virtual_stages();
+    const int v = pr.virtual_stages();
     std::set<int> seen;
     bool shape_ok = static_cast<int>(in.placement.size()) == in.p;
     for (const auto& row : in.placement) shape_ok = shape_ok && static_cast<int>(row.size()) == in.chunks;
@@ -233,6 +237,87 @@ std::optional<Problem> build_problem(const ProblemInput& in, const std::string& 
         }
       }
     pr.placement = in.placement;
+  }
+  struct Figure {
+    const char* name;
+    const std::vector<double>& given;
+    bool allow_zero;
+    std::vector<std::int64_t>* staged;
+    std::vector<std::int64_t>* chunked;
+  };
+  const Figure figures[] = {{"t_f", in.t_f, false, &pr.t_f, &pr.per_chunk.t_f},
+                            {"t_b", in.t_b, false, &pr.t_b, &pr.per_chunk.t_b},
+                            {"t_w", in.t_w, true, &pr.t_w, &pr.per_chunk.t_w},
+                            {"mem_b", in.mem_b, true, &pr.mem_b, &pr.per_chunk.mem_b},
+                            {"mem_w", in.mem_w, true, &pr.mem_w, &pr.per_chunk.mem_w}};
+  const int vs_count = pr.chunks > 1 ? pr.virtual_stages() : 0;
+  bool ok = true, per_vs = false;
+  std::vector<std::vector<std::int64_t>> values(std::size(figures));
+  for (size_t f = 0; f < std::size(figures); ++f) {
+    const bool read = per_stage(figures[f].given, in.p, figures[f].name, figures[f].allow_zero, file, &values[f], diags,
+                                vs_count);
+    ok = read && ok;
+    if (read && vs_count && static_cast<int>(values[f].size()) == vs_count) {
+      per_vs = true;
+      if (pr.placement.empty()) {
+        fail(std::string(figures[f].name) + " gives one value per virtual stage (p x chunks = " + std::to_string(vs_count) +
+             "): give the placement too, which virtual stages each stage runs (--placement v or interleaved, or "
+             "'placement' in the problem file)");
+        return std::nullopt;
+      }
+    }
+  }
+  auto comm = to_quanta(in.t_comm);
+  if (!comm || *comm < 0) {
+    fail("t_comm must be non-negative and finite, got " + number_text(in.t_comm));
+    ok = false;
+  } else {
+    pr.t_comm = *comm;
+  }
+  if (!ok) return std::nullopt;
+  if (!per_vs) {
+    for (size_t f = 0; f < std::size(figures); ++f) *figures[f].staged = std::move(values[f]);
+  } else {
+    // Per (stage, chunk); each stage's own figure is the largest of its chunks'.
+    const VirtualStageMap map(pr.placement);
+    bool differ = false;
+    for (size_t f = 0; f < std::size(figures); ++f) {
+      auto& chunked = *figures[f].chunked;
+      chunked.assign(static_cast<size_t>(vs_count), 0);
+      for (int vs = 0; vs < vs_count; ++vs) {
+        // A figure given per stage (or once) takes its stage's value on each of its chunks.
+        const bool listed = static_cast<int>(values[f].size()) == vs_count;
+        const std::int64_t value = values[f][static_cast<size_t>(listed ? vs : map.stage_of[vs])];
+        chunked[static_cast<size_t>(map.stage_of[vs] * pr.chunks + map.chunk_of[vs])] = value;
+      }
+      figures[f].staged->assign(static_cast<size_t>(pr.p), 0);
+      for (int s = 0; s < pr.p; ++s)
+        for (int c = 0; c < pr.chunks; ++c) {
+          const std::int64_t value = chunked[static_cast<size_t>(s * pr.chunks + c)];
+          auto& staged = (*figures[f].staged)[static_cast<size_t>(s)];
+          differ = differ || (c > 0 && value != staged);
+          staged = c == 0 ? value : std::max(staged, value);
+        }
+    }
+    // Chunks alike on every stage are the per-stage problem: one form for one problem.
+    if (!differ) pr.per_chunk = {};
+  }
+  // Every time the simulator forms or a file records is a sum of op times and hops: the largest
+  // possible iteration (all work done one op after another) must stay where ticks read back exactly,
+  // with room for an optimizer latency as large beside it (ticks.h: kMaxExactQuanta).
+  long double total = 0;
+  for (int s = 0; s < pr.p; ++s) {
+    long double one = 0;
+    for (int c = 0; c < pr.chunks; ++c)
+      one += static_cast<long double>(pr.f_time(s, c)) + pr.b_time(s, c) + pr.w_time(s, c);
+    total += static_cast<long double>(pr.m) * one;
+  }
+  total += 2.0L * pr.m * pr.chunks * pr.p * pr.t_comm;
+  if (total > static_cast<long double>(kMaxExactQuanta / 2)) {
+    fail("times too large: one iteration could last " + std::to_string(static_cast<double>(total / kQuantaPerUnit)) +
+         " time units (m x chunks x (T_F + T_B + T_W) over the stages, plus the hops), more than the " +
+         format_quanta(kMaxExactQuanta / 2) + " a schedule file records exactly: use a larger time unit");
+    return std::nullopt;
   }
 
   if (!in.mem_limit.empty()) {
@@ -417,12 +502,21 @@ nlohmann::json problem_to_json(const Problem& pr) {
   j["m"] = pr.m;
   j["chunks"] = pr.chunks;
   if (!pr.placement.empty()) j["placement"] = pr.placement;
-  j["t_f"] = compact(pr.t_f);
-  j["t_b"] = compact(pr.t_b);
-  j["t_w"] = compact(pr.t_w);
+  // Chunks that differ are written per virtual stage, in virtual-stage order, as they are read.
+  auto figure = [&](const std::vector<std::int64_t>& staged, const std::vector<std::int64_t>& chunked) {
+    if (!pr.chunks_differ()) return compact(staged);
+    const VirtualStageMap map(pr.placement);
+    std::vector<std::int64_t> per_vs;
+    for (int vs = 0; vs < map.virtual_stages(); ++vs)
+      per_vs.push_back(chunked[static_cast<size_t>(map.stage_of[vs] * pr.chunks + map.chunk_of[vs])]);
+    return compact(per_vs);
+  };
+  j["t_f"] = figure(pr.t_f, pr.per_chunk.t_f);
+  j["t_b"] = figure(pr.t_b, pr.per_chunk.t_b);
+  j["t_w"] = figure(pr.t_w, pr.per_chunk.t_w);
   j["t_comm"] = from_quanta(pr.t_comm);
-  j["mem_b"] = compact(pr.mem_b);
-  j["mem_w"] = compact(pr.mem_w);
+  j["mem_b"] = figure(pr.mem_b, pr.per_chunk.mem_b);
+  j["mem_w"] = figure(pr.mem_w, pr.per_chunk.mem_w);
   if (!pr.stage_mem_limits.empty()) {
     nlohmann::json list = nlohmann::json::array();
     for (Mem l : pr.stage_mem_limits) list.push_back(from_quanta(l));

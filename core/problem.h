@@ -23,10 +23,12 @@ struct ProblemInput {
   int m = 0;                                 ///< microbatches per iteration
   int chunks = 1;                            ///< model chunks per stage (v); 1 for plain pipelines
   std::vector<std::vector<int>> placement;   ///< optional: placement[stage][chunk] = virtual stage
-  std::vector<double> t_f{1.0}, t_b{1.0}, t_w{1.0};  ///< time of one op of one chunk, per stage
+  /// Time of one op of one chunk: one value, one per stage, or (chunks > 1, with a placement) one per
+  /// virtual stage, in virtual-stage order (a partition of layers into virtual stages gives those).
+  std::vector<double> t_f{1.0}, t_b{1.0}, t_w{1.0};
   double t_comm = 0.0;                       ///< latency of one hop between two stages
-  std::vector<double> mem_b{1.0};            ///< activation memory one F adds (per chunk op)
-  std::vector<double> mem_w{0.5};            ///< memory kept after B until W (per chunk op)
+  std::vector<double> mem_b{1.0};            ///< activation memory one F adds (per chunk op); listed as the times
+  std::vector<double> mem_w{0.5};            ///< memory kept after B until W (per chunk op); listed as the times
   std::string mem_limit;                     ///< "" (none), an absolute value ("12.5") or a multiple of p*M_B ("2p")
   std::vector<double> stage_mem_limits;      ///< or a limit per stage (p values), e.g. device memory less static bytes
 };
@@ -37,9 +39,17 @@ struct Problem {
   int m = 0;
   int chunks = 1;
   std::vector<std::vector<int>> placement;  ///< empty: the method chooses; else placement[stage][chunk]
-  std::vector<Ticks> t_f, t_b, t_w;         ///< per stage, one op of one chunk
+  /// Per stage, one op of one chunk. Where a stage's chunks differ (per_chunk), the largest over its
+  /// chunks: what a generator budgets with stays on the safe side (the bounds relax to the least).
+  std::vector<Ticks> t_f, t_b, t_w;
   Ticks t_comm = 0;
-  std::vector<Mem> mem_b, mem_w;            ///< per stage, one op of one chunk
+  std::vector<Mem> mem_b, mem_w;            ///< per stage, one op of one chunk (the largest, as the times)
+  /// Where the chunks of a stage differ (times given per virtual stage): each figure per (stage,
+  /// chunk), at [stage * chunks + chunk]; empty where every chunk takes its stage's figures.
+  struct PerChunk {
+    std::vector<Ticks> t_f, t_b, t_w;
+    std::vector<Mem> mem_b, mem_w;
+  } per_chunk;
   std::optional<Mem> mem_limit;             ///< the same absolute limit on every stage; none = see stage_mem_limits
   std::vector<Mem> stage_mem_limits;        ///< per stage where limits differ (p entries; mem_limit then empty)
   std::string mem_limit_spec;               ///< the limit as the user wrote it, kept for the file
@@ -53,12 +63,28 @@ struct Problem {
   bool limited() const { return mem_limit || !stage_mem_limits.empty(); }
 
   int virtual_stages() const { return p * chunks; }
+  /// The figures one op of `chunk` on `stage` takes: deps.h's op_duration and memory_delta ask here.
+  bool chunks_differ() const { return !per_chunk.t_f.empty(); }
+  Ticks f_time(int stage, int chunk) const { return at(per_chunk.t_f, t_f, stage, chunk); }
+  Ticks b_time(int stage, int chunk) const { return at(per_chunk.t_b, t_b, stage, chunk); }
+  Ticks w_time(int stage, int chunk) const { return at(per_chunk.t_w, t_w, stage, chunk); }
+  Mem b_mem(int stage, int chunk) const { return at(per_chunk.mem_b, mem_b, stage, chunk); }
+  Mem w_mem(int stage, int chunk) const { return at(per_chunk.mem_w, mem_w, stage, chunk); }
+  /// The same problem with every chunk of a stage at its stage's least figures: no schedule of it
+  /// costs more, or needs more memory, than the same schedule of this one (the bounds hold for both).
+  Problem least_chunks() const;
   /// The reference activation memory of one microbatch on one stage (all chunks): the unit of "Np".
   Mem stage_mem_b() const;
   /// Time stage s spends computing in one iteration: m * chunks * (T_F + T_B + T_W).
   Ticks busy_time(int stage) const;
-  /// Whether every stage takes the same T_F, the same T_B and the same T_W.
+  /// Whether every stage (and every chunk) takes the same T_F, the same T_B and the same T_W.
   bool uniform_times() const;
+
+ private:
+  template <typename T>
+  T at(const std::vector<T>& chunked, const std::vector<T>& staged, int stage, int chunk) const {
+    return chunked.empty() ? staged[static_cast<size_t>(stage)] : chunked[static_cast<size_t>(stage * chunks + chunk)];
+  }
 };
 
 /// Checks the input and converts it. On failure returns nothing and appends located diagnostics
@@ -95,7 +121,8 @@ std::string mem_limit_text(const Problem& problem);
 std::optional<Mem> parse_mem_limit(const std::string& text, int p, Mem stage_mem_b, std::string* err);
 
 /// The same problem with each stage split into `chunks` equal chunks: per-op times and memory
-/// divided by `chunks` (to the nearest tick/quantum), the memory limit unchanged.
+/// divided by `chunks` (to the nearest tick/quantum), the memory limit unchanged. Not for a
+/// problem whose chunks already differ.
 Problem split_into_chunks(const Problem& problem, int chunks);
 
 }  // namespace zbpp

@@ -162,7 +162,6 @@ struct Replay {
     const auto& ops = s.stages[st];
     const int n = static_cast<int>(ops.size()), stop = stuck_at[st];
     const int* channel = channel_of[st].data();
-    const Ticks duration[kComputeKinds] = {pr.t_f[st], pr.t_b[st], pr.t_w[st], pr.t_b[st] + pr.t_w[st]};  // op_duration's
     int it = iter[st], i = cursor[st];
     Ticks clock = free_at[st];
     while (it < k) {
@@ -177,7 +176,7 @@ struct Replay {
         Ticks start = clock, end = start;
         const OpType type = op.type;
         if (is_compute(type)) {
-          end = start + duration[compute_kind(type)];
+          end = start + op_duration(op, st, pr);
           if (it == 0) {
             if (out.compute_start[st] < 0) out.compute_start[st] = start;
             out.compute_end[st] = end;

@@ -130,7 +130,7 @@ bool write_schedule_json(const Schedule& s, const Problem& pr, const Timeline& t
     out << "  \"solver\": " << j.dump() << ",\n";
   }
   if (partition) {
-    const Ticks bound = static_cast<Ticks>(pr.m) * best_partition_load(partition->costs, pr.p);
+    const Ticks bound = partition_bound(partition->costs, pr);
     out << "  \"partition\": "
         << partition_record_to_json(*partition, bound, solver ? solver->value : t.span).dump()
         << ",\n";

@@ -32,45 +32,60 @@ struct Candidate {
   bool operator<(const Candidate& o) const { return busiest != o.busiest ? busiest < o.busiest : counts < o.counts; }
 };
 
-// Every partition into `stages` ranges whose busiest load is below `below`, depth first with the
-// ranges too heavy (or leaving too few layers for the stages after) cut early. Keeps at most
-// `keep` (the lightest) and counts the rest in *left_out; stops after kMaxVisits ranges tried
-// (*cut set), so a flat profile over many layers cannot run away.
+// Every partition into the map's virtual stages whose busiest device (the sum of its virtual
+// stages' ranges) is below `below`, depth first in virtual-stage order with ranges that make a
+// device too heavy (or leave more load than the devices still to come can take) cut early. Keeps
+// at most `keep` (the lightest) and counts the rest in *left_out; stops after kMaxVisits ranges
+// tried (*cut set), so a flat profile over many layers cannot run away.
 constexpr long kMaxVisits = 20'000'000;
-void enumerate(const Loads& loads, int stages, Ticks below, size_t keep, std::vector<Candidate>* out, long* left_out,
-               bool* cut) {
+void enumerate(const Loads& loads, const VirtualStageMap& map, Ticks below, size_t keep, std::vector<Candidate>* out,
+               long* left_out, bool* cut) {
   long visits = 0;
-  const int n = loads.layers();
+  const int n = loads.layers(), stages = map.virtual_stages(), p = static_cast<int>(map.placement.size());
   std::vector<int> counts(static_cast<size_t>(stages));
+  std::vector<Ticks> device(static_cast<size_t>(p), 0);
+  // last_vs[d]: the device's last virtual stage; a device whose last has passed takes no more.
+  std::vector<int> last_vs(static_cast<size_t>(p), 0);
+  for (int vs = 0; vs < stages; ++vs) last_vs[static_cast<size_t>(map.stage_of[vs])] = vs;
   auto trim = [&] {
     std::nth_element(out->begin(), out->begin() + static_cast<long>(keep), out->end());
     *left_out += static_cast<long>(out->size() - keep);
     out->resize(keep);
   };
-  auto go = [&](auto&& self, int stage, int first, Ticks busiest) -> void {
-    if (stage == stages - 1) {
+  auto busiest = [&] { return *std::max_element(device.begin(), device.end()); };
+  auto go = [&](auto&& self, int vs, int first) -> void {
+    auto& mine = device[static_cast<size_t>(map.stage_of[vs])];
+    if (vs == stages - 1) {
       const Ticks load = loads.range(first, n);
-      if (load >= below) return;
-      counts[static_cast<size_t>(stage)] = n - first;
-      out->push_back({std::max(busiest, load), counts});
+      if (mine + load >= below) return;
+      counts[static_cast<size_t>(vs)] = n - first;
+      mine += load;
+      out->push_back({busiest(), counts});
+      mine -= load;
       if (out->size() >= 2 * keep) trim();
       return;
     }
-    const int rest = stages - stage - 1;  // stages after this one, one layer each at least
+    const int rest = stages - vs - 1;  // virtual stages after this one, one layer each at least
     for (int end = first + 1; end <= n - rest; ++end) {
       if (++visits > kMaxVisits) {
         *cut = true;
         return;
       }
       const Ticks load = loads.range(first, end);
-      if (load >= below) break;  // longer ranges only weigh more
-      // The layers left must fit the stages left below the bar.
-      if (loads.range(end, n) >= below * rest) continue;
-      counts[static_cast<size_t>(stage)] = end - first;
-      self(self, stage + 1, end, std::max(busiest, load));
+      if (mine + load >= below) break;  // longer ranges only weigh more
+      mine += load;
+      // The layers left must fit below the bar on the devices still to come.
+      long double room = 0;
+      for (int d = 0; d < p; ++d)
+        if (last_vs[static_cast<size_t>(d)] > vs) room += below - device[static_cast<size_t>(d)];
+      if (static_cast<long double>(loads.range(end, n)) < room) {
+        counts[static_cast<size_t>(vs)] = end - first;
+        self(self, vs + 1, end);
+      }
+      mine -= load;
     }
   };
-  go(go, 0, 0, 0);
+  go(go, 0, 0);
   if (out->size() > keep) trim();
 }
 
@@ -101,8 +116,8 @@ std::string ranges_text(const LayerCosts& costs, const Partition& partition) {
   return out;
 }
 
-// The search with one method: the balanced partition first, then, lightest bound first, every
-// partition whose bound is below the best cost so far.
+// The search with one method: the balanced partition (of the virtual stages' loads) first, then,
+// lightest bound first, every partition whose bound is below the best cost so far.
 struct SearchOutcome {
   std::vector<Planned> best;  // the best few, cheapest first (ties: the lighter bound, then counts)
   long enumerated = 0, planned = 0, left_out = 0;
@@ -114,7 +129,7 @@ SearchOutcome search(const LayerCosts& costs, const ProblemInput& base, const st
                      const PlanOptions& options, const PartitionSearchOptions& so, size_t keep_best) {
   SearchOutcome out;
   const Loads loads(costs);
-  const int p = base.p;
+  const VirtualStageMap map(base.chunks > 1 ? base.placement : interleaved_placement(base.p, 1));
   const auto started = std::chrono::steady_clock::now();
   auto last_said = started;
   auto consider = [&](const Partition& partition) {
@@ -130,14 +145,14 @@ SearchOutcome search(const LayerCosts& costs, const ProblemInput& base, const st
     if (out.best.size() > keep_best) out.best.resize(keep_best);
   };
   auto bar = [&] { return out.best.size() < keep_best ? kNever : out.best.back().cost; };
-  const Partition balanced = balanced_partition(costs, p);
+  const Partition balanced = balanced_partition(costs, map.virtual_stages());
   consider(balanced);
   std::vector<Candidate> candidates;
   // A plan costs m x its busiest load at least: only lighter partitions than best / m can beat it
   // (those kept beside the best are the best found among these).
   const Ticks first_bar = out.best.empty() ? kNever : out.best.front().cost;
   const Ticks below = first_bar == kNever ? kNever : first_bar / base.m + (first_bar % base.m != 0);
-  enumerate(loads, p, below, static_cast<size_t>(std::max<long>(1, so.max_plans)), &candidates, &out.left_out,
+  enumerate(loads, map, below, static_cast<size_t>(std::max<long>(1, so.max_plans)), &candidates, &out.left_out,
             &out.cut);
   std::sort(candidates.begin(), candidates.end());
   out.enumerated = static_cast<long>(candidates.size()) + out.left_out -
@@ -166,6 +181,40 @@ bool plans_one_chunk(const std::string& method) {
          method == "auto";
 }
 
+std::optional<PartitionShape> partition_shape(const std::string& method, int p, int chunks,
+                                              const std::vector<std::vector<int>>& placement, std::string* why) {
+  const bool v_method = method == "zb-v" || method == "dualpipe-v" || method == "v-min" || method == "v-half" ||
+                        method == "v-zb" || method == "heuristic-v" || method == "ilp-v";
+  const bool search = method == "heuristic" || method == "ilp";
+  const auto v = v_shape_placement(p);
+  if (v_method || (search && chunks == 2 && (placement.empty() || placement == v))) {
+    if (chunks > 2 || (!placement.empty() && placement != v)) {
+      *why = method + " plans the V placement (2 chunks, stage r holding virtual stages r and 2p-1-r)";
+      return std::nullopt;
+    }
+    const bool screened = method == "heuristic-v" || method == "ilp-v" || search;
+    return PartitionShape{2, v, screened ? "zb-v" : ""};
+  }
+  if (method == "1f1b-i" || (search && chunks > 1)) {
+    if (chunks < 2) {
+      *why = method + " interleaves chunks: give --chunks V with V >= 2";
+      return std::nullopt;
+    }
+    const auto interleaved = interleaved_placement(p, chunks);
+    if (!placement.empty() && placement != interleaved) {
+      *why = method + " plans the V placement (2 chunks) or the interleaved one (stage s holding s, s+p, ...)";
+      return std::nullopt;
+    }
+    return PartitionShape{chunks, interleaved, search ? "1f1b-i" : ""};
+  }
+  if (plans_one_chunk(method) && chunks <= 1) return PartitionShape{1, {}, search || method == "auto" ? "heuristic" : ""};
+  *why = plans_one_chunk(method) ? method + " with --layers plans one chunk per stage: drop --chunks"
+                                 : "--layers plans 1f1b, zb-h1, zb-h2, heuristic, ilp and auto (one chunk per stage), "
+                                   "heuristic and ilp with --chunks, 1f1b-i, and the V methods (zb-v, dualpipe-v, v-min, "
+                                   "v-half, v-zb, heuristic-v, ilp-v); not " + method;
+  return std::nullopt;
+}
+
 Partition balanced_partition(const LayerCosts& costs, int stages) {
   Partition out;
   lightest_heaviest_range(layer_loads(costs), stages, &out);
@@ -176,44 +225,59 @@ std::optional<PartitionPlan> plan_partitioned(const LayerCosts& costs, const Pro
                                               std::vector<Diag>* diags, const PlanOptions& options,
                                               const PartitionSearchOptions& so) {
   const int n = static_cast<int>(costs.layers.size());
-  if (!plans_one_chunk(method)) {
-    add_diag(diags, {"", "", -1, -1, "",
-                     "--layers plans one chunk per stage (1f1b, zb-h1, zb-h2, heuristic, ilp, auto), not " + method +
-                         ": V and interleaved placements need times per virtual stage, which the problem model does "
-                         "not have yet"});
+  std::string why_not;
+  const auto shape = partition_shape(method, base.p, base.chunks, base.placement, &why_not);
+  if (!shape) {
+    add_diag(diags, {"", "", -1, -1, "", why_not});
     return std::nullopt;
   }
-  if (base.p > n) {
+  ProblemInput shaped = base;
+  shaped.chunks = shape->chunks;
+  shaped.placement = shape->placement;
+  const int virtual_stages = base.p * shape->chunks;
+  if (virtual_stages > n) {
     add_diag(diags, {"", "", -1, -1, "",
-                     "more stages than layers: p = " + std::to_string(base.p) + ", but the layer file has " +
-                         std::to_string(n) + " layers; every stage needs at least one"});
+                     "more " + std::string(shape->chunks > 1 ? "virtual stages" : "stages") + " than layers: " +
+                         (shape->chunks > 1 ? "p x chunks = " + std::to_string(base.p) + " x " +
+                                                  std::to_string(shape->chunks) + " = "
+                                            : "p = ") +
+                         std::to_string(virtual_stages) + ", but the layer file has " + std::to_string(n) +
+                         " layers; every " + (shape->chunks > 1 ? "virtual stage" : "stage") + " needs at least one"});
     return std::nullopt;
   }
-  PlanOptions one_chunk = options;
-  one_chunk.single_chunk = true;
+  PlanOptions planning = options;
+  planning.single_chunk = shape->chunks == 1;
+  const Ticks bound = static_cast<Ticks>(base.m) * partition_load_bound(costs, base.p, shape->chunks);
   if (so.fixed) {
-    if (std::string why = check_partition(costs, *so.fixed, base.p); !why.empty()) {
+    if (std::string why = check_partition(costs, *so.fixed, virtual_stages); !why.empty()) {
       add_diag(diags, {"", "", -1, -1, "", "--partition " + counts_text(*so.fixed) + " " + why});
       return std::nullopt;
     }
-    auto planned = plan_one(costs, base, *so.fixed, method, one_chunk, so.device_bytes, diags);
+    auto planned = plan_one(costs, shaped, *so.fixed, method, planning, so.device_bytes, diags);
     if (!planned) return std::nullopt;
-    PartitionPlan out{std::move(planned->plan), *so.fixed, 1, 1, static_cast<Ticks>(base.m) * best_partition_load(costs, base.p)};
+    PartitionPlan out{std::move(planned->plan), *so.fixed, 1, 1, bound};
     out.plan.notes.insert(out.plan.notes.begin(), "partition: " + counts_text(out.partition) + " layers (" +
                                                       ranges_text(costs, out.partition) + "), as --partition gives; no "
                                                       "partition's plan costs less than " + format_quanta(out.bound));
     return out;
   }
-  // auto and the ILPs cost seconds a plan: screen every partition with the heuristic, then plan the
-  // best few with the method itself.
-  const bool screened = method == "auto" || method == "ilp";
-  SearchOutcome outcome = search(costs, base, screened ? so.screen : method, one_chunk, so,
-                                 screened ? static_cast<size_t>(std::max(1, so.refine)) : 1);
+  // auto, the ILPs and the searches over chunks cost seconds a plan: screen every partition with a
+  // quick method of the same placement, then plan the best few with the method itself.
+  const std::string screen = shape->screen.empty() ? "" : shape->chunks == 1 ? so.screen : shape->screen;
+  bool screened = !screen.empty();
+  const size_t keep = static_cast<size_t>(std::max(1, so.refine));
+  SearchOutcome outcome = search(costs, shaped, screened ? screen : method, planning, so, screened ? keep : 1);
+  if (outcome.best.empty() && screened) {
+    // Nothing fits as the screen plans it (its memory, say): the method itself, unscreened.
+    screened = false;
+    outcome = search(costs, shaped, method, planning, so, 1);
+  }
   if (outcome.best.empty()) {
     add_diag(diags, {"", "", -1, -1, "",
-                     "no partition of the " + std::to_string(n) + " layers over " + std::to_string(base.p) +
-                         " stages could be planned with " + (screened ? so.screen : method) + "; the balanced one (" +
-                         counts_text(balanced_partition(costs, base.p)) + " layers) failed with:"});
+                     "no partition of the " + std::to_string(n) + " layers over " + std::to_string(virtual_stages) +
+                         (shape->chunks > 1 ? " virtual" : "") + " stages could be planned with " + method +
+                         "; the balanced one (" + counts_text(balanced_partition(costs, virtual_stages)) +
+                         " layers) failed with:"});
     for (const auto& d : outcome.first_failure) add_diag(diags, d);
     return std::nullopt;
   }
@@ -223,15 +287,14 @@ std::optional<PartitionPlan> plan_partitioned(const LayerCosts& costs, const Pro
     for (const Planned& c : outcome.best) {
       ++planned;
       std::vector<Diag> why;
-      auto refined = plan_one(costs, base, c.partition, method, one_chunk, so.device_bytes, &why);
+      auto refined = plan_one(costs, shaped, c.partition, method, planning, so.device_bytes, &why);
       if (refined && (!winner || refined->cost < winner->cost)) winner = std::move(refined);
     }
     if (!winner) winner = std::move(outcome.best.front());  // the screen's plan stands
   } else {
     winner = std::move(outcome.best.front());
   }
-  PartitionPlan out{std::move(winner->plan), winner->partition, outcome.enumerated, planned,
-                    static_cast<Ticks>(base.m) * best_partition_load(costs, base.p)};
+  PartitionPlan out{std::move(winner->plan), winner->partition, outcome.enumerated, planned, bound};
   const std::string layers = ranges_text(costs, out.partition);
   out.plan.notes.insert(out.plan.notes.begin(),
                         "partition: " + counts_text(out.partition) + " layers (" + layers + "), the best of " +
@@ -243,7 +306,7 @@ std::optional<PartitionPlan> plan_partitioned(const LayerCosts& costs, const Pro
                             (outcome.cut ? " (the enumeration stopped after " + std::to_string(kMaxVisits) +
                                                " ranges tried: the winner is the best found, the bound still holds)"
                                          : "") +
-                            (screened ? "; screened with " + so.screen + ", the best " + std::to_string(outcome.best.size()) +
+                            (screened ? "; screened with " + screen + ", the best " + std::to_string(outcome.best.size()) +
                                             " planned with " + method
                                       : "") +
                             "; no partition's plan costs less than " + format_quanta(out.bound));

@@ -16,16 +16,30 @@
 
 namespace zbpp {
 
-/// The methods --layers plans: those with one chunk per stage (a partition gives each stage one
-/// range of layers; the V and interleaved placements need times per virtual stage).
+/// The methods that plan one chunk per stage (and per-stage memory limits as they are).
 bool plans_one_chunk(const std::string& method);
+
+/// How --layers partitions the model for a method: into `chunks` virtual stages per device, placed
+/// as `placement` (empty for one chunk), screened with `screen` where the method costs seconds a
+/// plan (then the best few are planned with the method itself; empty: every one with the method).
+struct PartitionShape {
+  int chunks = 1;
+  std::vector<std::vector<int>> placement;
+  std::string screen;
+};
+/// The shape `method` plans on p devices with the chunks and placement given (chunks 1 and no
+/// placement when not given); nothing, with *why set, for a method --layers does not plan or a
+/// placement it does not run.
+std::optional<PartitionShape> partition_shape(const std::string& method, int p, int chunks,
+                                              const std::vector<std::vector<int>>& placement, std::string* why);
 
 struct PartitionSearchOptions {
   /// Partitions planned at most; beyond, the least promising by their bound are left out (said in
   /// the notes, and the bound over all partitions still holds).
   long max_plans = 20000;
-  /// How auto and the ILPs are searched: every partition with the cheap `screen` method first,
-  /// then `method` itself on the `refine` best of them.
+  /// How auto and the one-chunk ILP are searched: every partition with the cheap `screen` method
+  /// first, then `method` itself on the `refine` best of them (other shapes screen as
+  /// partition_shape says, keeping `refine` too).
   std::string screen = "heuristic";
   int refine = 3;
   std::function<void(const std::string&)> progress;  ///< a line now and then on long searches
@@ -41,11 +55,12 @@ struct PartitionPlan {
   Partition partition;
   long enumerated = 0;      ///< partitions whose bound could beat the first plan
   long planned = 0;         ///< partitions planned
-  Ticks bound = 0;          ///< m x the best busiest-stage load over all partitions: no plan of any partition costs less
+  Ticks bound = 0;          ///< m x partition_load_bound: no plan of any partition costs less
 };
 
-/// Plans `method` on the best partition of `costs` into `base.p` stages. `base` holds m, T_comm and
-/// the memory limit; its times and memory are replaced by each partition's sums.
+/// Plans `method` on the best partition of `costs` into `base.p` devices of the chunks the method
+/// plans (partition_shape). `base` holds m, T_comm and the memory limit; its times and memory are
+/// replaced by each partition's sums.
 std::optional<PartitionPlan> plan_partitioned(const LayerCosts& costs, const ProblemInput& base, const std::string& method,
                                               std::vector<Diag>* diags, const PlanOptions& options,
                                               const PartitionSearchOptions& search = {});

@@ -133,12 +133,16 @@ std::optional<Generated> generate(const Problem& original, const std::string& me
   std::vector<std::string> notes;
   std::optional<SolverReport> ilp_report;
   Problem pr = original;
+  // The V and interleaved generators and searches take one memory limit: where the stages' limits
+  // differ, they plan within the tightest on every stage (the schedule then fits each), and the
+  // problem keeps its own limits for the validator and the file.
+  std::vector<Mem> stage_limits;
   if (!pr.stage_mem_limits.empty() && (!plans_one_chunk(method) || pr.chunks > 1)) {
-    diags->push_back({"", "", -1, -1, "", "memory limits that differ by stage (" + mem_limit_text(pr) +
-                                          ") are planned with one chunk per stage: use --method 1f1b, zb-h1, zb-h2, "
-                                          "heuristic, ilp or auto, not " + method +
-                                          (pr.chunks > 1 ? " with " + std::to_string(pr.chunks) + " chunks" : "")});
-    return std::nullopt;
+    stage_limits = std::move(pr.stage_mem_limits);
+    pr.stage_mem_limits.clear();
+    pr.mem_limit = *std::min_element(stage_limits.begin(), stage_limits.end());
+    notes.push_back("memory: the stages' limits differ (" + mem_limit_text(original) + "); " + method +
+                    " planned within the tightest, " + format_quanta(*pr.mem_limit) + ", on every stage");
   }
   const bool v_shape = method == "zb-v" || method == "dualpipe-v" || method == "v-min" || method == "v-half" ||
                        method == "v-zb" || method == "heuristic-v" || method == "ilp-v";
@@ -289,6 +293,7 @@ std::optional<Generated> generate(const Problem& original, const std::string& me
     diags->push_back({"", "", -1, -1, "", "method " + method + " places chunks its own way, not as the problem's placement asks; drop --placement (or 'placement' from the problem file)"});
     return std::nullopt;
   }
+  if (!stage_limits.empty()) pr.mem_limit.reset(), pr.stage_mem_limits = std::move(stage_limits);
   return Generated{method, std::move(*s), std::move(pr), std::move(notes), std::move(ilp_report)};
 }
 

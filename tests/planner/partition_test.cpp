@@ -99,6 +99,96 @@ TEST_CASE("partition: the search's pick costs what the best of every partition c
   CHECK(cases == 18);
 }
 
+TEST_CASE("partition: V and interleaved placements: the pick costs what the best of every partition into virtual stages costs") {
+  std::mt19937 rng(19);
+  int cases = 0;
+  struct Shape {
+    std::string method;
+    int chunks;
+  };
+  for (const Shape& shape : {Shape{"zb-v", 1}, Shape{"v-half", 2}, Shape{"1f1b-i", 2}, Shape{"1f1b-i", 3}})
+    for (int trial = 0; trial < 5; ++trial) {
+      const int p = 2 + static_cast<int>(rng() % (shape.chunks == 3 ? 2 : 3));  // 2..4 stages (2..3 with 3 chunks)
+      const int stages = p * std::max(2, shape.chunks);
+      const int n = stages + static_cast<int>(rng() % std::max(1, 13 - stages));  // up to 12 layers
+      const LayerCosts costs = random_layers(n, rng);
+      ProblemInput base;
+      base.p = p;
+      base.chunks = shape.chunks;
+      base.m = shape.method == "1f1b-i" ? p * (1 + static_cast<int>(rng() % 3)) : p + static_cast<int>(rng() % 6);
+      base.t_comm = (rng() % 2) * 0.5;
+      const PlanOptions options = lowered_for_period();
+      std::vector<Diag> diags;
+      auto found = plan_partitioned(costs, base, shape.method, &diags, options);
+      INFO(shape.method << " chunks=" << shape.chunks << " n=" << n << " p=" << p << " m=" << base.m << ": " << format_diags(diags));
+      REQUIRE(found);
+      REQUIRE(static_cast<int>(found->partition.counts.size()) == stages);
+      REQUIRE(found->plan.problem.chunks == stages / p);
+      // The planned problem's figures are the virtual stages' sums, each on the stage the placement gives it.
+      const StageCosts sums = stage_costs(costs, found->partition);
+      const VirtualStageMap map(found->plan.problem.placement);
+      for (int vs = 0; vs < stages; ++vs) {
+        CHECK(found->plan.problem.f_time(map.stage_of[vs], map.chunk_of[vs]) == sums.t_f[static_cast<size_t>(vs)]);
+        CHECK(found->plan.problem.b_mem(map.stage_of[vs], map.chunk_of[vs]) == sums.mem_b[static_cast<size_t>(vs)]);
+      }
+      ProblemInput shaped = base;
+      shaped.chunks = stages / p;
+      shaped.placement = found->plan.problem.placement;
+      Ticks best = -1;
+      long all = 0;
+      std::vector<int> counts;
+      every_partition(n, stages, &counts, [&](const Partition& partition) {
+        ++all;
+        std::vector<Diag> unused;
+        auto problem = build_problem(problem_for_partition(costs, partition, shaped), "", &unused);
+        REQUIRE(problem);
+        auto plan = plan_schedule(*problem, shape.method, &unused, options);
+        if (plan && (best < 0 || plan->solver.value < best)) best = plan->solver.value;
+        if (plan) CHECK(plan->solver.value >= found->bound);
+      });
+      CHECK(found->plan.solver.value == best);
+      CHECK(found->planned <= all);
+      ++cases;
+    }
+  CHECK(cases == 20);
+}
+
+TEST_CASE("partition: a V partition's file reads back, and an edit of a virtual stage's figure is caught there") {
+  std::mt19937 rng(5);
+  const LayerCosts costs = random_layers(10, rng);
+  ProblemInput base;
+  base.p = 2;
+  base.m = 6;
+  std::vector<Diag> diags;
+  auto found = plan_partitioned(costs, base, "zb-v", &diags, lowered_for_period(), {.device_bytes = {512.0 * 1048576}});
+  INFO(format_diags(diags));
+  REQUIRE(found);
+  const PlanResult& plan = found->plan;
+  REQUIRE(plan.iterations);
+  const PartitionRecord record{costs, found->partition, {512.0 * 1048576, 512.0 * 1048576}, std::nullopt, std::nullopt};
+  const auto j = nlohmann::json::parse(schedule_to_json_text(plan.schedule, plan.problem, plan.iterations->first,
+                                                             &*plan.iterations, "period", -1, &plan.solver, &record));
+  CHECK(j["problem"]["t_f"].size() == 4);  // one per virtual stage
+  CHECK(j["partition"]["counts"].size() == 4);
+  auto load = [&](const nlohmann::json& doc) {
+    std::vector<Diag> d;
+    auto file = schedule_from_json(doc, "s.json", &d);
+    if (!file) return format_diags(d);
+    check_schedule_file(*file, "s.json", &d);
+    return format_diags(d);
+  };
+  CHECK(load(j) == "");
+  {
+    std::vector<Diag> d;
+    auto file = schedule_from_json(j, "s.json", &d);
+    REQUIRE(file);
+    CHECK(problem_to_json(file->problem) == j["problem"]);  // read back exactly
+  }
+  auto edited = j;
+  edited["problem"]["t_f"][3] = edited["problem"]["t_f"][3].get<double>() + 1;
+  CHECK(load(edited).find("/problem/t_f: t_f of virtual stage 3 is ") != std::string::npos);
+}
+
 TEST_CASE("partition: the balanced partition minimises the busiest stage, as best_partition_load says") {
   std::mt19937 rng(11);
   for (int trial = 0; trial < 30; ++trial) {

@@ -937,6 +937,30 @@ TEST_CASE("zbplan plan --layers: the partition searched, recorded and exported, 
                    "microbatch's activations on every stage: the least is 103.9 MiB (108904448 bytes), with the layers "
                    "split 3/5/5/1") != std::string::npos);
 
+  // V and interleaved placements: a range per virtual stage, the stages' limits from device memory.
+  r = zbplan({"plan", "--layers", layers, "-p", "4", "-m", "8", "--method", "v-zb", "--device-memory", "400MiB", "-o",
+              tmp("cli_v.json")});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("  partition: 1/1/1/1/2/5/2/1 layers (embedding, h0, ") != std::string::npos);
+  CHECK(r.out.find("planned within the tightest") != std::string::npos);
+  auto v = nlohmann::json::parse(std::ifstream(tmp("cli_v.json")));
+  CHECK(v["problem"]["t_f"].size() == 8);
+  CHECK(v["partition"]["counts"].size() == 8);
+  for (size_t st = 0; st < 4; ++st)
+    CHECK(v["peak_memory"][st].get<double>() <= v["problem"]["mem_limit"][st].get<double>());
+  CHECK(zbplan({"validate", tmp("cli_v.json")}).code == 0);
+  r = zbplan({"export", tmp("cli_v.json"), "--format", "layout", "-o", tmp("cli_v_layout.txt")});
+  CHECK(r.code == 1);
+  CHECK(r.err.find("Megatron-LM's layout puts virtual stage k on rank k mod p") != std::string::npos);
+  r = zbplan({"plan", "--layers", layers, "-p", "2", "-m", "4", "--method", "1f1b-i", "--chunks", "2", "-o",
+              tmp("cli_i.json")});
+  REQUIRE(r.code == 0);
+  r = zbplan({"export", tmp("cli_i.json"), "--format", "layout", "-o", tmp("cli_i_layout.txt")});
+  CHECK(r.code == 0);
+  CHECK(r.out.find(", 2 virtual stages per rank)") != std::string::npos);
+  CHECK(std::count(r.out.begin(), r.out.end(), '|') == 3);
+
   // Bad uses: exit 2 for the command line, 1 for what the files cannot give.
   struct Bad {
     std::vector<std::string> args;
@@ -945,8 +969,10 @@ TEST_CASE("zbplan plan --layers: the partition searched, recorded and exported, 
   };
   const std::vector<std::string> base = {"plan", "--layers", layers, "-m", "8", "-o", tmp("cli_bad.json")};
   for (const Bad& bad : std::vector<Bad>{
-           {{"-p", "4", "--method", "zb-h1", "--tf", "2"}, 2, "--layers gives the times and memory of every stage, one chunk each; drop --tf"},
-           {{"-p", "4", "--method", "zb-v"}, 2, "--layers plans one chunk per stage: use --method 1f1b, zb-h1, zb-h2, heuristic, ilp or auto, not zb-v"},
+           {{"-p", "4", "--method", "zb-h1", "--tf", "2"}, 2, "--layers gives the times and memory of every virtual stage; drop --tf"},
+           {{"-p", "4", "--method", "zb-v", "--chunks", "2", "--placement", "interleaved"}, 2, "zb-v plans the V placement (2 chunks, stage r holding virtual stages r and 2p-1-r)"},
+           {{"-p", "4", "--method", "auto", "--chunks", "2"}, 2, "auto with --layers plans one chunk per stage: drop --chunks"},
+           {{"-p", "4", "--method", "1f1b-i", "--chunks", "4"}, 1, "more virtual stages than layers: -p 4 x 4 chunks, but the file has 14 layers"},
            {{"-p", "4", "--method", "heuristic", "--device-memory", "80"}, 2, "--device-memory: '80' is not a memory size: give a number and a unit"},
            {{"-p", "4", "--method", "heuristic", "--device-memory", "80GiB,1GiB"}, 2, "--device-memory gives 2 sizes: give one for every device, or one per stage (-p 4)"},
            {{"-p", "4", "--method", "heuristic", "--device-memory", "80GiB", "--mem-limit", "2p"}, 2, "give the memory once: --device-memory or --mem-limit, not both"},
