@@ -8,6 +8,8 @@
 #include <chrono>
 #include <limits>
 
+#include "core/simulate.h"
+
 namespace zbpp {
 
 namespace {
@@ -174,7 +176,84 @@ SearchOutcome search(const LayerCosts& costs, const ProblemInput& base, const st
   return out;
 }
 
+// "one chunk: partition 4/4/5/1, activation peak [..] of [..] MiB, period 676.54, wall 684.4": one
+// of auto's shapes, as its line says it.
+std::string shape_line(const std::string& shape, const PartitionPlan& found, const std::vector<double>& device_bytes) {
+  const PlanResult& plan = found.plan;
+  std::vector<Diag> unused;
+  const auto t = simulate_timeline(plan.schedule, plan.problem, &unused);
+  std::string peaks, limits;
+  for (int st = 0; st < plan.problem.p; ++st) {
+    peaks += (st ? ", " : "") + (t ? format_quanta(t->peak_memory[static_cast<size_t>(st)]) : std::string("?"));
+    const auto limit = plan.problem.limit(st);
+    limits += (st ? ", " : "") + (limit ? format_quanta(*limit) : std::string("none"));
+  }
+  std::string line = "auto: " + shape + ": partition " + counts_text(found.partition) + ", activation peak per device [" +
+                     peaks + "] " + kMemUnitName +
+                     (plan.problem.limited() ? " of limits [" + limits + "]" : std::string(" (no limit)"));
+  if (!device_bytes.empty()) line += " (device " + bytes_text(device_bytes[0]) + (device_bytes.size() > 1 ? ", ..." : "") + ")";
+  if (plan.iterations)
+    line += ", period " + format_quanta(plan.iterations->period) + ", wall " + format_quanta(plan.iterations->wall);
+  return line + ", cost " + format_quanta(plan.solver.value);
+}
+
 }  // namespace
+
+// auto with --layers: the partition searched for one chunk per stage (auto itself on the best
+// few), for the V (the V search) and for 2 chunks interleaved (the interleaved search), where the
+// layers give every virtual stage one; the cheapest wins, each shape's line says what it found.
+std::optional<PartitionPlan> plan_auto_partitioned(const LayerCosts& costs, const ProblemInput& base,
+                                                   std::vector<Diag>* diags, const PlanOptions& options,
+                                                   const PartitionSearchOptions& so) {
+  struct Shape {
+    const char* name;
+    const char* method;
+    int chunks;
+    bool v;
+  };
+  const int n = static_cast<int>(costs.layers.size());
+  std::optional<PartitionPlan> best;
+  std::vector<std::string> lines;
+  std::vector<Diag> first_failure;
+  for (const Shape& shape : {Shape{"one chunk per stage", "auto", 1, false}, Shape{"V (2 chunks)", "heuristic-v", 2, true},
+                             Shape{"interleaved (2 chunks)", "heuristic", 2, false}}) {
+    if (base.p * shape.chunks > n || (shape.chunks > 1 && base.p < 2)) {
+      lines.push_back("auto: " + std::string(shape.name) + ": left out: " + std::to_string(n) + " layers, " +
+                      std::to_string(base.p * shape.chunks) + " virtual stages");
+      continue;
+    }
+    ProblemInput shaped = base;
+    shaped.chunks = shape.chunks;
+    shaped.placement = shape.chunks == 1 ? std::vector<std::vector<int>>{}
+                       : shape.v         ? v_shape_placement(base.p)
+                                         : interleaved_placement(base.p, shape.chunks);
+    std::vector<Diag> why;
+    PartitionSearchOptions one = so;
+    one.one_shape = true;
+    auto found = plan_partitioned(costs, shaped, shape.method, &why, options, one);
+    if (!found) {
+      if (first_failure.empty()) first_failure = why;
+      lines.push_back("auto: " + std::string(shape.name) + ": no partition fits (" +
+                      (why.empty() ? std::string("failed") : format_diag(why.back())) + ")");
+      continue;
+    }
+    lines.push_back(shape_line(shape.name, *found, so.device_bytes));
+    if (!best || found->plan.solver.value < best->plan.solver.value) best = std::move(found);
+  }
+  if (!best) {
+    add_diag(diags, {"", "", -1, -1, "", "no shape of the layers fits:"});
+    for (const auto& l : lines) add_diag(diags, {"", "", -1, -1, "", l});
+    return std::nullopt;
+  }
+  lines.push_back("auto: best over the partitions of each shape: " + counts_text(best->partition) + " layers, " +
+                  (best->plan.problem.chunks == 1 ? "one chunk per stage"
+                   : best->plan.schedule.placement == v_shape_placement(best->plan.problem.p) ? "V (2 chunks)"
+                                                                                             : "interleaved (2 chunks)"));
+  // The bound over every shape's partitions is the weakest of theirs.
+  best->bound = std::min(best->bound, static_cast<Ticks>(base.m) * partition_load_bound(costs, base.p, 2));
+  best->plan.notes.insert(best->plan.notes.begin(), lines.begin(), lines.end());
+  return best;
+}
 
 bool plans_one_chunk(const std::string& method) {
   return method == "1f1b" || method == "zb-h1" || method == "zb-h2" || method == "heuristic" || method == "ilp" ||
@@ -225,6 +304,8 @@ std::optional<PartitionPlan> plan_partitioned(const LayerCosts& costs, const Pro
                                               std::vector<Diag>* diags, const PlanOptions& options,
                                               const PartitionSearchOptions& so) {
   const int n = static_cast<int>(costs.layers.size());
+  if (method == "auto" && !so.fixed && !so.one_shape && base.chunks <= 1 && base.placement.empty())
+    return plan_auto_partitioned(costs, base, diags, options, so);
   std::string why_not;
   const auto shape = partition_shape(method, base.p, base.chunks, base.placement, &why_not);
   if (!shape) {

@@ -48,6 +48,8 @@ struct PartitionSearchOptions {
   /// Device memory in bytes (one for all stages or one per stage): each stage's activation limit is
   /// it less the stage's static bytes (problem_for_partition), in place of the base's limit.
   std::vector<double> device_bytes;
+  /// auto: plan one chunk per stage only, not also the V and interleaved shapes (plan_auto_partitioned).
+  bool one_shape = false;
 };
 
 struct PartitionPlan {
@@ -64,6 +66,12 @@ struct PartitionPlan {
 std::optional<PartitionPlan> plan_partitioned(const LayerCosts& costs, const ProblemInput& base, const std::string& method,
                                               std::vector<Diag>* diags, const PlanOptions& options,
                                               const PartitionSearchOptions& search = {});
+
+/// auto with --layers (plan_partitioned calls it): the partition searched for one chunk per stage,
+/// for the V and for 2 chunks interleaved; the cheapest plan of all, a line per shape in its notes.
+std::optional<PartitionPlan> plan_auto_partitioned(const LayerCosts& costs, const ProblemInput& base,
+                                                   std::vector<Diag>* diags, const PlanOptions& options,
+                                                   const PartitionSearchOptions& search = {});
 
 /// The partition of `layers` over `stages` that minimises the busiest stage's F + B + W (the first
 /// such in lexicographic order of counts).

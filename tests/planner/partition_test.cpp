@@ -189,6 +189,42 @@ TEST_CASE("partition: a V partition's file reads back, and an edit of a virtual 
   CHECK(load(edited).find("/problem/t_f: t_f of virtual stage 3 is ") != std::string::npos);
 }
 
+TEST_CASE("partition: auto searches one chunk per stage, the V and 2 chunks interleaved, and takes the cheapest") {
+  std::mt19937 rng(31);
+  for (int trial = 0; trial < 4; ++trial) {
+    const int p = 2 + trial % 2, n = 2 * p + 2 + static_cast<int>(rng() % 4);
+    const LayerCosts costs = random_layers(n, rng);
+    ProblemInput base;
+    base.p = p;
+    base.m = 2 * p;
+    std::vector<Diag> diags;
+    const PlanOptions options = lowered_for_period();
+    auto found = plan_partitioned(costs, base, "auto", &diags, options);
+    INFO("trial " << trial << ": " << format_diags(diags));
+    REQUIRE(found);
+    const auto& notes = found->plan.notes;
+    for (const char* shape : {"auto: one chunk per stage: partition ", "auto: V (2 chunks): partition ",
+                              "auto: interleaved (2 chunks): partition "})
+      CHECK(std::count_if(notes.begin(), notes.end(), [&](const std::string& n) { return n.rfind(shape, 0) == 0; }) == 1);
+    // Each shape searched alone: auto's plan is the cheapest of them.
+    Ticks cheapest = -1;
+    for (auto [method, chunks, placement] :
+         {std::tuple{std::string("auto"), 1, std::vector<std::vector<int>>{}},
+          std::tuple{std::string("heuristic-v"), 2, v_shape_placement(p)},
+          std::tuple{std::string("heuristic"), 2, interleaved_placement(p, 2)}}) {
+      ProblemInput shaped = base;
+      shaped.chunks = chunks;
+      shaped.placement = placement;
+      PartitionSearchOptions alone;
+      alone.one_shape = true;
+      auto one = plan_partitioned(costs, shaped, method, &diags, options, alone);
+      REQUIRE(one);
+      if (cheapest < 0 || one->plan.solver.value < cheapest) cheapest = one->plan.solver.value;
+    }
+    CHECK(found->plan.solver.value == cheapest);
+  }
+}
+
 TEST_CASE("partition: the balanced partition minimises the busiest stage, as best_partition_load says") {
   std::mt19937 rng(11);
   for (int trial = 0; trial < 30; ++trial) {
