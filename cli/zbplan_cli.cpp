@@ -2,6 +2,7 @@
 // runs (zbplan_commands.h). No planning logic here.
 #include "cli/zbplan_cli.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -12,7 +13,7 @@
 #include "cli/cli_numbers.h"
 #include "cli/zbplan_commands.h"
 #include "cli/zbplan_flags.h"
-#include "core/output_file.h"  // output_clash
+#include "core/output_file.h"  // output_clash, is_standard_output
 #include "planner/pipeline.h"
 
 namespace zbpp {
@@ -171,15 +172,19 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
     return kExitFailed;
   }
   if (plan->parsed() && !quiet) plan_options.progress = [&err](const std::string& line) { err << line << std::endl; };
-  if (plan->parsed()) return cmd_plan(method, flags, plan_iterations, output, compute_only, plan_options, out, err);
-  if (simulate->parsed()) return cmd_simulate(file, trace, simulate_iterations_flags, out, err);
+  // An output written to standard output (-o /dev/stdout) keeps it to itself: the summary goes to
+  // standard error instead of after the file.
+  std::ostream& said =
+      std::any_of(outputs.begin(), outputs.end(), [](const NamedPath& o) { return is_standard_output(o.path); }) ? err : out;
+  if (plan->parsed()) return cmd_plan(method, flags, plan_iterations, output, compute_only, plan_options, said, err);
+  if (simulate->parsed()) return cmd_simulate(file, trace, simulate_iterations_flags, said, err);
   if (show->parsed())
     return cmd_show(file, show_out, show_width, show_measured, show_iterations_flags, show->count("--iterations") > 0,
-                    out, err);
-  if (export_cmd->parsed()) return cmd_export(file, export_format, export_out, out, err);
+                    said, err);
+  if (export_cmd->parsed()) return cmd_export(file, export_format, export_out, said, err);
   if (import_cmd->parsed()) {
     import_flags.tcomm_given = import_cmd->count("--tcomm") > 0;
-    return cmd_import(file, import_flags, import_iterations, import_out, import_compute_only, out, err);
+    return cmd_import(file, import_flags, import_iterations, import_out, import_compute_only, said, err);
   }
   return cmd_validate(file, out, err);
 }

@@ -184,7 +184,11 @@ int cmd_plan(const std::string& method, const ProblemFlags& flags, const Iterati
   }
   std::vector<Diag> diags;
   ProblemInput input;
-  if (!flags.to_input(&input, &diags)) return fail(err, diags);
+  // A V method's own placement, asked for by name without --chunks: the method splits each stage
+  // into its 2 chunks as it does without the flag.
+  ProblemFlags given = flags;
+  if (is_v_method(method) && given.placement == "v" && given.chunks == ProblemFlags::kUnset) given.placement.clear();
+  if (!given.to_input(&input, &diags)) return fail(err, diags);
   LayerCosts costs;
   std::optional<Problem> problem;
   if (layered) {

@@ -351,7 +351,14 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
     setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 1);
     setenv("CUDA_MODULE_LOADING", "EAGER", 1);
   }
-  if (!o.profile_layers.empty()) return profile_layers(o, out, err);  // one process, no schedule, no MPI
+  // An output written to standard output (--trace /dev/stdout) keeps it to itself: what zbrun says
+  // goes to standard error instead.
+  const std::string* outputs[] = {&o.metrics, &o.trace, &o.profile, &o.profile_layers};
+  std::ostream& said = std::any_of(std::begin(outputs), std::end(outputs),
+                                   [](const std::string* path) { return is_standard_output(*path); })
+                           ? err
+                           : out;
+  if (!o.profile_layers.empty()) return profile_layers(o, said, err);  // one process, no schedule, no MPI
   bool mpi = use_mpi && !o.local;
   int world_rank = 0, world_size = 1;
 #ifdef ZBPP_HAVE_MPI
@@ -398,7 +405,7 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
   if (o.check) {
     // Everything above is what a run checks before it trains; say what it would run.
     if (world_rank == 0)
-      out << o.schedule_file << ": ok: " << shown_text(s.method) << " (" << optimizer_name(s.optimizer) << ") on " << s.p << " ranks (p=" << s.p
+      said << o.schedule_file << ": ok: " << shown_text(s.method) << " (" << optimizer_name(s.optimizer) << ") on " << s.p << " ranks (p=" << s.p
           << ", m=" << s.m << ", chunks=" << s.chunks << "), model " << model->name << " (" << model->layers
           << " layers), " << o.run.steps << " steps on " << o.backend << (mpi ? " under MPI" : " in one process") << "\n";
     return finish(0);
@@ -411,7 +418,7 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
 
   const TrainInputs inputs{s, checked->file.problem, *model, checked->data};
   const RunOptions run = run_options(o);
-  Printer printer(o, checked->file, *model, planned, out, err);
+  Printer printer(o, checked->file, *model, planned, said, err);
   if (mpi) {
 #ifdef ZBPP_HAVE_MPI
     if (cuda) {

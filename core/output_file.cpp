@@ -247,6 +247,13 @@ std::string file_identity(const std::string& path) {
 
 }  // namespace
 
+bool is_standard_output(const std::string& path) {
+  if (path.empty()) return false;
+  struct stat target {}, out {};
+  if (::stat(path.c_str(), &target) != 0 || ::fstat(STDOUT_FILENO, &out) != 0) return false;
+  return target.st_dev == out.st_dev && target.st_ino == out.st_ino;
+}
+
 std::string output_clash(const std::vector<NamedPath>& inputs, const std::vector<NamedPath>& outputs) {
   std::vector<std::pair<std::string, const NamedPath*>> seen;  // identity, whose
   // An input that does not exist cannot be replaced (a preset's name, "synthetic"): left out.

@@ -68,6 +68,11 @@ struct NamedPath {
 /// same file as the schedule s.json: writing it would replace the schedule".
 std::string output_clash(const std::vector<NamedPath>& inputs, const std::vector<NamedPath>& outputs);
 
+/// Whether `path` is the file this process's standard output writes to (/dev/stdout, or a name
+/// of the same file): a program then writes its summary to standard error, so that standard
+/// output holds the file alone.
+bool is_standard_output(const std::string& path);
+
 /// An output written as it goes: `append` keeps what the file holds (zbrun --resume).
 class StreamFile {
  public:

@@ -262,8 +262,7 @@ bool plans_one_chunk(const std::string& method) {
 
 std::optional<PartitionShape> partition_shape(const std::string& method, int p, int chunks,
                                               const std::vector<std::vector<int>>& placement, std::string* why) {
-  const bool v_method = method == "zb-v" || method == "dualpipe-v" || method == "v-min" || method == "v-half" ||
-                        method == "v-zb" || method == "heuristic-v" || method == "ilp-v";
+  const bool v_method = is_v_method(method);
   const bool search = method == "heuristic" || method == "ilp";
   const auto v = v_shape_placement(p);
   if (v_method || (search && chunks == 2 && (placement.empty() || placement == v))) {

@@ -27,6 +27,11 @@ const std::vector<std::string>& plan_methods() {
   return methods;
 }
 
+bool is_v_method(const std::string& method) {
+  return method == "zb-v" || method == "dualpipe-v" || method == "v-min" || method == "v-half" || method == "v-zb" ||
+         method == "heuristic-v" || method == "ilp-v";
+}
+
 // The methods that refine their warm start with the ILP: ilp, and ilp-v from the V search.
 bool is_ilp(const std::string& method) { return method == "ilp" || method == "ilp-v"; }
 
@@ -144,8 +149,14 @@ std::optional<Generated> generate(const Problem& original, const std::string& me
     notes.push_back("memory: the stages' limits differ (" + mem_limit_text(original) + "); " + method +
                     " planned within the tightest, " + format_quanta(*pr.mem_limit) + ", on every stage");
   }
-  const bool v_shape = method == "zb-v" || method == "dualpipe-v" || method == "v-min" || method == "v-half" ||
-                       method == "v-zb" || method == "heuristic-v" || method == "ilp-v";
+  const bool v_shape = is_v_method(method);
+  // A V method runs the V: a placement given must be it (with 2 chunks; one chunk is split below).
+  if (v_shape && !pr.placement.empty() && (pr.chunks != 2 || pr.placement != v_shape_placement(pr.p))) {
+    diags->push_back({"", "", -1, -1, "", "method " + method + " runs the V placement (2 chunks, stage r holding virtual "
+                                          "stages r and 2p-1-r), not the one the problem gives: drop --placement (or "
+                                          "'placement' from the problem file), or give --placement v"});
+    return std::nullopt;
+  }
   if (v_shape && pr.chunks == 1) {
     pr = split_into_chunks(original, 2);
     notes.push_back(split_note(method));

@@ -872,8 +872,9 @@ TEST_CASE("zbplan: --placement v|interleaved picks the heuristic's search, is re
                   "--chunks 2 (the problem has chunks = 3)\n");
   Run own = plan({"--method", "zb-v", "--chunks", "2", "--placement", "interleaved"});
   CHECK(own.code == 1);
-  CHECK(own.err == "zbplan: method zb-v places chunks its own way, not as the problem's placement asks; drop "
-                   "--placement (or 'placement' from the problem file)\n");
+  CHECK(own.err == "zbplan: method zb-v runs the V placement (2 chunks, stage r holding virtual stages r and 2p-1-r), "
+                   "not the one the problem gives: drop --placement (or 'placement' from the problem file), or give "
+                   "--placement v\n");
 }
 
 TEST_CASE("zbplan plan --layers: the partition searched, recorded and exported, and bad uses refused with their reason") {
@@ -1075,4 +1076,28 @@ TEST_CASE("zbplan: a mistyped subcommand is named before the flags meant for it,
   r = zbplan({"plan", "--method", "1f1b-i", "-p", "2", "-m", "4", "--tf", "1", "--tb", "1", "--tw", "1", "-o", tmp("i.json")});
   CHECK(r.code == 2);
   CHECK(r.err == "zbplan: 1f1b-i interleaves chunks: give --chunks V with V >= 2\nrun 'zbplan plan --help' for usage\n");
+}
+
+TEST_CASE("zbplan: a V method runs the V whether --placement v is given or not, and refuses another placement") {
+  const std::vector<std::string> base = {"plan", "--method", "zb-v", "-p", "4", "-m", "8", "--tf", "1", "--tb", "1", "--tw", "1"};
+  auto with = [&](std::vector<std::string> extra, const std::string& out) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.end(), {"-o", tmp(out)});
+    return zbplan(args);
+  };
+  auto plain = with({}, "cli_zbv_plain.json");
+  REQUIRE(plain.code == 0);
+  auto v = with({"--placement", "v"}, "cli_zbv_v.json");
+  INFO(v.err);
+  REQUIRE(v.code == 0);
+  CHECK(nlohmann::json::parse(std::ifstream(tmp("cli_zbv_v.json")))["stages"] ==
+        nlohmann::json::parse(std::ifstream(tmp("cli_zbv_plain.json")))["stages"]);
+  auto interleaved = with({"--placement", "interleaved"}, "cli_zbv_i.json");
+  CHECK(interleaved.code == 1);
+  CHECK(interleaved.err.find("method zb-v runs the V placement (2 chunks, stage r holding virtual stages r and 2p-1-r), "
+                             "not the one the problem gives") != std::string::npos);
+  interleaved = with({"--chunks", "2", "--placement", "interleaved"}, "cli_zbv_i.json");
+  CHECK(interleaved.code == 1);
+  CHECK(!std::ifstream(tmp("cli_zbv_i.json")));
 }
