@@ -1,6 +1,8 @@
 // zbrun's flags and the checks a run makes before it trains (see zbrun_inputs.h).
 #include "cli/zbrun_inputs.h"
 
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
@@ -11,6 +13,7 @@
 #include "cli/cli_numbers.h"
 #include "core/lowered.h"
 #include "core/output_file.h"
+#include "core/simulate.h"
 #include "core/validate.h"
 #include "runtime/backend/cpu/compute_cpu.h"
 #include "runtime/checkpoint.h"
@@ -300,6 +303,23 @@ std::optional<CheckedInputs> check_inputs(Options& o, bool mpi, int world_rank, 
   if (!o.run.checkpoint.empty() && o.run.every > o.run.steps && world_rank == 0)
     err << "zbrun: warning: no checkpoint will be written: --every " << o.run.every << " is more than --steps "
         << o.run.steps << "\n";
+  if (o.run.pace > 0 && o.run.timeout_s > 0) {
+    // Paced, a receive may wait as long as the paced iteration's compute: a --timeout below it would
+    // end a healthy run, blaming the rank that is only pacing.
+    std::vector<Diag> unused;
+    auto format_g = [](double v) {
+      char text[40];
+      std::snprintf(text, sizeof text, "%g", v);
+      return std::string(text);
+    };
+    if (auto t = simulate_timeline(s, file->problem, &unused)) {
+      const double paced = o.run.pace * from_quanta(t->makespan);
+      if (paced >= o.run.timeout_s)
+        return fail("--pace " + format_g(o.run.pace) + " makes one iteration's compute last " + format_g(paced) +
+                    " s (its planned makespan " + format_quanta(t->makespan) + " x --pace), and a receive may wait that "
+                    "long: give --timeout above it (e.g. --timeout " + format_g(std::ceil(2 * paced)) + "), or a smaller --pace");
+    }
+  }
   if (o.fault == "truncate" && o.run.fail_rank >= 0) {
     const Op& op = s.stages[o.run.fail_rank][o.run.fail_op];
     if (!is_send(op.type))

@@ -106,6 +106,13 @@ TEST_CASE("zbrun: --fault is checked before anything runs") {
   CHECK(r.err == "zbrun: --fault: unknown fault 'explode' (known: error, hang, truncate)\nrun 'zbrun --help' for usage\n");
   r = call(zbrun_local, {"zbrun", s, "--local", "--pace", "-1"});
   CHECK(r.code == 2);
+  // Paced, a receive may wait a whole paced iteration: a --timeout below it would blame a healthy rank.
+  r = call(zbrun_local, {"zbrun", s, "--local", "--pace", "100", "--timeout", "5"});
+  CHECK(r.code == 1);
+  CHECK(r.err.find("zbrun: --pace 100 makes one iteration's compute last ") == 0);
+  CHECK(r.err.find("give --timeout above it (e.g. --timeout ") != std::string::npos);
+  r = call(zbrun_local, {"zbrun", s, "--local", "--check", "--pace", "0.001", "--timeout", "5"});
+  CHECK(r.code == 0);
 }
 
 TEST_CASE("cpu backend: an op without an activation slot, or reading a slot another microbatch holds, is refused") {
