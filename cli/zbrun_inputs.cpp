@@ -1,10 +1,14 @@
 // zbrun's flags and the checks a run makes before it trains (see zbrun_inputs.h).
 #include "cli/zbrun_inputs.h"
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <vector>
 
@@ -24,6 +28,41 @@
 namespace zbpp::zbrun {
 
 namespace {
+
+// The CPU backend holds, per parameter, its value, its gradient and AdamW's two moments in fp32:
+// 16 bytes. The ranks this process runs (all with --local, else its own) against the memory it may
+// have (MemAvailable, and ulimit -v where set): "" when they fit, else what to do. Activations come
+// on top; this catches a model that cannot load at all before a run dies of std::bad_alloc.
+std::string cpu_memory_shortfall(const GptConfig& model, const Schedule& s, int rank) {
+  constexpr double kBytesPerParameter = 16;
+  double parameters = 0;
+  for (int st = 0; st < s.p; ++st) {
+    if (rank >= 0 && st != rank) continue;
+    for (int vs : s.placement[static_cast<size_t>(st)])
+      for (const TensorSpec& t : stage_tensors(model, vs, s.p * s.chunks)) parameters += static_cast<double>(t.size);
+  }
+  double available = std::numeric_limits<double>::infinity();
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string key; meminfo >> key;) {
+    double kib = 0;
+    meminfo >> kib;
+    if (key == "MemAvailable:") available = kib * 1024;
+    meminfo.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+    available = std::min(available, static_cast<double>(limit.rlim_cur));
+  const double need = parameters * kBytesPerParameter;
+  if (need <= available) return "";
+  char text[400];
+  std::snprintf(text, sizeof text,
+                "%s %.4g parameters need %.4g GiB for their values, gradients and AdamW state (16 bytes each on the "
+                "CPU backend), more than the %.4g GiB this process may use (MemAvailable, ulimit -v): a smaller "
+                "model, or more ranks on more hosts",
+                rank >= 0 ? ("rank " + std::to_string(rank) + "'s").c_str() : "the model's", parameters,
+                need / 1073741824.0, available / 1073741824.0);
+  return text;
+}
 
 // "A:B@C" style values: integers (0..INT_MAX) between the separators `seps`, in order; the first
 // `required` fields must be there, the rest may be left out. "" or why.
@@ -273,6 +312,8 @@ std::optional<CheckedInputs> check_inputs(Options& o, bool mpi, int world_rank, 
     model->split = planned;
   }
   if (std::string bad = check_layer_split(*model, s.p * s.chunks); !bad.empty()) return fail(bad);
+  if (!cuda)
+    if (std::string bad = cpu_memory_shortfall(*model, s, mpi ? world_rank : -1); !bad.empty()) return fail(o.model + ": " + bad);
   if (std::string warning = empty_stages_warning(*model, s); !warning.empty() && world_rank == 0)
     err << "zbrun: warning: " << warning << "\n";
   auto data = DataSource::open(o.data, &why);

@@ -98,6 +98,15 @@ TEST_CASE("zbrun: bad inputs are refused with a message and exit 1") {
   r = call(zbrun_local, {"zbrun", good, "--local", "--model", broken_model});
   CHECK(r.code == 1);
   CHECK(r.err.find("zbrun: " + broken_model + ":1:14: invalid JSON") == 0);
+  // A model whose parameters, gradients and AdamW state cannot fit this machine's memory: refused,
+  // --check included, with the figure, before a run dies of std::bad_alloc (207 G parameters: 3 TiB
+  // of state, beyond any machine these tests run on).
+  std::string huge_model = tmp("huge_model.json");
+  std::ofstream(huge_model) << R"({"vocab": 32000, "seq": 512, "channels": 8192, "heads": 64, "layers": 256, "batch": 1})";
+  r = call(zbrun_local, {"zbrun", good, "--local", "--model", huge_model, "--check"});
+  CHECK(r.code == 1);
+  CHECK(r.err.find("zbrun: " + huge_model + ": the model's 2.067e+11 parameters need 3080 GiB for their values, "
+                   "gradients and AdamW state (16 bytes each on the CPU backend), more than the ") == 0);
   // --check runs the same checks and stops before training.
   r = call(zbrun_local, {"zbrun", good, "--local", "--model", bad_model, "--check"});
   CHECK(r.code == 1);
