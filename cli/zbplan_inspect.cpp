@@ -10,6 +10,7 @@
 
 #include "cli/zbplan_commands.h"
 #include "cli/zbplan_output.h"
+#include "core/lowered.h"
 #include "core/schedule_json.h"
 #include "core/simulate.h"
 #include "core/simulate_iterations.h"
@@ -152,6 +153,11 @@ int cmd_show(const std::string& path, const std::string& output, int width, cons
     std::vector<Diag> diags;
     measured = load_measured(measured_path, file.schedule.p, &diags);
     if (!measured) return fail(err, diags);
+    if (std::string other = measured_mismatch(*measured, compute_projection(file.schedule)); !other.empty()) {
+      err << "zbplan: show: --measured " << measured_path << " is a trace of another schedule: " << other
+          << " (draw it beside the schedule file zbrun ran, or run this one with zbrun --trace)\n";
+      return kExitInvalid;
+    }
     options.measured = &*measured;
   }
   const bool html = ends_with(output, ".html");  // else .svg: the command line was checked (picture_name)

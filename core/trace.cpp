@@ -54,7 +54,13 @@ std::optional<MeasuredRun> measured_from_trace_text(const std::string& text, con
   };
   // 1e15 us is 30 years: anything beyond is not a measurement (and would not draw).
   constexpr double kMaxMicroseconds = 1e15;
-  std::vector<std::vector<std::pair<long long, std::pair<double, double>>>> indexed(p);
+  struct Event {
+    long long index;
+    std::pair<double, double> span;
+    std::string name;
+    bool operator<(const Event& o) const { return index < o.index; }
+  };
+  std::vector<std::vector<Event>> indexed(p);
   const auto& events = (*j)["traceEvents"];
   for (size_t i = 0; i < events.size(); ++i) {
     const auto& e = events[i];
@@ -104,16 +110,32 @@ std::optional<MeasuredRun> measured_from_trace_text(const std::string& text, con
         index = k.value_or(0);
       }
     }
-    if (fine) indexed[*tid].push_back({index, {start, start + dur}});
+    if (fine) indexed[*tid].push_back({index, {start, start + dur}, e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : ""});
   }
   if (diags->size() != before) return std::nullopt;
   MeasuredRun run;
   run.ops.resize(p);
+  run.names.resize(p);
   for (int st = 0; st < p; ++st) {
-    std::sort(indexed[st].begin(), indexed[st].end());
-    for (const auto& [index, span] : indexed[st]) run.ops[st].push_back(span);
+    std::stable_sort(indexed[st].begin(), indexed[st].end());
+    for (const Event& e : indexed[st]) run.ops[st].push_back(e.span), run.names[st].push_back(e.name);
   }
   return run;
+}
+
+std::string measured_mismatch(const MeasuredRun& run, const Schedule& compute) {
+  for (int st = 0; st < compute.p && st < static_cast<int>(run.ops.size()); ++st) {
+    const auto& ops = compute.stages[static_cast<size_t>(st)];
+    const auto& names = run.names[static_cast<size_t>(st)];
+    if (names.size() > ops.size())
+      return "stage " + std::to_string(st) + " has " + std::to_string(names.size()) + " measured ops, but this schedule runs " +
+             std::to_string(ops.size()) + " compute ops there";
+    for (size_t k = 0; k < names.size(); ++k)
+      if (!names[k].empty() && names[k] != op_short(ops[k]))
+        return "stage " + std::to_string(st) + "'s op " + std::to_string(k) + " is " + shown_text(names[k]) +
+               " in the trace but " + op_short(ops[k]) + " in this schedule";
+  }
+  return "";
 }
 
 }  // namespace zbpp

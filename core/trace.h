@@ -20,7 +20,13 @@ namespace zbpp {
 /// start and end (in the problem's time unit) of each compute op, in the stage's compute order.
 struct MeasuredRun {
   std::vector<std::vector<std::pair<double, double>>> ops;
+  std::vector<std::vector<std::string>> names;  ///< per stage, as ops: each event's name ("F3"), "" where none
 };
+
+/// Whether a measured run is of `compute` (a schedule's compute ops, as zbrun --trace writes them):
+/// no more ops on any stage, each named as the schedule's op at its place (a trace cut short, or
+/// events without names, are drawn as far as they go). "" when it is, else where it is not.
+std::string measured_mismatch(const MeasuredRun& run, const Schedule& compute);
 
 /// Trace events for `timeline` under process `pid` named `process_name` (e.g. "planned").
 nlohmann::json timeline_trace_events(const Schedule& schedule, const Timeline& timeline, int pid,

@@ -789,6 +789,19 @@ TEST_CASE("zbplan: show --measured locates every wrong field of the trace instea
         at + "/args/op_index: expected an op index (an integer 0..1000000000), got \"a\"\n");
   CHECK(error(R"({"ph": "X", "pid": 1, "tid": 0, "ts": 0, "dur": 1, "args": 3})") ==
         at + "/args: expected an object, got 3\n");
+  // A trace of another schedule (issue 34, class 7): an op named otherwise at its place, or more ops.
+  Run other = show(R"({"ph": "X", "name": "F1", "pid": 1, "tid": 1, "ts": 0, "dur": 1, "args": {"op_index": 0}})");
+  CHECK(other.code == 1);
+  CHECK(other.err == "zbplan: show: --measured " + trace + " is a trace of another schedule: stage 1's op 0 is F1 in the "
+                     "trace but F0 in this schedule (draw it beside the schedule file zbrun ran, or run this one with zbrun "
+                     "--trace)\n");
+  std::string events;
+  for (int k = 0; k < 5; ++k)
+    events += std::string(k ? ", " : "") + R"({"ph": "X", "pid": 1, "tid": 0, "ts": 0, "dur": 1, "args": {"op_index": )" +
+              std::to_string(k) + "}}";
+  other = show(events);
+  CHECK(other.code == 1);
+  CHECK(other.err.find("stage 0 has 5 measured ops, but this schedule runs 4 compute ops there") != std::string::npos);
 }
 
 // Issue 19, class 9: zbplan's files keep W in microbatch order; one that does not is named (exit 0).
