@@ -21,6 +21,7 @@
 #include "core/validate.h"
 #include "runtime/backend/cpu/compute_cpu.h"
 #include "runtime/checkpoint.h"
+#include "runtime/weights_dump.h"
 #ifdef ZBPP_HAVE_CUDA
 #include "runtime/backend/cuda/compute_cuda.h"
 #endif
@@ -154,7 +155,8 @@ void add_flags(CLI::App* app, Options* o) {
       ->check(integer_in(1, 64))
       ->option_text("N");
   app->add_option("--dump-weights", o->run.dump_weights,
-                 "after training, write every weight tensor to DIR/tensor<id>.f32 (raw floats)")
+                 "after training, write every weight tensor to DIR/tensor<id>.f32 (raw floats) and their names and "
+                 "shapes to DIR/weights.json; DIR new, empty or an earlier dump's (whose files are replaced)")
       ->check(dir_name());
   app->add_option("--trace", o->trace,
                  "write a Chrome/Perfetto trace of the last step: measured ops per rank, planned beside")
@@ -367,9 +369,11 @@ std::optional<CheckedInputs> check_inputs(Options& o, bool mpi, int world_rank, 
       return fail("--fault truncate: op " + std::to_string(o.run.fail_op) + " of rank " + std::to_string(o.run.fail_rank) +
                   " is " + op_short(op) + ", not a send");
   }
-  if (!o.run.dump_weights.empty() && world_rank == 0)
+  if (!o.run.dump_weights.empty() && world_rank == 0) {
+    if (std::string bad = check_weights_dir(o.run.dump_weights); !bad.empty()) return fail("--dump-weights: " + bad);
     if (std::string bad = check_writable_file(o.run.dump_weights + "/tensor0.f32"); !bad.empty())
       return fail("--dump-weights: cannot write " + bad);
+  }
 #ifdef ZBPP_HAVE_CUDA
   if (cuda) {
     std::string why;

@@ -13,6 +13,7 @@
 #include "runtime/checkpoint.h"
 #include "runtime/checkpoint_owner.h"
 #include "runtime/run_identity.h"
+#include "runtime/weights_dump.h"
 
 namespace zbpp {
 
@@ -32,20 +33,6 @@ std::vector<double> weight_digests(const Compute& compute, int tensors) {
     out[id] = static_cast<double>(h >> 16);
   }
   return out;
-}
-
-// Each rank writes its tensors as DIR/tensor<id>.f32 (raw little-endian floats), for comparing
-// runs to the last bit (tests measure ulps between optimizers with it).
-bool dump_weights(const std::string& dir, const Compute& compute, std::string* why) {
-  for (const auto& [id, values] : compute.parameters()) {
-    std::string path = dir + "/tensor" + std::to_string(id) + ".f32";
-    std::string bytes(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
-    if (!write_file_replacing(path, bytes, why)) {
-      *why = "--dump-weights: cannot write " + *why;
-      return false;
-    }
-  }
-  return true;
 }
 
 // Per-op means a rank measures over the steps after the first: what RunOptions::profile gathers.
@@ -167,6 +154,12 @@ bool RankRun::run_unguarded() {
       min_seconds.push_back(is_compute(op.type) ? o_.pace * from_quanta(op_duration(op, rank_, in_.problem)) : 0.0);
     interp_->set_pace(std::move(min_seconds));
   }
+  // An earlier dump's tensors go before this run writes its own, so none stays stale beside them
+  // (every rank's dump comes after rank 0's first message, so after this).
+  if (!o_.dump_weights.empty() && rank_ == 0) {
+    std::string why;
+    if (!clear_weights_dir(o_.dump_weights, &why)) return stop(why);
+  }
   // Held for the whole run: another run given this directory is refused, naming this one.
   std::unique_ptr<CheckpointLock> checkpoint_lock;
   if (!o_.checkpoint.empty()) {
@@ -206,7 +199,9 @@ bool RankRun::run_unguarded() {
   if (!interp_->finish(&why)) return failed_op(o_.steps - 1, "post-validating the last step", why);
   if (!report_finished()) return false;
   // A failed output stops every rank at once (stop tells them), whichever rank it was on.
-  if (!o_.dump_weights.empty() && !dump_weights(o_.dump_weights, *compute_, &why)) return stop(why);
+  if (!o_.dump_weights.empty() && !write_weights(o_.dump_weights, *compute_, &why)) return stop(why);
+  if (!o_.dump_weights.empty() && rank_ == 0 && !write_weights_manifest(o_.dump_weights, in_.model, o_.steps, &why))
+    return stop(why);
   if (!summarise()) return false;
   if (std::string why = observer_.finished(rank_, result_.summary); !why.empty()) return stop(why);
   return true;

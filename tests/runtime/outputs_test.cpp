@@ -222,3 +222,38 @@ TEST_CASE("zbrun: no output replaces the schedule or another output") {
   // The schedule is still the schedule.
   CHECK(call(run_zbplan, {"zbplan", "validate", s}).code == 0);
 }
+
+TEST_CASE("zbrun --dump-weights: an earlier dump's files are replaced, none left stale, and a directory of other files refused") {
+  std::string s = plan("dump_stale", "zb-h1", 2, 4);
+  std::string dir = tmp("dump_stale");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  // An earlier dump of a bigger model: tensors this model does not have.
+  std::ofstream(dir + "/tensor9999.f32") << "old";
+  std::ofstream(dir + "/weights.json") << "{}";
+  Run r = call(zbrun_local, {"zbrun", s, "--local", "--steps", "1", "--quiet", "--dump-weights", dir});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(!std::filesystem::exists(dir + "/tensor9999.f32"));
+  auto manifest = nlohmann::json::parse(std::ifstream(dir + "/weights.json"));
+  CHECK(manifest["format"] == "zbpp-weights-1");
+  long files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) files += entry.path().extension() == ".f32";
+  CHECK(files == static_cast<long>(manifest["tensors"].size()));
+  for (const auto& t : manifest["tensors"]) {
+    long values = 1;
+    for (long d : t["shape"]) values *= d;
+    CHECK(std::filesystem::file_size(dir + "/" + t["file"].get<std::string>()) == static_cast<uintmax_t>(values) * 4);
+  }
+  // A directory holding something no dump wrote: refused before the run, --check included, nothing removed.
+  std::ofstream(dir + "/notes.txt") << "mine";
+  for (bool check : {true, false}) {
+    std::vector<std::string> args = {"zbrun", s, "--local", "--steps", "1", "--quiet", "--dump-weights", dir};
+    if (check) args.push_back("--check");
+    r = call(zbrun_local, args);
+    CHECK(r.code == 1);
+    CHECK(r.err == "zbrun: --dump-weights: " + dir + " holds notes.txt, which no --dump-weights wrote: give an empty or "
+                   "new directory, or an earlier dump's (its tensors are replaced)\n");
+  }
+  CHECK(std::filesystem::exists(dir + "/weights.json"));
+}
