@@ -47,6 +47,35 @@ void every_partition(int n, int p, std::vector<int>* counts, const std::function
   }
 }
 
+// Plans `method` on every partition of the layers into `stages` (virtual) stages of `shaped`'s
+// shape: the search's pick costs what the best of them costs, and none beats its bound.
+void check_against_every_partition(const LayerCosts& costs, const ProblemInput& shaped, int stages,
+                                   const std::string& method, const PlanOptions& options, const PartitionPlan& found) {
+  Ticks best = -1;
+  long all = 0;
+  std::vector<int> counts;
+  every_partition(static_cast<int>(costs.layers.size()), stages, &counts, [&](const Partition& partition) {
+    ++all;
+    std::vector<Diag> unused;
+    auto problem = build_problem(problem_for_partition(costs, partition, shaped), "", &unused);
+    REQUIRE(problem);
+    auto plan = plan_schedule(*problem, method, &unused, options);
+    if (plan && (best < 0 || plan->solver.value < best)) best = plan->solver.value;
+    if (plan) CHECK(plan->solver.value >= found.bound);  // no partition's plan beats the bound over all
+  });
+  CHECK(found.plan.solver.value == best);
+  CHECK(found.planned <= all);
+}
+
+// What a reader of the schedule document finds: "" for a good file, else the located diagnostics.
+std::string findings_of(const nlohmann::json& doc) {
+  std::vector<Diag> d;
+  auto file = schedule_from_json(doc, "s.json", &d);
+  if (!file) return format_diags(d);
+  check_schedule_file(*file, "s.json", &d);
+  return format_diags(d);
+}
+
 PlanOptions lowered_for_period() {
   PlanOptions o;
   o.lowerings = {LowerOptions{}};
@@ -79,21 +108,7 @@ TEST_CASE("partition: the search's pick costs what the best of every partition c
       auto found = plan_partitioned(costs, base, method, &diags, options);
       INFO(method << " n=" << n << " p=" << p << " m=" << base.m << ": " << format_diags(diags));
       REQUIRE(found);
-      Ticks best = -1;
-      long all = 0;
-      std::vector<int> counts;
-      every_partition(n, p, &counts, [&](const Partition& partition) {
-        ++all;
-        std::vector<Diag> unused;
-        auto problem = build_problem(problem_for_partition(costs, partition, base), "", &unused);
-        REQUIRE(problem);
-        auto plan = plan_schedule(*problem, method, &unused, options);
-        if (plan && (best < 0 || plan->solver.value < best)) best = plan->solver.value;
-        // No partition's plan beats the bound over all partitions.
-        if (plan) CHECK(plan->solver.value >= found->bound);
-      });
-      CHECK(found->plan.solver.value == best);
-      CHECK(found->planned <= all);
+      check_against_every_partition(costs, base, p, method, options, *found);
       ++cases;
     }
   CHECK(cases == 18);
@@ -134,20 +149,7 @@ TEST_CASE("partition: V and interleaved placements: the pick costs what the best
       ProblemInput shaped = base;
       shaped.chunks = stages / p;
       shaped.placement = found->plan.problem.placement;
-      Ticks best = -1;
-      long all = 0;
-      std::vector<int> counts;
-      every_partition(n, stages, &counts, [&](const Partition& partition) {
-        ++all;
-        std::vector<Diag> unused;
-        auto problem = build_problem(problem_for_partition(costs, partition, shaped), "", &unused);
-        REQUIRE(problem);
-        auto plan = plan_schedule(*problem, shape.method, &unused, options);
-        if (plan && (best < 0 || plan->solver.value < best)) best = plan->solver.value;
-        if (plan) CHECK(plan->solver.value >= found->bound);
-      });
-      CHECK(found->plan.solver.value == best);
-      CHECK(found->planned <= all);
+      check_against_every_partition(costs, shaped, stages, shape.method, options, *found);
       ++cases;
     }
   CHECK(cases == 20);
@@ -170,14 +172,7 @@ TEST_CASE("partition: a V partition's file reads back, and an edit of a virtual 
                                                              &*plan.iterations, "period", -1, &plan.solver, &record));
   CHECK(j["problem"]["t_f"].size() == 4);  // one per virtual stage
   CHECK(j["partition"]["counts"].size() == 4);
-  auto load = [&](const nlohmann::json& doc) {
-    std::vector<Diag> d;
-    auto file = schedule_from_json(doc, "s.json", &d);
-    if (!file) return format_diags(d);
-    check_schedule_file(*file, "s.json", &d);
-    return format_diags(d);
-  };
-  CHECK(load(j) == "");
+  CHECK(findings_of(j) == "");
   {
     std::vector<Diag> d;
     auto file = schedule_from_json(j, "s.json", &d);
@@ -186,7 +181,7 @@ TEST_CASE("partition: a V partition's file reads back, and an edit of a virtual 
   }
   auto edited = j;
   edited["problem"]["t_f"][3] = edited["problem"]["t_f"][3].get<double>() + 1;
-  CHECK(load(edited).find("/problem/t_f: t_f of virtual stage 3 is ") != std::string::npos);
+  CHECK(findings_of(edited).find("/problem/t_f: t_f of virtual stage 3 is ") != std::string::npos);
 }
 
 TEST_CASE("partition: auto searches one chunk per stage, the V and 2 chunks interleaved, and takes the cheapest") {
@@ -266,14 +261,7 @@ TEST_CASE("partition: the file records the layers and the partition, and readers
   auto j = nlohmann::json::parse(text);
   CHECK(j["partition"]["counts"] == found->partition.counts);
   CHECK(j["partition"]["bound"] == from_quanta(found->bound));
-  auto load = [&](const nlohmann::json& doc) {
-    std::vector<Diag> d;
-    auto file = schedule_from_json(doc, "s.json", &d);
-    if (!file) return format_diags(d);
-    check_schedule_file(*file, "s.json", &d);
-    return format_diags(d);
-  };
-  CHECK(load(j) == "");
+  CHECK(findings_of(j) == "");
   // What one program writes, every program reads back: the layers exactly.
   {
     std::vector<Diag> d;
@@ -286,20 +274,20 @@ TEST_CASE("partition: the file records the layers and the partition, and readers
   // Edits are caught, each at its place.
   auto edited = j;
   edited["partition"]["layers"]["layers"][0]["t_f"] = costs.layers[0].t_f + 1;
-  CHECK(load(edited).find("s.json: /problem/t_f: t_f of stage 0 is ") == 0);
+  CHECK(findings_of(edited).find("s.json: /problem/t_f: t_f of stage 0 is ") == 0);
   edited = j;
   edited["partition"]["bound"] = 1;
-  INFO(load(edited));
-  CHECK(load(edited).find("s.json: /partition/bound: recorded 1, recomputed ") == 0);
+  INFO(findings_of(edited));
+  CHECK(findings_of(edited).find("s.json: /partition/bound: recorded 1, recomputed ") == 0);
   edited = j;
   edited["partition"]["gap"] = 0.5;
-  CHECK(load(edited).find("s.json: /partition/gap: recorded 0.5, recomputed ") == 0);
+  CHECK(findings_of(edited).find("s.json: /partition/gap: recorded 0.5, recomputed ") == 0);
   edited = j;
   std::swap(edited["partition"]["counts"][0], edited["partition"]["counts"][1]);
-  if (edited["partition"]["counts"] != j["partition"]["counts"]) CHECK(load(edited).find("/partition/ranges/0") != std::string::npos);
+  if (edited["partition"]["counts"] != j["partition"]["counts"]) CHECK(findings_of(edited).find("/partition/ranges/0") != std::string::npos);
   edited = j;
   edited["partition"]["counts"].push_back(1);
-  CHECK(load(edited).find("/partition/counts: the partition gives 4 layer counts for 3 virtual stages") != std::string::npos);
+  CHECK(findings_of(edited).find("/partition/counts: the partition gives 4 layer counts for 3 virtual stages") != std::string::npos);
 }
 
 TEST_CASE("layers: a layer-cost file's errors are located and say what is expected") {
