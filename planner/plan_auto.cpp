@@ -45,7 +45,18 @@ struct AutoCandidate {
 // placement: a one-chunk problem split into 2 chunks, as the V methods split it. The V search
 // (heuristic-v) and the interleaved search cost most of auto's time, so each runs once, not once per
 // lowering (pipeline_test checks that searching again for another lowering finds nothing better).
-std::vector<AutoCandidate> auto_candidates(const Problem& pr, const PlanOptions& options) {
+std::vector<AutoCandidate> auto_candidates(const Problem& pr, const PlanOptions& options,
+                                           std::vector<std::string>* skipped) {
+  // Methods left out, by why: a line each in auto's notes.
+  std::vector<std::pair<std::string, std::string>> left_out;  // why, methods
+  auto leave_out = [&](const std::string& method, const std::string& why) {
+    for (auto& [reason, methods] : left_out)
+      if (reason == why) {
+        methods += ", " + method;
+        return;
+      }
+    left_out.push_back({why, method});
+  };
   std::optional<Problem> interleaved;
   if (pr.chunks == 1) interleaved = split_into_chunks(pr, 2);
   else if (pr.chunks == 2 && pr.placement.empty()) interleaved = pr;  // else heuristic searches what was asked
@@ -54,14 +65,23 @@ std::vector<AutoCandidate> auto_candidates(const Problem& pr, const PlanOptions&
   std::vector<AutoCandidate> candidates;
   for (const auto& method : plan_methods()) {
     if (method == "auto") continue;
-    if (is_ilp(method) && options.time_limit <= 0) continue;  // the ILP runs only with a time budget
+    if (is_ilp(method) && options.time_limit <= 0) {
+      leave_out(method, "the ILP runs only with a time budget: give --time-limit SECONDS");
+      continue;
+    }
     // With chunks given, heuristic and ilp search the V or the placement asked for.
     if ((method == "heuristic-v" || method == "ilp-v") && pr.chunks > 1) continue;
     const bool split = method == "1f1b-i" && pr.chunks == 1;
     if (split && !interleaved) continue;
-    if ((options.single_chunk || !pr.stage_mem_limits.empty()) && !plans_one_chunk(method)) continue;
+    if ((options.single_chunk || !pr.stage_mem_limits.empty()) && !plans_one_chunk(method)) {
+      leave_out(method, options.single_chunk ? "this plan is of one chunk per stage (a partition's; the V and interleaved "
+                                               "shapes are searched apart)"
+                                             : "the stages' memory limits differ, which the one-chunk methods plan as they are");
+      continue;
+    }
     candidates.push_back({method, method, split ? *interleaved : pr, split, method == "heuristic-v"});
   }
+  for (const auto& [why, methods] : left_out) skipped->push_back("auto: " + methods + ": left out: " + why);
   if (options.single_chunk || !pr.stage_mem_limits.empty()) interleaved.reset();
   if (interleaved) {
     candidates.push_back({"heuristic --placement interleaved", "heuristic", *interleaved, pr.chunks == 1, true});
@@ -92,7 +112,7 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
   const Cost compute = ranking_cost(options);  // for compute-only plans
   std::vector<std::optional<LowerOptions>> lowerings(options.lowerings.begin(), options.lowerings.end());
   if (lowerings.empty()) lowerings.push_back(std::nullopt);
-  const std::vector<AutoCandidate> candidates = auto_candidates(pr, options);
+  const std::vector<AutoCandidate> candidates = auto_candidates(pr, options, &notes);
   const size_t ilps = std::count_if(candidates.begin(), candidates.end(),
                                     [](const AutoCandidate& c) { return is_ilp(c.method); });
   // A search run once starts now on a thread of its own, beside the candidates before it, so it

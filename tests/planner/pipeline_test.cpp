@@ -185,6 +185,26 @@ TEST_CASE("auto: its pick is the best candidate by the true period or wall clock
   check_auto_is_best(uneven_stages(12, 0.05, "1.5p"), Objective::kPeriod);
 }
 
+TEST_CASE("auto: says which methods it left out and why (the ILPs without a time budget)") {
+  Problem pr = test::make_problem(3, 6, 1, 1, 1, 0, 1, 0.5, "");
+  PlanOptions options;
+  options.lowerings = {kPlacements[0]};
+  std::vector<Diag> diags;
+  auto best = plan_schedule(pr, "auto", &diags, options);
+  REQUIRE(best);
+  auto says = [](const PlanResult& r, const std::string& line) {
+    return std::find(r.notes.begin(), r.notes.end(), line) != r.notes.end();
+  };
+  CHECK(says(*best, "auto: ilp, ilp-v: left out: the ILP runs only with a time budget: give --time-limit SECONDS"));
+#ifdef ZBPP_HAVE_CBC
+  options.time_limit = 0.5;
+  best = plan_schedule(pr, "auto", &diags, options);
+  REQUIRE(best);
+  CHECK(std::none_of(best->notes.begin(), best->notes.end(),
+                     [](const std::string& n) { return n.find("left out: the ILP") != std::string::npos; }));
+#endif
+}
+
 TEST_CASE("auto: with V and one-chunk candidates at tight memory, never worse than one it printed") {
   // At 0.5p only the heuristic fits with one chunk; V-Min, V-Half and the V search fit too.
   for (const char* limit : {"0.5p", "0.75p"}) {
