@@ -129,6 +129,21 @@ std::optional<nlohmann::json> parse_json_text(const std::string& text, const std
     std::string line_text;
     locate(text, offset, &line, &col, &line_text);
     size_t caret_at = static_cast<size_t>(std::max(0, col - 1));
+    std::string where = "near here";
+    if (line_text.empty() && offset >= text.size()) {
+      // The file ends on an empty line: show its last line that holds something, the caret after it.
+      size_t end = text.find_last_not_of(" \t\r\n");
+      if (end != std::string::npos) {
+        int last_line = 0, last_col = 0;
+        locate(text, end, &last_line, &last_col, &line_text);
+        caret_at = line_text.size();
+        where = "the file ends here";
+      } else {  // nothing but white space: no line to show
+        diags->push_back({file + ":" + std::to_string(line) + ":" + std::to_string(col), "", -1, -1, "",
+                          "invalid JSON: " + msg + " (the file is empty)"});
+        return;
+      }
+    }
     if (line_text.size() > 120) {  // a minified file is one long line: show 60 characters either side
       size_t from = caret_at > 60 ? caret_at - 60 : 0;
       line_text = (from > 0 ? "..." : "") + line_text.substr(from, 120) + (from + 120 < line_text.size() ? "..." : "");
@@ -136,7 +151,7 @@ std::optional<nlohmann::json> parse_json_text(const std::string& text, const std
     }
     std::string caret(caret_at, ' ');
     diags->push_back({file + ":" + std::to_string(line) + ":" + std::to_string(col), "", -1, -1, "",
-                      "invalid JSON: " + msg + "\n" + line_text + "\n" + caret + "^ near here"});
+                      "invalid JSON: " + msg + "\n" + line_text + "\n" + caret + "^ " + where});
   };
   try {
     nlohmann::json j;

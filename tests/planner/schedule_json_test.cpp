@@ -86,6 +86,12 @@ TEST_CASE("schedule file: a JSON syntax error points at line and column with a c
   CHECK(load_error(bad) ==
         "s.json:3:17: invalid JSON: parse error at line 3, column 17: syntax error while parsing object - unexpected "
         "string literal; expected '}'\n  \"m\": 2 \"stages\": []\n                ^ near here");
+  // A file cut short: its last line that holds something, the caret after it (not an empty line).
+  CHECK(load_error("{\n  \"p\": 2,\n") ==
+        "s.json:3:1: invalid JSON: parse error at line 3, column 1: syntax error while parsing object key - unexpected "
+        "end of input; expected string literal\n  \"p\": 2,\n         ^ the file ends here");
+  CHECK(load_error(" \n") == "s.json:2:1: invalid JSON: parse error at line 2, column 1: syntax error while parsing value - "
+                             "unexpected end of input; expected '[', '{', or a literal (the file is empty)");
 }
 
 TEST_CASE("schedule file: wrong fields are reported with their JSON pointer") {
