@@ -169,7 +169,8 @@ void set_up_app(CLI::App* app, const std::string& program) {
   app->option_defaults()->always_capture_default();
   app->formatter(std::make_shared<HelpFormatter>());
   app->set_version_flag("--version", [program] { return version_text(program); },
-                        "print the version, the git commit and what the build found (CBC, MPI, CUDA), and exit");
+                        "print the version, the git commit and what the build found (CBC, OpenBLAS, MPI, CUDA, NCCL: each "
+                        "library's version or why not, and what uses it), and exit");
   app->set_help_flag("-h,--help", "print this help and exit");
   app->fallthrough();  // --version after a subcommand too: zbplan plan --version
 }
