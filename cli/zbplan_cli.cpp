@@ -131,6 +131,10 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
                          "latency of one hop", "M_B", "M_W", "memory limit");
   import_cmd->add_option("-o,--output", import_out, "schedule file to write")->required()->check(file_name());
   import_cmd->add_flag("--compute-only", import_compute_only, "do not lower");
+  bool import_per_chunk = false;
+  import_cmd->add_flag("--per-chunk", import_per_chunk,
+                       "--tf, --tb, --tw, --mem-b and --mem-w are of one chunk (as plan --chunks N reads them); without "
+                       "it they are of a whole stage, each split into the CSV's chunks as plan's V methods split them");
   import_iterations.add_to(import_cmd, true);
 
   if (int code = parse_command_line(&app, argc, argv, out, err); code >= 0) return code;
@@ -184,7 +188,7 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
   if (export_cmd->parsed()) return cmd_export(file, export_format, export_out, said, err);
   if (import_cmd->parsed()) {
     import_flags.tcomm_given = import_cmd->count("--tcomm") > 0;
-    return cmd_import(file, import_flags, import_iterations, import_out, import_compute_only, said, err);
+    return cmd_import(file, import_flags, import_iterations, import_out, import_compute_only, import_per_chunk, said, err);
   }
   return cmd_validate(file, out, err);
 }

@@ -20,7 +20,7 @@ int cmd_plan(const std::string& method, const ProblemFlags& flags, const Iterati
              const std::string& output, bool compute_only, const PlanOptions& options, std::ostream& out,
              std::ostream& err);
 int cmd_import(const std::string& path, const ProblemFlags& flags, const IterationFlags& iteration_flags,
-               const std::string& output, bool compute_only, std::ostream& out, std::ostream& err);
+               const std::string& output, bool compute_only, bool per_chunk, std::ostream& out, std::ostream& err);
 int cmd_simulate(const std::string& path, const std::string& trace_path, const IterationFlags& iteration_flags,
                  std::ostream& out, std::ostream& err);
 int cmd_validate(const std::string& path, std::ostream& out, std::ostream& err);

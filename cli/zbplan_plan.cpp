@@ -254,7 +254,7 @@ int cmd_plan(const std::string& method, const ProblemFlags& flags, const Iterati
 }
 
 int cmd_import(const std::string& path, const ProblemFlags& flags, const IterationFlags& iteration_flags,
-               const std::string& output, bool compute_only, std::ostream& out, std::ostream& err) {
+               const std::string& output, bool compute_only, bool per_chunk, std::ostream& out, std::ostream& err) {
   std::vector<Diag> diags;
   std::string text;
   if (!read_text_file(path, &text, &diags)) return fail(err, diags);
@@ -266,11 +266,20 @@ int cmd_import(const std::string& path, const ProblemFlags& flags, const Iterati
   shaped.require_times = false;
   shaped.p = imported->schedule.p;
   shaped.m = imported->schedule.m;
-  shaped.chunks = imported->schedule.chunks;
+  const int chunks = imported->schedule.chunks;
+  // The flags mean what they mean to plan: a whole stage's figures, split into the chunks as the V
+  // methods split them (so plan, export and import with the same flags give the same figures), or
+  // with --per-chunk one chunk's, as plan --chunks reads them.
+  const bool split = chunks > 1 && !per_chunk;
+  shaped.chunks = split ? 1 : chunks;
   if (!shaped.to_input(&input, &diags)) return fail(err, diags);
-  input.placement = imported->schedule.placement;
+  if (!split) input.placement = imported->schedule.placement;
   auto problem = build_problem(input, path, &diags);
   if (!problem) return fail(err, diags);
+  if (split) {
+    problem = split_into_chunks(*problem, chunks);
+    problem->placement = imported->schedule.placement;
+  }
   // The crossing of a link's messages is said by CSV cell below, once the rest holds.
   diags = validate_but_message_order(imported->schedule, *problem, path);
   if (!diags.empty()) {
@@ -294,6 +303,10 @@ int cmd_import(const std::string& path, const ProblemFlags& flags, const Iterati
     planned.notes.push_back("import: " + std::to_string(imported->messages.size()) +
                             " SEND_F/RECV_F/SEND_B/RECV_B cells match the messages zbplan's lowering sends; dropped" +
                             (compute_only ? " (--compute-only)" : ", and the schedule lowered again"));
+  if (split)
+    planned.notes.push_back("import: --tf, --tb, --tw, --mem-b and --mem-w read per stage, each split into the CSV's " +
+                            std::to_string(chunks) + " chunks (as plan's V methods split them); give --per-chunk for "
+                            "figures of one chunk");
   std::string assumed;
   for (const auto& [given, flag] : {std::pair{&flags.tf, "--tf"}, {&flags.tb, "--tb"}, {&flags.tw, "--tw"}})
     if (given->empty()) assumed += std::string(assumed.empty() ? "" : " ") + flag + " 1";

@@ -62,7 +62,8 @@ def gather(zbplan):
                 blocks[(model, block)] = pool.submit(plan, zbplan, ["--method", block] + v)
             for name, file in AUTHORS[model]:
                 path = os.path.join(HERE, "..", "tests", "golden", "authors", file)
-                blocks[(model, "theirs " + name)] = pool.submit(plan, zbplan, [path] + v[6:], "import")
+                # The figures are one chunk's, as --chunks 2 gives them to plan.
+                blocks[(model, "theirs " + name)] = pool.submit(plan, zbplan, [path, "--per-chunk"] + v[6:], "import")
         for model, (p, one, v) in problems.items():
             # Absolute limits (M_B = 1 per stage) from 1 (one microbatch's activations) to 2p, by
             # 0.125p for p=8 and 0.25p for p=16 (the V search at p=16 takes a few seconds a limit);

@@ -1114,3 +1114,34 @@ TEST_CASE("zbplan: a V method runs the V whether --placement v is given or not, 
   CHECK(interleaved.code == 1);
   CHECK(!std::ifstream(tmp("cli_zbv_i.json")));
 }
+
+TEST_CASE("zbplan import: the same flags as plan give a V schedule's figures exactly (per stage, split), --per-chunk one chunk's") {
+  const std::vector<std::string> figures = {"--tf", "18.522", "--tb", "18.086", "--tw", "9.337", "--tcomm", "0.601",
+                                            "--mem-b", "1", "--mem-w", "0.3664"};
+  std::vector<std::string> args = {"plan", "--method", "zb-v", "-p", "8", "-m", "24", "-o", tmp("cli_rt_plan.json")};
+  args.insert(args.end(), figures.begin(), figures.end());
+  REQUIRE(zbplan(args).code == 0);
+  REQUIRE(zbplan({"export", tmp("cli_rt_plan.json"), "-o", tmp("cli_rt.csv")}).code == 0);
+  args = {"import", tmp("cli_rt.csv"), "-o", tmp("cli_rt_import.json")};
+  args.insert(args.end(), figures.begin(), figures.end());
+  Run imported = zbplan(args);
+  INFO(imported.err);
+  REQUIRE(imported.code == 0);
+  CHECK(imported.out.find("import: --tf, --tb, --tw, --mem-b and --mem-w read per stage, each split into the CSV's 2 "
+                          "chunks") != std::string::npos);
+  auto planned = nlohmann::json::parse(std::ifstream(tmp("cli_rt_plan.json")));
+  auto back = nlohmann::json::parse(std::ifstream(tmp("cli_rt_import.json")));
+  back["problem"].erase("placement");  // the CSV's, where plan's zb-v leaves it to the method (the same V)
+  CHECK(back["problem"] == planned["problem"]);
+  for (const char* figure : {"span", "period", "peak_memory", "makespan"}) {
+    INFO(figure);
+    CHECK(back[figure] == planned[figure]);
+  }
+  // --per-chunk: the figures are one chunk's, as plan --chunks 2 reads them.
+  args.push_back("--per-chunk");
+  args[3] = tmp("cli_rt_chunk.json");
+  REQUIRE(zbplan(args).code == 0);
+  auto chunk = nlohmann::json::parse(std::ifstream(tmp("cli_rt_chunk.json")));
+  CHECK(chunk["problem"]["t_f"] == 18.522);
+  CHECK(back["problem"]["t_f"] == 9.261);
+}
