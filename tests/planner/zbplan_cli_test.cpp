@@ -632,11 +632,13 @@ TEST_CASE("zbplan: every plan records its certified bound, and ilp takes --time-
 
   // auto runs the ILP only when given a time budget.
   Run a = with({"plan", "--method", "auto", "-o", tmp("cli_auto_nolimit.json")});
-  CHECK(a.out.find("auto: ilp") == std::string::npos);
+  CHECK(a.out.find("auto: ilp under") == std::string::npos);
+  CHECK(a.out.find("auto: ilp, ilp-v: left out: the ILP runs only with a time budget: give --time-limit SECONDS") !=
+        std::string::npos);
   Run at = with({"plan", "--method", "auto", "--time-limit", "0.5", "--quiet", "-o", tmp("cli_auto_limit.json")});
   CHECK(at.out.find("auto: ilp under post-validation: 1 chunk, peak memory ") != std::string::npos);
   CHECK(at.out.find("auto: ilp-v under post-validation: V (2 chunks), peak memory ") != std::string::npos);  // the V search refined
-  CHECK(a.out.find("auto: ilp-v") == std::string::npos);
+  CHECK(a.out.find("auto: ilp-v under") == std::string::npos);
 #endif
 }
 
