@@ -183,7 +183,9 @@ class Printer : public RunObserver {
     if (rank != 0) return "";
     if (o_.run.resume && !o_.quiet) {
       std::lock_guard<std::mutex> lock(mu_);
-      out_ << "resumed from " << o_.run.checkpoint << " after step " << first_step - 1 << "\n";
+      // Steps count from 0 in every line; a checkpoint file is named by how many steps it holds.
+      out_ << "resumed from " << o_.run.checkpoint << " after step " << first_step - 1 << " (its step" << first_step
+           << ".rank*.ckpt files: the state after " << first_step << " steps)\n";
     }
     // Streamed a line per step, so it can be followed; every write is checked.
     std::string why;
@@ -258,7 +260,7 @@ class Printer : public RunObserver {
     out_ << (file_.partition ? " (the schedule's partition)" : o_.layer_split.empty() ? " (even)" : " (--layer-split)")
          << "\n";
     if (sum.measured_steps > 0)
-      out_ << "  iteration time " << f4(sum.mean_seconds) << " s (mean of steps 1.." << o_.run.steps - 1
+      out_ << "  iteration time " << f4(sum.mean_seconds) << " s (mean of steps " << sum.first_step + 1 << ".." << o_.run.steps - 1
            << "), span bubble rate " << f4(sum.mean_span_bubble_rate) << " measured / " << f4(planned_.span_bubble_rate)
            << " planned\n";
     // The plan's time per iteration in a run (issue 10): the steady-state period of iterations back

@@ -173,8 +173,8 @@ bool RankRun::run_unguarded() {
   if (rank_ == 0 && !o_.checkpoint.empty() && first_step > 0 && o_.every <= o_.steps &&
       o_.steps / o_.every * o_.every <= first_step)
     observer_.warn("warning: no checkpoint will be written: this run resumes after step " + std::to_string(first_step - 1) +
-                   " and ends at --steps " + std::to_string(o_.steps) + ", before the next multiple of --every " +
-                   std::to_string(o_.every));
+                   " (from step" + std::to_string(first_step) + ".rank*.ckpt) and ends at --steps " +
+                   std::to_string(o_.steps) + ", before the next multiple of --every " + std::to_string(o_.every));
   if (std::string why = observer_.started(rank_, first_step); !why.empty()) return stop(why);
   if (o_.profile && !measure_comm(&result_.summary.comm_seconds)) return false;
   for (int step = first_step; step < o_.steps; ++step) {
@@ -304,8 +304,11 @@ bool RankRun::report_finished() {
     sum.rolled_back += report.chain_start_rolled_back ? 1 : 0;
     sum.replays += report.replays;
     sum.held += report.held ? 1 : 0;
-    if (step > 0 || o_.steps == 1) profile_.add(s_.stages[rank_], report);
-    if (step > 0) {  // the first step includes allocation; leave it out of the averages
+    // The first step this run makes (step 0, or the first after a resume) includes allocation: left
+    // out of the averages, so they cover the same steps the summary names.
+    const int first = sum.first_step;
+    if (step > first || o_.steps - first == 1) profile_.add(s_.stages[rank_], report);
+    if (step > first) {
       span_bubble_rate_sum_ += report.measured_span_bubble_rate;
       seconds_sum_ += report.seconds;
       ++sum.measured_steps;

@@ -353,7 +353,7 @@ if want checkpoint; then
   resumed=$(run_gpu "$work/pv.json" --steps 6 --checkpoint "$ck" --every 2 --resume | tee "$work/ckpt_resumed.log" | digest)
   # Steps count from 0: the run fails in step 4, after the checkpoint that ends step 3.
   if [ $killed -ne 0 ] && [ $killed -ne 124 ] && grep -q 'step 4, rank 1, op 3' "$work/ckpt_killed.log" &&
-    grep -q 'resumed from .* after step 3$' "$work/ckpt_resumed.log" && [ -n "$whole" ] && [ "$whole" = "$resumed" ]; then
+    grep -q 'resumed from .* after step 3 (' "$work/ckpt_resumed.log" && [ -n "$whole" ] && [ "$whole" = "$resumed" ]; then
     result checkpoint PASS "failed in step 4 (exit $killed), resumed after step 3: digest $resumed = the uninterrupted run's"
   else
     result checkpoint FAIL "failing run exit $killed (must fail, not hang), resumed '$resumed' vs '$whole' (work/ckpt_*.log)"

@@ -151,6 +151,7 @@ TEST_CASE("checkpoint owner: --every past --steps, or past a resumed run's end, 
   const std::string resumed = first_run("own_every_resumed", s);
   r = call(zbrun_local, {"zbrun", s, "--local", "--steps", "3", "--quiet", "--checkpoint", resumed, "--every", "2", "--resume"});
   CHECK(r.code == 0);
-  CHECK(r.err == "zbrun: warning: no checkpoint will be written: this run resumes after step 1 and ends at --steps 3, "
+  CHECK(r.err == "zbrun: warning: no checkpoint will be written: this run resumes after step 1 (from step2.rank*.ckpt) and "
+                 "ends at --steps 3, "
                  "before the next multiple of --every 2\n");
 }

@@ -37,7 +37,11 @@ TEST_CASE("checkpoint: a run killed after a checkpoint resumes bit-identically")
     Run resumed = call(zbrun_local, {"zbrun", s, "--local", "--steps", "6", "--checkpoint", dir, "--every", "2", "--resume"});
     INFO(resumed.err);
     REQUIRE(resumed.code == 0);
-    CHECK(resumed.out.find("resumed from " + dir + " after step 3\nstep 4: loss ") != std::string::npos);
+    CHECK(resumed.out.find("resumed from " + dir + " after step 3 (its step4.rank*.ckpt files: the state after 4 steps)\nstep 4: loss ") !=
+          std::string::npos);
+    // Both summary lines name the same steps: those after this run's first (which allocates).
+    CHECK(resumed.out.find("(mean of steps 5..5)") != std::string::npos);
+    CHECK(resumed.out.find("(steady state: steps 5..5, slowest rank)") != std::string::npos);
     CHECK(digest_of(resumed) == digest_of(whole));
     CHECK(!digest_of(whole).empty());
   }
