@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -179,7 +180,8 @@ std::string render_svg(const Schedule& s, const Problem& pr, const Timeline& t, 
   const int row_h = s.p <= 16 ? 22 : 14, gap = 4, left = d.left, right = 150, top = 76;
   const int measured_h = measured ? row_h / 2 : 0;
   const int pitch = row_h + measured_h + gap;
-  const int height = top + s.p * pitch + 30;
+  const int axis_h = 24;  // the time axis under the rows: a line, ticks and their times
+  const int height = top + s.p * pitch + axis_h + 30;
   // The legend's last line can be longer than the plot is wide (about 6.5 px a character at 11 px).
   const int swatch_w = s.chunks > 1 ? 10 : 14, key_w = 120 + (s.chunks - 1) * swatch_w, shades_w = s.chunks > 1 ? 200 : 0;
   const int legend_end = left + static_cast<int>(d.kinds.size()) * key_w + shades_w +
@@ -230,11 +232,15 @@ std::string render_svg(const Schedule& s, const Problem& pr, const Timeline& t, 
           << fmt(std::max(0.5, x1 - x0)) << "\" height=\"" << row_h << "\" fill=\"" << fill_of(op.type, op.chunk, s.chunks)
           << "\"" << outline(x1 - x0, "1") << "><title>" << op_short(op) << " on stage " << st << ": "
           << format_quanta(o.start) << " to " << format_quanta(o.end) << "</title></rect>\n";
-      std::string label = std::to_string(op.mb);
-      // Only where it fits (about 7 px a digit at this size), so labels never overlap.
-      if (x1 - x0 >= 7.0 * label.size() + 4 && row_h >= 14)
-        svg << "<text x=\"" << fmt((x0 + x1) / 2) << "\" y=\"" << y + row_h - 6
-            << "\" font-size=\"11\" text-anchor=\"middle\" pointer-events=\"none\">" << label << "</text>\n";
+      // The microbatch, in the largest type that fits the block (about 0.62 of the size a digit),
+      // so labels never overlap; two digits and more get smaller type where 11 px does not fit.
+      const std::string label = std::to_string(op.mb);
+      for (const auto& [size, digit, pad] : {std::tuple{11, 7.0, 4.0}, {9, 5.6, 3.0}, {7, 4.4, 2.0}}) {
+        if (x1 - x0 < digit * static_cast<double>(label.size()) + pad || row_h < size + 3) continue;
+        svg << "<text x=\"" << fmt((x0 + x1) / 2) << "\" y=\"" << y + row_h - (row_h - size) / 2 - 1
+            << "\" font-size=\"" << size << "\" text-anchor=\"middle\" pointer-events=\"none\">" << label << "</text>\n";
+        break;
+      }
     }
     for (const Instruction& in : d.instructions[st])
       svg << "<rect class=\"instr\" x=\"" << fmt(x_of(in.at)) << "\" y=\"" << y - 2 << "\" width=\"" << (in.bar() ? 3 : 1)
@@ -258,6 +264,26 @@ std::string render_svg(const Schedule& s, const Problem& pr, const Timeline& t, 
     }
     svg << "<text x=\"" << left + plot_w + 8 << "\" y=\"" << y + row_h - 6 << "\" font-size=\"11\">" << d.peaks[st]
         << "</text>\n";
+  }
+  // The time axis: a tick at every multiple of a round step (1, 2 or 5 times a power of ten), about
+  // ten across the plot, each with its time.
+  const int axis_y = top + s.p * pitch + 2;
+  svg << "<line x1=\"" << left << "\" y1=\"" << axis_y << "\" x2=\"" << left + plot_w << "\" y2=\"" << axis_y
+      << "\" stroke=\"#888888\"/>\n";
+  const double raw = total / 10.0;
+  const double power = std::pow(10.0, std::floor(std::log10(raw)));
+  double step = 10 * power;
+  for (double m : {1.0, 2.0, 5.0})
+    if (m * power >= raw) {
+      step = m * power;
+      break;
+    }
+  const Ticks tick = std::max<Ticks>(1, static_cast<Ticks>(std::llround(step)));
+  for (Ticks at = (first + tick - 1) / tick * tick; at <= d.last; at += tick) {
+    const double x = x_of(at);
+    svg << "<line x1=\"" << fmt(x) << "\" y1=\"" << axis_y << "\" x2=\"" << fmt(x) << "\" y2=\"" << axis_y + 4
+        << "\" stroke=\"#888888\"/><text x=\"" << fmt(x) << "\" y=\"" << axis_y + 16
+        << "\" font-size=\"10\" text-anchor=\"middle\">" << format_quanta(at) << "</text>\n";
   }
   svg << "<text x=\"" << left << "\" y=\"" << height - 10 << "\" font-size=\"11\">time " << format_quanta(first) << " to "
       << format_quanta(d.last) << " (grey: idle)</text>\n";
