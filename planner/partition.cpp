@@ -218,8 +218,10 @@ std::optional<PartitionPlan> plan_auto_partitioned(const LayerCosts& costs, cons
   for (const Shape& shape : {Shape{"one chunk per stage", "auto", 1, false}, Shape{"V (2 chunks)", "heuristic-v", 2, true},
                              Shape{"interleaved (2 chunks)", "heuristic", 2, false}}) {
     if (base.p * shape.chunks > n || (shape.chunks > 1 && base.p < 2)) {
-      lines.push_back("auto: " + std::string(shape.name) + ": left out: " + std::to_string(n) + " layers, " +
-                      std::to_string(base.p * shape.chunks) + " virtual stages");
+      lines.push_back("auto: " + std::string(shape.name) + ": left out: " +
+                      (base.p < 2 ? std::string("one stage has no other to place chunks on")
+                                  : std::to_string(n) + " layers, fewer than its " +
+                                        std::to_string(base.p * shape.chunks) + " virtual stages"));
       continue;
     }
     ProblemInput shaped = base;
