@@ -319,6 +319,19 @@ std::int64_t lightest_heaviest_range(const std::vector<std::int64_t>& weights, i
   return lo;
 }
 
+namespace {
+
+// What any partition of `weights` into `stages` devices puts on its busiest device at least when a
+// device's ranges need not be neighbours (V, interleaved): an even share of the whole, or the
+// heaviest single layer.
+std::int64_t even_share_or_heaviest(const std::vector<std::int64_t>& weights, int stages) {
+  std::int64_t total = 0, heaviest = 0;
+  for (std::int64_t w : weights) total += w, heaviest = std::max(heaviest, w);
+  return std::max(heaviest, (total + stages - 1) / stages);
+}
+
+}  // namespace
+
 std::pair<double, Partition> least_device_memory(const LayerCosts& costs, int stages, int chunks) {
   // Each layer's static bytes and one microbatch's M_B, in whole bytes.
   std::vector<std::int64_t> need;
@@ -326,10 +339,7 @@ std::pair<double, Partition> least_device_memory(const LayerCosts& costs, int st
     need.push_back(static_cast<std::int64_t>(std::ceil(layer.static_bytes() + layer.activation_bytes)));
   Partition out;
   if (chunks > 1) {
-    // A device's ranges need not be neighbours: an even share of the whole, or the largest layer.
-    std::int64_t total = 0, largest = 0;
-    for (std::int64_t n : need) total += n, largest = std::max(largest, n);
-    return {static_cast<double>(std::max(largest, (total + stages - 1) / stages)), out};
+    return {static_cast<double>(even_share_or_heaviest(need, stages)), out};
   }
   const std::int64_t least = lightest_heaviest_range(need, stages, &out);
   return {static_cast<double>(least), out};
@@ -389,12 +399,7 @@ Ticks best_partition_load(const LayerCosts& costs, int stages) {
 
 Ticks partition_load_bound(const LayerCosts& costs, int stages, int chunks) {
   if (chunks <= 1) return best_partition_load(costs, stages);
-  // A device's ranges need not be neighbours: only its share of the whole, and the heaviest layer
-  // it may hold, are sure.
-  const std::vector<std::int64_t> loads = layer_loads(costs);
-  std::int64_t total = 0, heaviest = 0;
-  for (std::int64_t l : loads) total += l, heaviest = std::max(heaviest, l);
-  return std::max<Ticks>(heaviest, (total + stages - 1) / stages);
+  return even_share_or_heaviest(layer_loads(costs), stages);
 }
 
 std::string check_partition(const LayerCosts& costs, const Partition& partition, int stages) {
