@@ -19,6 +19,7 @@ inline bool ends_with(const std::string& text, const std::string& tail) {
 int cmd_plan(const std::string& method, const ProblemFlags& flags, const IterationFlags& iteration_flags,
              const std::string& output, bool compute_only, const PlanOptions& options, std::ostream& out,
              std::ostream& err);
+int cmd_methods(std::ostream& out);
 int cmd_import(const std::string& path, const ProblemFlags& flags, const IterationFlags& iteration_flags,
                const std::string& output, bool compute_only, bool per_chunk, std::ostream& out, std::ostream& err);
 int cmd_simulate(const std::string& path, const std::string& trace_path, const IterationFlags& iteration_flags,

@@ -23,7 +23,7 @@ namespace zbpp::zbplan {
 // How iterations follow each other in a lowered schedule: the optimizer mode (plan, import) and
 // the latencies of its messages (plan, import, simulate).
 struct IterationFlags {
-  std::string optimizer = optimizer_name(kOptimizerPostValidation);
+  std::string optimizer = optimizer_name(Optimizer::kPostValidation);
   std::string post_validation_at = "first-backward";
   std::string objective;  ///< empty: period with post-validation, wall with sync
   bool optimizer_given = false;  ///< --optimizer or --post-validation-at given (else auto may choose them)
@@ -37,7 +37,7 @@ struct IterationFlags {
                       "post-validation (each stage steps under the partial gradient state passed forward and is "
                       "post-validated, rolled back if need be, in the next iteration; paper section 4) or sync (one "
                       "all-reduce before every stage steps)")
-          ->transform(one_of({optimizer_name(kOptimizerPostValidation), optimizer_name(kOptimizerSync)}, "optimizer"));
+          ->transform(one_of({optimizer_name(Optimizer::kPostValidation), optimizer_name(Optimizer::kSync)}, "optimizer"));
     if (with_optimizer)
       app->add_option("--objective", objective,
                       "what heuristic, ilp and auto minimise: period (the steady-state time per iteration of "
@@ -80,11 +80,11 @@ struct IterationFlags {
 
   Objective objective_or_default() const {
     if (!objective.empty()) return objective == "wall" ? Objective::kWall : Objective::kPeriod;
-    return optimizer == optimizer_name(kOptimizerSync) ? Objective::kWall : Objective::kPeriod;
+    return optimizer == optimizer_name(Optimizer::kSync) ? Objective::kWall : Objective::kPeriod;
   }
 
   LowerOptions lower_options() const {
-    return {parse_optimizer(optimizer).value_or(kOptimizerPostValidation),
+    return {parse_optimizer(optimizer).value_or(Optimizer::kPostValidation),
             post_validation_at == "start" ? PostValidationAt::kStart : PostValidationAt::kFirstBackward};
   }
 

@@ -88,7 +88,7 @@ int cmd_simulate(const std::string& path, const std::string& trace_path, const I
         << format_quanta(partition_bound(part.costs, file.problem)) << "\n";
   }
   std::optional<IterationTimeline> iterations;
-  if (file.schedule.level == kLevelLowered) {
+  if (file.schedule.level == Level::kLowered) {
     std::vector<Diag> diags;
     iterations = simulate_iterations(file.schedule, file.problem, iteration_flags.options(false), &diags);
     if (!iterations) return fail(err, diags);
@@ -133,7 +133,7 @@ int cmd_show(const std::string& path, const std::string& output, int width, cons
       options.stage_labels.push_back(shown_text(label));
     }
   if (show_iterations) {
-    if (file.schedule.level != kLevelLowered) {
+    if (file.schedule.level != Level::kLowered) {
       err << "zbplan: show: " << path << ": --iterations needs a lowered file (one with the optimizer's ops): plan it "
           << "without --compute-only, or drop --iterations\n";
       return kExitInvalid;

@@ -45,16 +45,17 @@ void print_iterations(std::ostream& out, const Schedule& s, const IterationTimel
       << "bubble rate " << format_fixed(it.wall_bubble_rate, 4) << ")\n";
 }
 
-void print_objective(std::ostream& out, const std::string& objective, const Schedule& s, const Problem& pr,
+void print_objective(std::ostream& out, std::optional<Objective> objective, const Schedule& s, const Problem& pr,
                      const Timeline& t, const IterationTimeline* it) {
   out << label("objective");
-  if (objective.empty()) {
+  if (!objective) {
     out << "not recorded\n";
   } else {
-    const bool wall = objective == "wall";
-    out << objective << " (minimised)";
+    const bool wall = *objective == Objective::kWall;
+    const char* name = objective_name(*objective);
+    out << name << " (minimised)";
     if (it) {
-      out << ": " << format_quanta(wall ? it->wall : it->period) << ", " << objective << " bubble rate "
+      out << ": " << format_quanta(wall ? it->wall : it->period) << ", " << name << " bubble rate "
           << format_fixed(wall ? it->wall_bubble_rate : it->period_bubble_rate, 4) << "\n";
     } else {
       const Cost stand_in = wall ? Cost::kMakespan : Cost::kSpan;

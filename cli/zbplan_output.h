@@ -25,7 +25,7 @@ void print_iterations(std::ostream& out, const Schedule& s, const IterationTimel
 /// What the plan minimised and its figure: the period or the wall with the optimizer, or for a
 /// compute-only file the span or the makespan that stood for it; then the makespan against the
 /// ramp bound (what no schedule of this placement goes below).
-void print_objective(std::ostream& out, const std::string& objective, const Schedule& s, const Problem& pr,
+void print_objective(std::ostream& out, std::optional<Objective> objective, const Schedule& s, const Problem& pr,
                      const Timeline& t, const IterationTimeline* it);
 
 /// Every output goes through write_file_replacing: a failed write leaves the old file as it was.

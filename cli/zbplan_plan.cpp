@@ -1,5 +1,6 @@
 // zbplan plan and import: the subcommands that make a schedule file, plan it (or read PyTorch's
 // CSV), lower and time it, write it and print its figures.
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,8 +11,9 @@
 #include "core/schedule_json.h"
 #include "core/simulate_iterations.h"
 #include "core/validate.h"
-#include "io/export_csv.h"
+#include "io/import_csv.h"
 #include "planner/lower.h"
+#include "planner/methods.h"
 #include "planner/partition.h"
 #include "planner/pipeline.h"
 
@@ -28,7 +30,7 @@ int write_planned(const PlanResult& planned, const IterationFlags& iteration_fla
   // A plan lowered by the pipeline was timed there, with the same options; the first of its
   // iterations back to back gives the one iteration's figures.
   std::optional<IterationTimeline> iterations = planned.iterations;
-  if (schedule.level == kLevelLowered && !iterations) {
+  if (schedule.level == Level::kLowered && !iterations) {
     iterations = simulate_iterations(schedule, planned.problem, iteration_flags.options(false), &diags);
     if (!iterations) return fail(err, diags);
   }
@@ -44,7 +46,7 @@ int write_planned(const PlanResult& planned, const IterationFlags& iteration_fla
   const bool written =
       file.open(output, &why) &&
       write_schedule_json(schedule, planned.problem, *timeline, to_file, iterations ? &*iterations : nullptr,
-                          objective_name(objective), bound, planned.solver.status.empty() ? nullptr : &planned.solver,
+                          objective_name(objective), bound, planned.solver.status ? &planned.solver : nullptr,
                           planned.partition ? &*planned.partition : nullptr) &&
       file.commit(&why);
   if (!written) {
@@ -55,7 +57,7 @@ int write_planned(const PlanResult& planned, const IterationFlags& iteration_fla
   for (const auto& note : planned.notes) out << "  " << note << "\n";
   print_figures(out, schedule, planned.problem, *timeline);
   if (iterations) print_iterations(out, schedule, *iterations);
-  print_objective(out, objective_name(objective), schedule, planned.problem, *timeline,
+  print_objective(out, objective, schedule, planned.problem, *timeline,
                   iterations ? &*iterations : nullptr);
   return 0;
 }
@@ -65,8 +67,9 @@ int write_planned(const PlanResult& planned, const IterationFlags& iteration_fla
 std::string memory_hint(const Problem& problem, const std::string& method, const PlanOptions& options,
                         const std::vector<Diag>& failed) {
   const std::string header = "the " + method + " schedule does not fit this problem:";
-  if (!problem.mem_limit || !problem.stage_mem_limits.empty() || failed.empty() || failed[0].message != header || method == "heuristic" || method == "ilp")
+  if (!problem.mem_limit || !problem.stage_mem_limits.empty() || failed.empty() || failed[0].message != header)
     return "";
+  if (const Method* m = find_method(method); !m || m->runs != Runs::kGenerator) return "";  // a search plans within it
   Problem unlimited = problem;
   unlimited.mem_limit.reset();
   std::vector<Diag> unused;
@@ -107,7 +110,7 @@ std::string layers_conflict(const ProblemFlags& flags) {
 int lower_and_write(PlanResult* planned, bool compute_only, const IterationFlags& iteration_flags,
                     const std::string& output, std::ostream& out, std::ostream& err) {
   std::vector<Diag> diags;
-  if (!compute_only && planned->schedule.level != kLevelLowered &&
+  if (!compute_only && planned->schedule.level != Level::kLowered &&
       !lower_planned(planned, &diags, iteration_flags.lower_options()))
     return fail(err, diags);
   return write_planned(*planned, iteration_flags, output, out, err);
@@ -166,8 +169,10 @@ int cmd_plan(const std::string& method, const ProblemFlags& flags, const Iterati
                            (layered ? ": with --layers, give -p and -m"
                                     : ": give the problem with -p, -m, --tf, --tb and --tw, or with --problem FILE"));
   // The command line alone says 1f1b-i has nothing to interleave: a usage error, as the README's rule has it.
-  if (method == "1f1b-i" && flags.problem_file.empty() && (flags.chunks == ProblemFlags::kUnset || flags.chunks < 2))
-    return usage_error(err, "zbplan", "plan", "1f1b-i interleaves chunks: give --chunks V with V >= 2");
+  const Method* planning = find_method(method);
+  if (planning && planning->placing == Placing::kInterleaved && flags.problem_file.empty() &&
+      (flags.chunks == ProblemFlags::kUnset || flags.chunks < 2))
+    return usage_error(err, "zbplan", "plan", method + " interleaves chunks: give --chunks V with V >= 2");
   if (!layered && !flags.partition.empty())
     return usage_error(err, "zbplan", "plan", "--partition counts the layers of a --layers file: give --layers FILE");
   if (!layered && !flags.device_memory.empty())
@@ -223,10 +228,10 @@ int cmd_plan(const std::string& method, const ProblemFlags& flags, const Iterati
     // Ranked by the true cost under the lowering it will have; auto tries each optimizer
     // placement the user did not fix.
     with_objective.lowerings = {iteration_flags.lower_options()};
-    if (method == "auto" && !iteration_flags.optimizer_given)
-      with_objective.lowerings = {{kOptimizerPostValidation, PostValidationAt::kFirstBackward},
-                                  {kOptimizerPostValidation, PostValidationAt::kStart},
-                                  {kOptimizerSync, PostValidationAt::kFirstBackward}};
+    if (planning && planning->runs == Runs::kAuto && !iteration_flags.optimizer_given)
+      with_objective.lowerings = {{Optimizer::kPostValidation, PostValidationAt::kFirstBackward},
+                                  {Optimizer::kPostValidation, PostValidationAt::kStart},
+                                  {Optimizer::kSync, PostValidationAt::kFirstBackward}};
   }
   if (layered) {
     PartitionSearchOptions search;
@@ -251,6 +256,25 @@ int cmd_plan(const std::string& method, const ProblemFlags& flags, const Iterati
     return kExitInvalid;
   }
   return lower_and_write(&*planned, compute_only, iteration_flags, output, out, err);
+}
+
+// The method table as a table: a row per method, then the paper's names.
+int cmd_methods(std::ostream& out) {
+  std::vector<std::vector<std::string>> rows = {{"method", "placement", "runs", "activation memory", "what"}};
+  for (const Method& m : methods()) rows.push_back({m.name, placing_name(m.placing), runs_name(m.runs), m.memory, m.what});
+  std::vector<size_t> width(rows[0].size(), 0);
+  for (const auto& row : rows)
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t c = 0; c < row.size(); ++c)
+      line += c + 1 < row.size() ? row[c] + std::string(width[c] + 2 - row[c].size(), ' ') : row[c];
+    out << line << "\n";
+  }
+  for (const MethodAlias& a : method_aliases())
+    out << a.name << ": " << a.method << " at --mem-limit " << a.mem_limit << " (the paper's name)\n";
+  out << "Names are taken in any case (ZB-H1, 1F1B, ZB-V). M_B: a stage's activation memory of one microbatch.\n";
+  return 0;
 }
 
 int cmd_import(const std::string& path, const ProblemFlags& flags, const IterationFlags& iteration_flags,

@@ -111,7 +111,7 @@ int profile_layers(const Options& o, std::ostream& out, std::ostream& err) {
   const std::string gpu = o.profile_sm_parts > 1
                               ? "CUDA backend (bf16), GPU 0, one of " + std::to_string(o.profile_sm_parts) + " SM partitions"
                               : std::string("CUDA backend (bf16), GPU 0");
-  const std::string backend = o.backend == "cuda" ? gpu
+  const std::string backend = o.backend == Backend::kCuda ? gpu
                                                   : "CPU backend, " + cpu_kernels() + ", " +
                                                         std::to_string(o.blas_threads) +
                                                         (o.blas_threads == 1 ? " thread" : " threads");
@@ -281,7 +281,7 @@ class Printer : public RunObserver {
       out_ << "\n";
     }
     out_ << "  optimizer " << optimizer_name(s.optimizer);
-    if (s.optimizer == kOptimizerPostValidation)
+    if (s.optimizer == Optimizer::kPostValidation)
       out_ << ": " << sum.rolled_back << " speculative step" << (sum.rolled_back == 1 ? "" : "s")
            << " rolled back and redone on rank " << sum.state_chain_start << "; " << sum.replays << " iteration"
            << (sum.replays == 1 ? "" : "s") << " replayed, " << sum.held << " held until validated";
@@ -303,7 +303,7 @@ class Printer : public RunObserver {
     out_ << "\n";
     out_ << "  weights digest " << sum.weights_digest;
     // The bits depend on the BLAS kernels, so the line says which gave them.
-    if (o_.backend == "cpu") out_ << " (" << cpu_kernels() << ")";
+    if (o_.backend == Backend::kCpu) out_ << " (" << cpu_kernels() << ")";
     out_ << "\n";
   }
 
@@ -320,9 +320,6 @@ class Printer : public RunObserver {
 // The driver's options: the flags it takes directly, and what the others ask of it.
 RunOptions run_options(const Options& o) {
   RunOptions r = o.run;
-  r.fault = o.fault == "hang"       ? Interpreter::Fault::kHang
-            : o.fault == "truncate" ? Interpreter::Fault::kTruncate
-                                    : Interpreter::Fault::kError;
   r.gather_trace = !o.trace.empty();
   r.profile = !o.profile.empty();
   return r;
@@ -343,7 +340,7 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
 
   if (std::string bad = check_flags(&o); !bad.empty()) return usage(bad);
   cpu_set_threads(o.blas_threads);
-  const bool cuda = o.backend == "cuda";
+  const bool cuda = o.backend == Backend::kCuda;
   if (cuda) {
     // Before the first CUDA call of the process, or they have no effect; set whatever the
     // environment asked (docs/gpu.md). Fewer hardware queues than streams (the default is 8; some
@@ -409,7 +406,7 @@ int run_zbrun(int argc, const char* const* argv, std::ostream& out, std::ostream
     if (world_rank == 0)
       said << o.schedule_file << ": ok: " << shown_text(s.method) << " (" << optimizer_name(s.optimizer) << ") on " << s.p << " ranks (p=" << s.p
           << ", m=" << s.m << ", chunks=" << s.chunks << "), model " << model->name << " (" << model->layers
-          << " layers), " << o.run.steps << " steps on " << o.backend << (mpi ? " under MPI" : " in one process") << "\n";
+          << " layers), " << o.run.steps << " steps on " << backend_name(o.backend) << (mpi ? " under MPI" : " in one process") << "\n";
     return finish(0);
   }
   if (!o.run.checkpoint.empty()) {

@@ -168,8 +168,11 @@ void add_flags(CLI::App* app, Options* o) {
   app->add_option("--clip-norm", o->run.adamw.clip_norm, "global gradient-norm clip (<= 0: off)")
       ->check(real_in(-kAnyReal, kAnyReal));
   app->add_flag("--local", o->local, "run all ranks as threads in this process (no mpirun)");
-  app->add_option("--backend", o->backend, "compute backend: cpu, or cuda (bf16 on GPUs; NCCL under mpirun)")
-      ->transform(one_of({"cpu", "cuda"}, "backend"));
+  app->add_option_function<std::string>(
+         "--backend", [o](const std::string& v) { o->backend = v == "cuda" ? Backend::kCuda : Backend::kCpu; },
+         "compute backend: cpu, or cuda (bf16 on GPUs; NCCL under mpirun)")
+      ->transform(one_of({"cpu", "cuda"}, "backend"))
+      ->default_str("cpu");
   app->add_flag("--single-gpu", o->single_gpu,
                "--backend cuda with every stage in this process on GPU 0, each on its own SM partition "
                "(green contexts) or, where those are unavailable, its own stream");
@@ -185,10 +188,16 @@ void add_flags(CLI::App* app, Options* o) {
   app->add_option("--fail-at", o->fail_at,
                  "make that rank fail at that op of that step (default step 0), to test error handling")
       ->type_name("RANK:OP[@STEP]");
-  app->add_option("--fault", o->fault,
-                 "how --fail-at fails: error (the op fails), hang (the rank stops answering), truncate (a send op "
-                 "sends half its message)")
-      ->transform(one_of({"error", "hang", "truncate"}, "fault"));
+  app->add_option_function<std::string>(
+         "--fault",
+         [o](const std::string& v) {
+           o->run.fault = v == "hang" ? Interpreter::Fault::kHang
+                          : v == "truncate" ? Interpreter::Fault::kTruncate : Interpreter::Fault::kError;
+         },
+         "how --fail-at fails: error (the op fails), hang (the rank stops answering), truncate (a send op "
+         "sends half its message)")
+      ->transform(one_of({"error", "hang", "truncate"}, "fault"))
+      ->default_str("error");
   app->add_option("--pace", o->run.pace,
                  "every compute op lasts at least S seconds per time unit of its planned duration (sleeping the "
                  "rest), so a run follows the plan's timing where cores are too few for one rank each (default: off)")
@@ -214,7 +223,7 @@ std::string check_flags(Options* op) {
     return "--profile-layers measures the model's layers alone and takes no schedule file (drop " + o.schedule_file + ")";
   if (o.profile_repeats > 0 && !profile_layers) return "--profile-repeats needs --profile-layers FILE";
   if (o.profile_repeats == 0) o.profile_repeats = 5;
-  if (o.profile_sm_parts > 0 && (!profile_layers || o.backend != "cuda"))
+  if (o.profile_sm_parts > 0 && (!profile_layers || o.backend != Backend::kCuda))
     return "--profile-sm-parts needs --profile-layers FILE --backend cuda (SM partitions are of a GPU)";
   if (!o.fail_at.empty()) {
     std::string bad = parse_fields(o.fail_at, ":@", 2, {&o.run.fail_rank, &o.run.fail_op, &o.run.fail_step});
@@ -223,8 +232,9 @@ std::string check_flags(Options* op) {
       return "--fail-at " + o.fail_at + ": no step " + std::to_string(o.run.fail_step) + " (--steps " +
              std::to_string(o.run.steps) + " runs steps 0.." + std::to_string(o.run.steps - 1) + ")";
   }
-  if (o.fault != "error" && o.run.fail_rank < 0) return "--fault " + o.fault + " needs --fail-at RANK:OP";
-  if (o.fault == "truncate" && (o.backend == "cuda" || o.single_gpu))
+  if (o.run.fault != Interpreter::Fault::kError && o.run.fail_rank < 0)
+    return std::string("--fault ") + Interpreter::fault_name(o.run.fault) + " needs --fail-at RANK:OP";
+  if (o.run.fault == Interpreter::Fault::kTruncate && (o.backend == Backend::kCuda || o.single_gpu))
     return "--fault truncate: only with --backend cpu (CUDA messages carry device handles)";
   if ((o.run.every > 0 || o.run.resume) && o.run.checkpoint.empty()) return "--every and --resume need --checkpoint DIR";
   if (!o.run.checkpoint.empty() && o.run.every == 0) o.run.every = o.run.steps;  // at least one, at the end
@@ -236,7 +246,7 @@ std::string check_flags(Options* op) {
              std::to_string(o.run.steps) + " runs steps 0.." + std::to_string(o.run.steps - 1) + ")";
   }
   if (o.single_gpu) {
-    o.backend = "cuda";
+    o.backend = Backend::kCuda;
     o.local = true;
   }
   // Under mpirun every process would run the whole pipeline in threads (or profile the layers), all
@@ -255,9 +265,131 @@ std::string check_flags(Options* op) {
   return "";
 }
 
+namespace {
+
+// The model's blocks per stage: --layer-split, or the file's partition (which --layer-split may
+// only repeat). "" or what is wrong.
+std::string choose_split(const Options& o, const ScheduleFile& file, GptConfig* model) {
+  if (!o.layer_split.empty()) {
+    std::vector<long long> counts;  // the form was checked with the command line (integer_list_in)
+    parse_integer_list(o.layer_split, 0, std::numeric_limits<int>::max(), &counts);
+    for (long long n : counts) {
+      if (n > model->layers)
+        return "--layer-split: " + std::to_string(n) + " is not a block count of this model (0.." +
+                    std::to_string(model->layers) + ")";
+      model->split.push_back(static_cast<int>(n));
+    }
+  }
+  if (file.partition) {
+    // The file's partition is the split; --layer-split may only say the same.
+    std::vector<int> planned;
+    if (std::string bad = blocks_of_partition(file.partition->costs, file.partition->partition, *model, &planned);
+        !bad.empty())
+      return o.schedule_file + ": " + bad;
+    auto text = [](const std::vector<int>& v) {
+      std::string t;
+      for (size_t i = 0; i < v.size(); ++i) t += (i ? "," : "") + std::to_string(v[i]);
+      return t;
+    };
+    if (!model->split.empty() && model->split != planned)
+      return "--layer-split " + text(model->split) + " contradicts the split the schedule was planned for (" +
+                  text(planned) + " blocks per stage, from its partition): drop --layer-split, or plan again";
+    model->split = planned;
+  }
+  return "";
+}
+
+// --fail-at and --inject-nonfinite name a rank (and op) of this schedule. "" or what is wrong.
+std::string check_fault_targets(const Options& o, const Schedule& s) {
+  if (o.run.fail_rank >= s.p || o.run.fail_rank < -1 || (o.run.fail_rank >= 0 && (o.run.fail_op < 0 || o.run.fail_op >= static_cast<int>(s.stages[o.run.fail_rank].size()))))
+    return "--fail-at " + o.fail_at + ": no such rank and op in this schedule (p = " + std::to_string(s.p) + ")";
+  if (!o.inject.empty() && o.run.inject_rank >= s.p)
+    return "--inject-nonfinite " + o.inject + ": no rank " + std::to_string(o.run.inject_rank) + " in this schedule (ranks 0.." +
+                std::to_string(s.p - 1) + ")";
+  return "";
+}
+
+// The outputs: none replaces an input or another, each can be written. "" or what is wrong.
+std::string check_outputs(const Options& o, int world_rank, std::ostream& err) {
+  // No output may replace an input or another output (issue 34).
+  if (std::string clash = output_clash({{"the schedule", o.schedule_file}, {"--model", o.model}, {"--data", o.data}},
+                                       {{"--metrics", o.metrics}, {"--trace", o.trace}, {"--profile", o.profile}});
+      !clash.empty())
+    return clash;
+  // Output paths are checked now, so a bad one fails before any training rather than after it;
+  // checked without creating anything (--check touches nothing).
+  const std::pair<const char*, const std::string*> outputs[] = {
+      {"--metrics", &o.metrics}, {"--trace", &o.trace}, {"--profile", &o.profile}};
+  for (const auto& [flag, path] : outputs) {
+    if (path->empty() || world_rank != 0) continue;
+    if (std::string bad = check_writable_file(*path); !bad.empty())
+      return std::string(flag) + ": cannot write " + bad;
+  }
+  if (!o.run.checkpoint.empty())
+    if (std::string bad = check_writable_dir(o.run.checkpoint); !bad.empty())
+      return "--checkpoint: cannot write checkpoints into " + bad;
+  if (!o.run.checkpoint.empty() && o.run.every > o.run.steps && world_rank == 0)
+    err << "zbrun: warning: no checkpoint will be written: --every " << o.run.every << " is more than --steps "
+        << o.run.steps << "\n";
+  return "";
+}
+
+// --pace against --timeout, and --fault truncate's op. "" or what is wrong.
+std::string check_pace_and_fault(const Options& o, const ScheduleFile& file) {
+  const Schedule& s = file.schedule;
+  if (o.run.pace > 0 && o.run.timeout_s > 0) {
+    // Paced, a receive may wait as long as the paced iteration's compute: a --timeout below it would
+    // end a healthy run, blaming the rank that is only pacing.
+    std::vector<Diag> unused;
+    auto format_g = [](double v) {
+      char text[40];
+      std::snprintf(text, sizeof text, "%g", v);
+      return std::string(text);
+    };
+    if (auto t = simulate_timeline(s, file.problem, &unused)) {
+      const double paced = o.run.pace * from_quanta(t->makespan);
+      if (paced >= o.run.timeout_s)
+        return "--pace " + format_g(o.run.pace) + " makes one iteration's compute last " + format_g(paced) +
+                    " s (its planned makespan " + format_quanta(t->makespan) + " x --pace), and a receive may wait that "
+                    "long: give --timeout above it (e.g. --timeout " + format_g(std::ceil(2 * paced)) + "), or a smaller --pace";
+    }
+  }
+  if (o.run.fault == Interpreter::Fault::kTruncate && o.run.fail_rank >= 0) {
+    const Op& op = s.stages[o.run.fail_rank][o.run.fail_op];
+    if (!is_send(op.type))
+      return "--fault truncate: op " + std::to_string(o.run.fail_op) + " of rank " + std::to_string(o.run.fail_rank) +
+                  " is " + op_short(op) + ", not a send";
+  }
+  return "";
+}
+
+// The device the backend needs, and as many ranks as the schedule's stages. "" or what is wrong.
+std::string check_device_and_ranks(const Options& o, const Schedule& s, bool mpi, int world_size) {
+  const bool cuda = o.backend == Backend::kCuda;
+#ifdef ZBPP_HAVE_CUDA
+  if (cuda) {
+    std::string why;
+    if (cuda_device_count(&why) == 0)
+      return "--backend cuda: " + (why.empty() ? std::string("no GPU is visible to this process") : why);
+  }
+#else
+  if (cuda) return "--backend cuda: this zbrun was built without CUDA (no nvcc at configure time)";
+#endif
+  if (mpi && world_size != s.p)
+    return o.schedule_file + ": planned for " + std::to_string(s.p) + " ranks, but " + std::to_string(world_size) +
+                (world_size == 1 ? " rank is" : " ranks are") + " running: start it with mpirun -n " +
+                std::to_string(s.p) +
+                (world_size == 1 ? ", or add --local to run every rank in this process"
+                                 : ", or plan it for " + std::to_string(world_size) + " stages (zbplan plan -p " +
+                                       std::to_string(world_size) + " ...)");
+  return "";
+}
+
+}  // namespace
+
 std::optional<CheckedInputs> check_inputs(Options& o, bool mpi, int world_rank, int world_size, std::ostream& err,
                                           std::string* failure) {
-  const bool cuda = o.backend == "cuda";
+  const bool cuda = o.backend == Backend::kCuda;
   auto fail = [&](const std::string& msg) -> std::optional<CheckedInputs> {
     *failure = msg;
     return std::nullopt;
@@ -276,7 +408,7 @@ std::optional<CheckedInputs> check_inputs(Options& o, bool mpi, int world_rank, 
   if (world_rank == 0)  // a schedule that runs but breaks the bit-identity promise says so
     for (const Diag& d : validate_warnings(file->schedule, o.schedule_file)) err << "zbrun: " << format_diag(d) << "\n";
   const Schedule& s = file->schedule;
-  if (s.level != kLevelLowered)
+  if (s.level != Level::kLowered)
     return fail(o.schedule_file + ": the schedule is compute-only; plan it without --compute-only so it holds send/recv");
   if (!o.profile.empty())
     for (const auto& ops : s.stages)
@@ -287,32 +419,7 @@ std::optional<CheckedInputs> check_inputs(Options& o, bool mpi, int world_rank, 
   std::string why;
   auto model = load_gpt_config(o.model, &why);
   if (!model) return fail(why);
-  if (!o.layer_split.empty()) {
-    std::vector<long long> counts;  // the form was checked with the command line (integer_list_in)
-    parse_integer_list(o.layer_split, 0, std::numeric_limits<int>::max(), &counts);
-    for (long long n : counts) {
-      if (n > model->layers)
-        return fail("--layer-split: " + std::to_string(n) + " is not a block count of this model (0.." +
-                    std::to_string(model->layers) + ")");
-      model->split.push_back(static_cast<int>(n));
-    }
-  }
-  if (file->partition) {
-    // The file's partition is the split; --layer-split may only say the same.
-    std::vector<int> planned;
-    if (std::string bad = blocks_of_partition(file->partition->costs, file->partition->partition, *model, &planned);
-        !bad.empty())
-      return fail(o.schedule_file + ": " + bad);
-    auto text = [](const std::vector<int>& v) {
-      std::string t;
-      for (size_t i = 0; i < v.size(); ++i) t += (i ? "," : "") + std::to_string(v[i]);
-      return t;
-    };
-    if (!model->split.empty() && model->split != planned)
-      return fail("--layer-split " + text(model->split) + " contradicts the split the schedule was planned for (" +
-                  text(planned) + " blocks per stage, from its partition): drop --layer-split, or plan again");
-    model->split = planned;
-  }
+  if (std::string bad = choose_split(o, *file, &*model); !bad.empty()) return fail(bad);
   if (std::string bad = check_layer_split(*model, s.p * s.chunks); !bad.empty()) return fail(bad);
   if (!cuda)
     if (std::string bad = cpu_memory_shortfall(*model, s, mpi ? world_rank : -1); !bad.empty()) return fail(o.model + ": " + bad);
@@ -321,75 +428,15 @@ std::optional<CheckedInputs> check_inputs(Options& o, bool mpi, int world_rank, 
   auto data = DataSource::open(o.data, &why);
   if (!data) return fail(why);
   if (std::string bad = data->check(*model); !bad.empty()) return fail(bad);
-  if (o.run.fail_rank >= s.p || o.run.fail_rank < -1 || (o.run.fail_rank >= 0 && (o.run.fail_op < 0 || o.run.fail_op >= static_cast<int>(s.stages[o.run.fail_rank].size()))))
-    return fail("--fail-at " + o.fail_at + ": no such rank and op in this schedule (p = " + std::to_string(s.p) + ")");
-  if (!o.inject.empty() && o.run.inject_rank >= s.p)
-    return fail("--inject-nonfinite " + o.inject + ": no rank " + std::to_string(o.run.inject_rank) + " in this schedule (ranks 0.." +
-                std::to_string(s.p - 1) + ")");
-  // No output may replace an input or another output (issue 34).
-  if (std::string clash = output_clash({{"the schedule", o.schedule_file}, {"--model", o.model}, {"--data", o.data}},
-                                       {{"--metrics", o.metrics}, {"--trace", o.trace}, {"--profile", o.profile}});
-      !clash.empty())
-    return fail(clash);
-  // Output paths are checked now, so a bad one fails before any training rather than after it;
-  // checked without creating anything (--check touches nothing).
-  const std::pair<const char*, const std::string*> outputs[] = {
-      {"--metrics", &o.metrics}, {"--trace", &o.trace}, {"--profile", &o.profile}};
-  for (const auto& [flag, path] : outputs) {
-    if (path->empty() || world_rank != 0) continue;
-    if (std::string bad = check_writable_file(*path); !bad.empty())
-      return fail(std::string(flag) + ": cannot write " + bad);
-  }
-  if (!o.run.checkpoint.empty())
-    if (std::string bad = check_writable_dir(o.run.checkpoint); !bad.empty())
-      return fail("--checkpoint: cannot write checkpoints into " + bad);
-  if (!o.run.checkpoint.empty() && o.run.every > o.run.steps && world_rank == 0)
-    err << "zbrun: warning: no checkpoint will be written: --every " << o.run.every << " is more than --steps "
-        << o.run.steps << "\n";
-  if (o.run.pace > 0 && o.run.timeout_s > 0) {
-    // Paced, a receive may wait as long as the paced iteration's compute: a --timeout below it would
-    // end a healthy run, blaming the rank that is only pacing.
-    std::vector<Diag> unused;
-    auto format_g = [](double v) {
-      char text[40];
-      std::snprintf(text, sizeof text, "%g", v);
-      return std::string(text);
-    };
-    if (auto t = simulate_timeline(s, file->problem, &unused)) {
-      const double paced = o.run.pace * from_quanta(t->makespan);
-      if (paced >= o.run.timeout_s)
-        return fail("--pace " + format_g(o.run.pace) + " makes one iteration's compute last " + format_g(paced) +
-                    " s (its planned makespan " + format_quanta(t->makespan) + " x --pace), and a receive may wait that "
-                    "long: give --timeout above it (e.g. --timeout " + format_g(std::ceil(2 * paced)) + "), or a smaller --pace");
-    }
-  }
-  if (o.fault == "truncate" && o.run.fail_rank >= 0) {
-    const Op& op = s.stages[o.run.fail_rank][o.run.fail_op];
-    if (!is_send(op.type))
-      return fail("--fault truncate: op " + std::to_string(o.run.fail_op) + " of rank " + std::to_string(o.run.fail_rank) +
-                  " is " + op_short(op) + ", not a send");
-  }
+  if (std::string bad = check_fault_targets(o, s); !bad.empty()) return fail(bad);
+  if (std::string bad = check_outputs(o, world_rank, err); !bad.empty()) return fail(bad);
+  if (std::string bad = check_pace_and_fault(o, *file); !bad.empty()) return fail(bad);
   if (!o.run.dump_weights.empty() && world_rank == 0) {
     if (std::string bad = check_weights_dir(o.run.dump_weights); !bad.empty()) return fail("--dump-weights: " + bad);
     if (std::string bad = check_writable_file(o.run.dump_weights + "/tensor0.f32"); !bad.empty())
       return fail("--dump-weights: cannot write " + bad);
   }
-#ifdef ZBPP_HAVE_CUDA
-  if (cuda) {
-    std::string why;
-    if (cuda_device_count(&why) == 0)
-      return fail("--backend cuda: " + (why.empty() ? std::string("no GPU is visible to this process") : why));
-  }
-#else
-  if (cuda) return fail("--backend cuda: this zbrun was built without CUDA (no nvcc at configure time)");
-#endif
-  if (mpi && world_size != s.p)
-    return fail(o.schedule_file + ": planned for " + std::to_string(s.p) + " ranks, but " + std::to_string(world_size) +
-                (world_size == 1 ? " rank is" : " ranks are") + " running: start it with mpirun -n " +
-                std::to_string(s.p) +
-                (world_size == 1 ? ", or add --local to run every rank in this process"
-                                 : ", or plan it for " + std::to_string(world_size) + " stages (zbplan plan -p " +
-                                       std::to_string(world_size) + " ...)"));
+  if (std::string bad = check_device_and_ranks(o, s, mpi, world_size); !bad.empty()) return fail(bad);
   return CheckedInputs{std::move(*file), std::move(*checked), std::move(*model), std::move(*data)};
 }
 

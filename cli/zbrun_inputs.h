@@ -21,11 +21,10 @@ struct Options {
   std::string schedule_file, model = "tiny", data = "synthetic", metrics, trace, profile;
   bool local = false, quiet = false;
   bool check = false;  ///< check every input, say what would run, and stop before training
-  std::string backend = "cpu";  ///< "cpu" or "cuda"
+  Backend backend = Backend::kCpu;
   int blas_threads = 1;         ///< OpenBLAS threads per process (the CPU backend's GEMMs)
   bool single_gpu = false;      ///< every stage in this process on GPU 0, one SM partition each
   std::string fail_at;  ///< "RANK:OP": that rank fails at that op index (tests of error handling)
-  std::string fault = "error";  ///< how it fails: "error", "hang" or "truncate" (a send)
   std::string layer_split;  ///< "a,b,...": blocks per virtual stage
   std::string inject;       ///< "STEP:RANK": a NaN gradient on RANK at STEP
   std::string profile_layers;  ///< measure each layer kind alone and write this layer-cost file (no schedule)

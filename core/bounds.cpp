@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "core/simulate.h"
 
@@ -197,9 +198,9 @@ SpanBounds span_lower_bounds(const Problem& pr, const std::vector<std::vector<in
     SpanBounds b = span_lower_bounds(pr.least_chunks(), placement);
     for (int s = 0; s < pr.p; ++s) b.busy = std::max(b.busy, pr.busy_time(s));
     b.memory = std::max(b.memory, b.busy);
-    b.best = b.busy, b.which = "busy";
-    if (b.memory > b.best) b.best = b.memory, b.which = "memory";
-    if (b.critical_path > b.best) b.best = b.critical_path, b.which = "critical-path";
+    b.best = b.busy, b.which = BoundSource::kBusy;
+    if (b.memory > b.best) b.best = b.memory, b.which = BoundSource::kMemory;
+    if (b.critical_path > b.best) b.best = b.critical_path, b.which = BoundSource::kCriticalPath;
     return b;
   }
   SpanBounds b;
@@ -239,11 +240,43 @@ SpanBounds span_lower_bounds(const Problem& pr, const std::vector<std::vector<in
     }
   }
   b.best = b.busy;
-  b.which = "busy";
-  if (b.memory > b.best) b.best = b.memory, b.which = "memory";
-  if (b.critical_path > b.best) b.best = b.critical_path, b.which = "critical-path";
+  b.which = BoundSource::kBusy;
+  if (b.memory > b.best) b.best = b.memory, b.which = BoundSource::kMemory;
+  if (b.critical_path > b.best) b.best = b.critical_path, b.which = BoundSource::kCriticalPath;
   return b;
 }
+
+namespace {
+
+constexpr std::pair<BoundSource, const char*> kBoundSources[] = {{BoundSource::kBusy, "busy"},
+                                                                 {BoundSource::kMemory, "memory"},
+                                                                 {BoundSource::kCriticalPath, "critical-path"},
+                                                                 {BoundSource::kRamp, "ramp"},
+                                                                 {BoundSource::kCbc, "cbc"}};
+constexpr std::pair<SolveStatus, const char*> kSolveStatuses[] = {{SolveStatus::kOptimal, "optimal"},
+                                                                  {SolveStatus::kTimeLimit, "time_limit"},
+                                                                  {SolveStatus::kLocalOptimum, "local_optimum"},
+                                                                  {SolveStatus::kNotRun, "not_run"}};
+
+template <class Enum, size_t N>
+const char* name_in(const std::pair<Enum, const char*> (&table)[N], Enum value) {
+  for (const auto& [v, name] : table)
+    if (v == value) return name;
+  return "";
+}
+template <class Enum, size_t N>
+std::optional<Enum> value_in(const std::pair<Enum, const char*> (&table)[N], std::string_view name) {
+  for (const auto& [v, n] : table)
+    if (name == n) return v;
+  return std::nullopt;
+}
+
+}  // namespace
+
+const char* bound_source_name(BoundSource source) { return name_in(kBoundSources, source); }
+std::optional<BoundSource> parse_bound_source(std::string_view name) { return value_in(kBoundSources, name); }
+const char* solve_status_name(SolveStatus status) { return name_in(kSolveStatuses, status); }
+std::optional<SolveStatus> parse_solve_status(std::string_view name) { return value_in(kSolveStatuses, name); }
 
 double bubble_rate_of(const Problem& pr, Ticks figure) {
   if (figure <= 0) return 0.0;
@@ -253,17 +286,17 @@ double bubble_rate_of(const Problem& pr, Ticks figure) {
 }
 
 Ticks cost_lower_bound(const Problem& pr, Cost cost, const std::vector<std::vector<int>>& placement,
-                       std::string* which, Ticks allreduce) {
+                       BoundSource* which, Ticks allreduce) {
   SpanBounds b = span_lower_bounds(pr, placement);
   Ticks best = b.best;
-  std::string source = b.which;
+  BoundSource source = b.which;
   // Every span bound holds for the makespan and the wall clock too, which cover every stage's
   // span, and for the period: a stage's ops of one iteration lie between two of its steps. A
   // synchronous step makes the period a wall clock.
   const bool sync = allreduce >= 0 && !is_compute_cost(cost);
   if (cost == Cost::kMakespan || cost == Cost::kWall || sync) {
     Ticks ramp = wall_lower_bound(pr, placement);
-    if (ramp > best) best = ramp, source = "ramp";
+    if (ramp > best) best = ramp, source = BoundSource::kRamp;
   }
   if (sync) best += allreduce;  // after every stage's last op, the all-reduce
   if (which) *which = source;
@@ -278,7 +311,7 @@ SolverReport bound_report(const Problem& pr, Ticks cost_value, Cost cost,
   r.value = cost_value;
   r.best_bound = from_quanta(best);
   r.gap = relative_gap(cost_value, static_cast<double>(best));
-  r.status = cost_value <= best ? "optimal" : "not_run";
+  r.status = cost_value <= best ? SolveStatus::kOptimal : SolveStatus::kNotRun;
   r.bubble_rate_bound = bubble_rate_of(pr, best);
   return r;
 }

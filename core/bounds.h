@@ -17,7 +17,9 @@
 // against every generator's schedules.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/problem.h"
@@ -25,12 +27,24 @@
 
 namespace zbpp {
 
+/// Where a certified bound comes from, as files name it: "busy", "memory", "critical-path",
+/// "ramp" (the makespan's and the wall's only) or "cbc" (the ILP's).
+enum class BoundSource { kBusy, kMemory, kCriticalPath, kRamp, kCbc };
+const char* bound_source_name(BoundSource source);
+std::optional<BoundSource> parse_bound_source(std::string_view name);
+
+/// How far a plan's search for the optimum went, as files name it: "optimal" (the cost meets a
+/// certified bound), "time_limit", "local_optimum" (no window of the ILP improves it), "not_run".
+enum class SolveStatus { kOptimal, kTimeLimit, kLocalOptimum, kNotRun };
+const char* solve_status_name(SolveStatus status);
+std::optional<SolveStatus> parse_solve_status(std::string_view name);
+
 struct SpanBounds {
   Ticks busy = 0;           ///< max over stages of the stage's compute time
   Ticks memory = 0;         ///< busy + forced idle before the first B and after the last F (max over stages)
   Ticks critical_path = 0;  ///< the last B's climb back to each stage, plus its last W
   Ticks best = 0;           ///< the largest of the three: a lower bound on any schedule's span
-  std::string which;        ///< name of the bound that gives `best` ("busy", "memory", "critical-path")
+  BoundSource which = BoundSource::kBusy;  ///< the bound that gives `best` (busy, memory or critical path)
 };
 
 /// What a plan knows about its own quality; written to the schedule file as "solver". Its figures
@@ -38,10 +52,10 @@ struct SpanBounds {
 /// compute-only plan the span or the makespan that stands for it (simulate.h's compute_cost).
 struct SolverReport {
   Cost measure = Cost::kSpan;  ///< what `value` and `best_bound` measure (the file's "cost")
-  std::string status;        ///< "optimal" (the cost meets a certified bound), "time_limit", "local_optimum", "not_run"
+  std::optional<SolveStatus> status;  ///< none: no report (nothing is written)
   Ticks value = 0;           ///< the schedule's exact simulated cost (the file's "objective")
   double best_bound = 0;     ///< certified lower bound on any schedule's cost (time units)
-  std::string bound_source;  ///< "busy", "memory", "critical-path", "ramp" (wall only) or "cbc"
+  BoundSource bound_source = BoundSource::kBusy;
   double gap = 0;            ///< (value - best_bound) / value
   double bubble_rate_bound = 0;  ///< the bubble rate a cost equal to best_bound would have
   double seconds = 0;        ///< time spent in the ILP (0 when it did not run)
@@ -66,7 +80,7 @@ Ticks wall_lower_bound(const Problem& problem, const std::vector<std::vector<int
 /// iteration then waits for it after its last op, so the period and the wall are bounded by the
 /// ramp and span bounds plus it.
 Ticks cost_lower_bound(const Problem& problem, Cost cost, const std::vector<std::vector<int>>& placement,
-                       std::string* which = nullptr, Ticks allreduce = -1);
+                       BoundSource* which = nullptr, Ticks allreduce = -1);
 
 /// Lower bounds on the simulated span of every valid schedule of `problem` with `placement`
 /// ([stage][chunk] -> virtual stage). A placement that does not fit the problem's shape (none, say)

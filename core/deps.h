@@ -105,14 +105,14 @@ inline int message_consumer_vs(Product what, int producer_vs) {
 }
 
 /// The tensor messages of a lowered file (lower.h): SEND_F/RECV_F carry activations, SEND_B/RECV_B
-/// input gradients, on message channel 0 and 1 (ir.h's message_channel).
+/// input gradients (ir.h's MessageKind kActivation and kGradient).
 inline bool is_tensor_message(OpType t) {
   return t == OpType::SEND_F || t == OpType::RECV_F || t == OpType::SEND_B || t == OpType::RECV_B;
 }
 inline Product message_product(OpType tensor_message) {
   return tensor_message == OpType::SEND_F || tensor_message == OpType::RECV_F ? Product::Forward : Product::InputGrad;
 }
-inline int message_channel(Product what) { return static_cast<int>(what); }
+inline MessageKind message_kind(Product what) { return what == Product::Forward ? kActivation : kGradient; }
 inline OpType send_type(Product what) { return what == Product::Forward ? OpType::SEND_F : OpType::SEND_B; }
 inline OpType recv_type(Product what) { return what == Product::Forward ? OpType::RECV_F : OpType::RECV_B; }
 /// The virtual stage at the other end of a tensor message that `vs` sends or receives: a SEND's

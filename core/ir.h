@@ -39,18 +39,21 @@ inline bool is_compute(OpType t) { return t == OpType::F || t == OpType::B || t 
 inline bool is_optimizer_op(OpType t) { return t >= OpType::OPT_STEP; }
 inline bool is_send(OpType t) { return t == OpType::SEND_F || t == OpType::SEND_B || t == OpType::SEND_STATE || t == OpType::SEND_VALID; }
 inline bool is_recv(OpType t) { return t == OpType::RECV_F || t == OpType::RECV_B || t == OpType::RECV_STATE || t == OpType::RECV_VALID; }
-/// The message channel of a send or receive: 0 activations, 1 input gradients, 2 the optimizer's
-/// partial state (forward), 3 its full state (back). Messages of one channel between two ranks
-/// pair up in order.
-inline int message_channel(OpType t) {
+/// What a message carries, its channel: activations flow forward (F), input gradients backward
+/// (B); with optimizer post-validation the partial gradient state flows forward and the full state
+/// back. Messages of one kind between two ranks pair up in order. The planner's replay, the
+/// validator and the runtime's transports all use these values.
+enum MessageKind { kActivation = 0, kGradient = 1, kPartialState = 2, kFullState = 3 };
+inline constexpr int kMessageKinds = 4;
+/// The kind of message a send or receive moves.
+inline MessageKind message_kind(OpType t) {
   switch (t) {
-    case OpType::SEND_F: case OpType::RECV_F: return 0;
-    case OpType::SEND_B: case OpType::RECV_B: return 1;
-    case OpType::SEND_STATE: case OpType::RECV_STATE: return 2;
-    default: return 3;
+    case OpType::SEND_F: case OpType::RECV_F: return kActivation;
+    case OpType::SEND_B: case OpType::RECV_B: return kGradient;
+    case OpType::SEND_STATE: case OpType::RECV_STATE: return kPartialState;
+    default: return kFullState;
   }
 }
-inline constexpr int kMessageChannels = 4;
 std::string op_type_name(OpType t);
 /// The same without a copy, for writers of many ops.
 std::string_view op_type_text(OpType t);
@@ -77,8 +80,6 @@ struct VirtualStageMap {
 
 /// Whether a schedule holds compute ops only, or also the runtime's instructions ("level" in the file).
 enum class Level { kCompute, kLowered };
-inline constexpr Level kLevelCompute = Level::kCompute;
-inline constexpr Level kLevelLowered = Level::kLowered;
 /// "compute" or "lowered", as the file spells it.
 const char* level_name(Level level);
 std::optional<Level> parse_level(std::string_view name);
@@ -86,8 +87,6 @@ std::optional<Level> parse_level(std::string_view name);
 /// How a lowered schedule's optimizer steps: one all-reduce before every stage steps, or
 /// speculative steps under the partial state with post-validation (paper §4).
 enum class Optimizer { kSync, kPostValidation };
-inline constexpr Optimizer kOptimizerSync = Optimizer::kSync;
-inline constexpr Optimizer kOptimizerPostValidation = Optimizer::kPostValidation;
 /// "sync" or "post-validation", as the file and --optimizer spell it.
 const char* optimizer_name(Optimizer optimizer);
 std::optional<Optimizer> parse_optimizer(std::string_view name);

@@ -2,6 +2,7 @@
 #include "core/layers.h"
 
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -10,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/ir.h"
-#include "core/schedule_json.h"  // read_text_file, parse_json_text
+#include "core/json_text.h"
 
 namespace zbpp {
 
@@ -57,9 +58,77 @@ const char* layer_kind_name(LayerKind kind) {
   return "other";
 }
 
+namespace {
+
+using LayerError = std::function<void(const std::string& where, const std::string& message)>;
+
+// One layer object of the file at JSON pointer `at`, appended to *layers (when it is an object);
+// false when anything in it is wrong (each said). `names`: the names read so far.
+bool read_layer(const nlohmann::json& v, const std::string& at, std::set<std::string>* names,
+                std::vector<LayerCost>* layers, const LayerError& error) {
+  bool ok = true;
+  if (!v.is_object()) {
+    error(at, "expected a layer object {\"name\", \"t_f\", \"t_b\", \"t_w\", ...}, got " + json_excerpt(v));
+    return false;
+  }
+  LayerCost layer;
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    const std::string& key = it.key();
+    const bool numeric = std::any_of(std::begin(kNumberFields), std::end(kNumberFields),
+                                     [&](const NumberField& f) { return key == f.name; });
+    if (!numeric && key != "name" && key != "kind") {
+      error(at + "/" + key, "unknown field '" + key + "'");
+      ok = false;
+    }
+  }
+  if (!v.contains("name") || !v["name"].is_string() || v["name"].get<std::string>().empty() ||
+      v["name"].get<std::string>().size() > 200) {
+    error(at + "/name", "expected the layer's name (1 to 200 characters), got " +
+                            (v.contains("name") ? json_excerpt(v["name"]) : std::string("nothing")));
+    ok = false;
+  } else {
+    layer.name = v["name"].get<std::string>();
+    if (!names->insert(layer.name).second) {
+      error(at + "/name", "layer name " + json_excerpt(v["name"]) + " is used twice; names must be unique");
+      ok = false;
+    }
+  }
+  if (v.contains("kind")) {
+    const auto* k = std::find_if(std::begin(kKindNames), std::end(kKindNames),
+                                 [&](const KindName& kn) { return v["kind"] == kn.name; });
+    if (k == std::end(kKindNames)) {
+      error(at + "/kind", "expected \"embedding\", \"block\", \"head\" or \"other\", got " + json_excerpt(v["kind"]));
+      ok = false;
+    } else {
+      layer.kind = k->kind;
+    }
+  }
+  for (const auto& f : kNumberFields) {
+    if (!v.contains(f.name)) {
+      if (f.required) {
+        error(at, std::string("missing required field '") + f.name + "'");
+        ok = false;
+      }
+      continue;
+    }
+    const auto& x = v[f.name];
+    if (!x.is_number() || !(x.get<double>() >= 0) || x.get<double>() > f.most) {
+      error(at + "/" + f.name, std::string("expected a number from 0 to ") + (f.most == kMostMs ? "1e9 (ms)" : "1e18 (bytes)") +
+                                   ", got " + json_excerpt(x));
+      ok = false;
+      continue;
+    }
+    layer.*f.member = x.get<double>();
+  }
+  layers->push_back(std::move(layer));
+  return ok;
+}
+
+}  // namespace
+
 std::optional<LayerCosts> layer_costs_from_json(const nlohmann::json& j, const std::string& file,
                                                 const std::string& pointer, std::vector<Diag>* diags) {
-  auto error = [&](const std::string& where, const std::string& msg) {
+  const LayerError error = [&](const std::string& where, const std::string& msg) {
     add_diag(diags, {file, where.empty() ? "/" : where, -1, -1, "", msg});
   };
   if (!j.is_object()) {
@@ -101,65 +170,8 @@ std::optional<LayerCosts> layer_costs_from_json(const nlohmann::json& j, const s
                                    " are read (merge layers that always stay together)");
     return std::nullopt;
   }
-  for (size_t i = 0; i < list.size(); ++i) {
-    const std::string at = pointer + "/layers/" + std::to_string(i);
-    const auto& v = list[i];
-    if (!v.is_object()) {
-      error(at, "expected a layer object {\"name\", \"t_f\", \"t_b\", \"t_w\", ...}, got " + json_excerpt(v));
-      ok = false;
-      continue;
-    }
-    LayerCost layer;
-    for (auto it = v.begin(); it != v.end(); ++it) {
-      const std::string& key = it.key();
-      const bool numeric = std::any_of(std::begin(kNumberFields), std::end(kNumberFields),
-                                       [&](const NumberField& f) { return key == f.name; });
-      if (!numeric && key != "name" && key != "kind") {
-        error(at + "/" + key, "unknown field '" + key + "'");
-        ok = false;
-      }
-    }
-    if (!v.contains("name") || !v["name"].is_string() || v["name"].get<std::string>().empty() ||
-        v["name"].get<std::string>().size() > 200) {
-      error(at + "/name", "expected the layer's name (1 to 200 characters), got " +
-                              (v.contains("name") ? json_excerpt(v["name"]) : std::string("nothing")));
-      ok = false;
-    } else {
-      layer.name = v["name"].get<std::string>();
-      if (!names.insert(layer.name).second) {
-        error(at + "/name", "layer name " + json_excerpt(v["name"]) + " is used twice; names must be unique");
-        ok = false;
-      }
-    }
-    if (v.contains("kind")) {
-      const auto* k = std::find_if(std::begin(kKindNames), std::end(kKindNames),
-                                   [&](const KindName& kn) { return v["kind"] == kn.name; });
-      if (k == std::end(kKindNames)) {
-        error(at + "/kind", "expected \"embedding\", \"block\", \"head\" or \"other\", got " + json_excerpt(v["kind"]));
-        ok = false;
-      } else {
-        layer.kind = k->kind;
-      }
-    }
-    for (const auto& f : kNumberFields) {
-      if (!v.contains(f.name)) {
-        if (f.required) {
-          error(at, std::string("missing required field '") + f.name + "'");
-          ok = false;
-        }
-        continue;
-      }
-      const auto& x = v[f.name];
-      if (!x.is_number() || !(x.get<double>() >= 0) || x.get<double>() > f.most) {
-        error(at + "/" + f.name, std::string("expected a number from 0 to ") + (f.most == kMostMs ? "1e9 (ms)" : "1e18 (bytes)") +
-                                     ", got " + json_excerpt(x));
-        ok = false;
-        continue;
-      }
-      layer.*f.member = x.get<double>();
-    }
-    out.layers.push_back(std::move(layer));
-  }
+  for (size_t i = 0; i < list.size(); ++i)
+    ok = read_layer(list[i], pointer + "/layers/" + std::to_string(i), &names, &out.layers, error) && ok;
   if (!ok) return std::nullopt;
   // Every stage's sums must stay exact in ticks and MiB quanta (and m times them in 64 bits, which
   // the problem's own check then ensures): bound the totals over all layers.

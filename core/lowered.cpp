@@ -45,7 +45,7 @@ StateChain state_chain(const Schedule& s) {
 
 Schedule compute_projection(const Schedule& s) {
   Schedule out = s.without_ops();
-  out.level = kLevelCompute;
+  out.level = Level::kCompute;
   for (size_t st = 0; st < s.stages.size(); ++st) {
     size_t n = 0;
     for (const Op& op : s.stages[st]) n += is_compute(op.type);

@@ -1,7 +1,7 @@
 // The order of one link's messages: a lowered file's messages from one stage to another arrive in
 // the order sent, per kind (lower.h), so the stage that receives them must run the ops that need
 // them in that order. One finding, as data; the validator (validate.h) says it by stage and op,
-// zbplan import (io/export_csv.h) by CSV row and column.
+// zbplan import (io/import_csv.h) by CSV row and column.
 #pragma once
 
 #include <vector>

@@ -122,46 +122,6 @@ std::optional<Mem> parse_mem_limit(const std::string& text, int p, Mem stage_mem
 
 namespace {
 
-// Appends `v` to *out until it holds `budget` characters; false when cut short. Recurses at most
-// `budget` levels: each one adds a bracket first.
-bool excerpt(const nlohmann::json& v, size_t budget, std::string* out) {
-  if (out->size() >= budget) return false;
-  if (!v.is_structured()) {
-    *out += v.dump();
-    return out->size() <= budget;
-  }
-  *out += v.is_array() ? '[' : '{';
-  bool first = true;
-  for (auto it = v.begin(); it != v.end(); ++it) {
-    if (!first) *out += ", ";
-    first = false;
-    if (v.is_object()) *out += nlohmann::json(it.key()).dump() + ": ";
-    if (!excerpt(*it, budget, out)) return false;
-  }
-  *out += v.is_array() ? ']' : '}';
-  return out->size() <= budget;
-}
-
-}  // namespace
-
-std::string json_excerpt(const nlohmann::json& value) {
-  constexpr size_t kBudget = 80;
-  std::string out;
-  if (!excerpt(value, kBudget, &out)) out = out.substr(0, kBudget) + "...";
-  return out;
-}
-
-std::optional<long long> json_integer(const nlohmann::json& v, long long lo, long long hi) {
-  if (!v.is_number_integer()) return std::nullopt;
-  constexpr auto kMax = static_cast<unsigned long long>(std::numeric_limits<long long>::max());
-  if (v.is_number_unsigned() && v.get<unsigned long long>() > kMax) return std::nullopt;
-  long long x = v.get<long long>();
-  if (x < lo || x > hi) return std::nullopt;
-  return x;
-}
-
-namespace {
-
 // A number as a message shows it: JSON's form when finite ("-1.0"), else "nan" or "inf" (JSON
 // would print null, which reads as a missing value).
 std::string number_text(double v) { return std::isfinite(v) ? nlohmann::json(v).dump() : std::to_string(v); }
@@ -201,43 +161,52 @@ bool per_stage(const std::vector<double>& values, int p, const std::string& name
 
 }  // namespace
 
-std::optional<Problem> build_problem(const ProblemInput& in, const std::string& file, std::vector<Diag>* diags) {
-  size_t before = diags->size();
-  auto fail = [&](const std::string& msg) { diags->push_back({file, "", -1, -1, "", msg}); };
-  if (in.p < 1) fail("p (stages) must be at least 1, got " + std::to_string(in.p));
-  if (in.m < 1) fail("m (microbatches) must be at least 1, got " + std::to_string(in.m));
-  if (in.chunks < 1) fail("chunks must be at least 1, got " + std::to_string(in.chunks));
-  if (in.p > kMaxStages || in.m > kMaxMicrobatches || in.chunks > kMaxChunks)
-    fail("problem too large (p <= 4096, m <= 1000000, chunks <= 64)");
-  else if (static_cast<long long>(in.p) * in.chunks * in.m > 4'000'000)
-    fail("problem too large: p x chunks x m = " + std::to_string(static_cast<long long>(in.p) * in.chunks * in.m) +
-         " exceeds 4000000 (a schedule of that many microbatch-stage pairs would not fit in memory)");
-  if (diags->size() != before) return std::nullopt;
+namespace {
 
-  Problem pr;
-  pr.p = in.p;
-  pr.m = in.m;
-  pr.chunks = in.chunks;
-  // Checked first: figures given per virtual stage go to the stage and chunk the placement says.
-  if (!in.placement.empty()) {
-    const int v = pr.virtual_stages();
-    std::set<int> seen;
-    bool shape_ok = static_cast<int>(in.placement.size()) == in.p;
-    for (const auto& row : in.placement) shape_ok = shape_ok && static_cast<int>(row.size()) == in.chunks;
-    if (!shape_ok) {
-      fail("placement must list, for each of the " + std::to_string(in.p) + " stages, its " +
-           std::to_string(in.chunks) + " virtual stage(s)");
-      return std::nullopt;
-    }
-    for (const auto& row : in.placement)
-      for (int vs : row) {
-        if (vs < 0 || vs >= v || !seen.insert(vs).second) {
-          fail("placement must use each virtual stage 0.." + std::to_string(v - 1) + " exactly once");
-          return std::nullopt;
-        }
-      }
-    pr.placement = in.placement;
+// build_problem's steps, each saying what it finds through `fail`.
+using Fail = std::function<void(const std::string&)>;
+
+// p, m and chunks in range, and the schedule they make small enough to hold.
+bool check_sizes(const ProblemInput& in, const Fail& fail) {
+  bool ok = true;
+  auto bad = [&](const std::string& msg) { fail(msg), ok = false; };
+  if (in.p < 1) bad("p (stages) must be at least 1, got " + std::to_string(in.p));
+  if (in.m < 1) bad("m (microbatches) must be at least 1, got " + std::to_string(in.m));
+  if (in.chunks < 1) bad("chunks must be at least 1, got " + std::to_string(in.chunks));
+  if (in.p > kMaxStages || in.m > kMaxMicrobatches || in.chunks > kMaxChunks)
+    bad("problem too large (p <= 4096, m <= 1000000, chunks <= 64)");
+  else if (static_cast<long long>(in.p) * in.chunks * in.m > 4'000'000)
+    bad("problem too large: p x chunks x m = " + std::to_string(static_cast<long long>(in.p) * in.chunks * in.m) +
+        " exceeds 4000000 (a schedule of that many microbatch-stage pairs would not fit in memory)");
+  return ok;
+}
+
+// The placement, when given: each stage's `chunks` virtual stages, each virtual stage once.
+bool read_placement(const ProblemInput& in, Problem* pr, const Fail& fail) {
+  if (in.placement.empty()) return true;
+  const int v = pr->virtual_stages();
+  std::set<int> seen;
+  bool shape_ok = static_cast<int>(in.placement.size()) == in.p;
+  for (const auto& row : in.placement) shape_ok = shape_ok && static_cast<int>(row.size()) == in.chunks;
+  if (!shape_ok) {
+    fail("placement must list, for each of the " + std::to_string(in.p) + " stages, its " +
+         std::to_string(in.chunks) + " virtual stage(s)");
+    return false;
   }
+  for (const auto& row : in.placement)
+    for (int vs : row) {
+      if (vs < 0 || vs >= v || !seen.insert(vs).second) {
+        fail("placement must use each virtual stage 0.." + std::to_string(v - 1) + " exactly once");
+        return false;
+      }
+    }
+  pr->placement = in.placement;
+  return true;
+}
+
+// T_F, T_B, T_W, M_B and M_W (once, per stage, or per virtual stage with a placement) and T_comm.
+bool read_figures(const ProblemInput& in, const std::string& file, Problem* pr, std::vector<Diag>* diags,
+                  const Fail& fail) {
   struct Figure {
     const char* name;
     const std::vector<double>& given;
@@ -245,12 +214,12 @@ std::optional<Problem> build_problem(const ProblemInput& in, const std::string& 
     std::vector<std::int64_t>* staged;
     std::vector<std::int64_t>* chunked;
   };
-  const Figure figures[] = {{"t_f", in.t_f, false, &pr.t_f, &pr.per_chunk.t_f},
-                            {"t_b", in.t_b, false, &pr.t_b, &pr.per_chunk.t_b},
-                            {"t_w", in.t_w, true, &pr.t_w, &pr.per_chunk.t_w},
-                            {"mem_b", in.mem_b, true, &pr.mem_b, &pr.per_chunk.mem_b},
-                            {"mem_w", in.mem_w, true, &pr.mem_w, &pr.per_chunk.mem_w}};
-  const int vs_count = pr.chunks > 1 ? pr.virtual_stages() : 0;
+  const Figure figures[] = {{"t_f", in.t_f, false, &pr->t_f, &pr->per_chunk.t_f},
+                            {"t_b", in.t_b, false, &pr->t_b, &pr->per_chunk.t_b},
+                            {"t_w", in.t_w, true, &pr->t_w, &pr->per_chunk.t_w},
+                            {"mem_b", in.mem_b, true, &pr->mem_b, &pr->per_chunk.mem_b},
+                            {"mem_w", in.mem_w, true, &pr->mem_w, &pr->per_chunk.mem_w}};
+  const int vs_count = pr->chunks > 1 ? pr->virtual_stages() : 0;
   bool ok = true, per_vs = false;
   std::vector<std::vector<std::int64_t>> values(std::size(figures));
   for (size_t f = 0; f < std::size(figures); ++f) {
@@ -259,11 +228,11 @@ std::optional<Problem> build_problem(const ProblemInput& in, const std::string& 
     ok = read && ok;
     if (read && vs_count && static_cast<int>(values[f].size()) == vs_count) {
       per_vs = true;
-      if (pr.placement.empty()) {
+      if (pr->placement.empty()) {
         fail(std::string(figures[f].name) + " gives one value per virtual stage (p x chunks = " + std::to_string(vs_count) +
              "): give the placement too, which virtual stages each stage runs (--placement v or interleaved, or "
              "'placement' in the problem file)");
-        return std::nullopt;
+        return false;
       }
     }
   }
@@ -272,39 +241,43 @@ std::optional<Problem> build_problem(const ProblemInput& in, const std::string& 
     fail("t_comm must be non-negative and finite, got " + number_text(in.t_comm));
     ok = false;
   } else {
-    pr.t_comm = *comm;
+    pr->t_comm = *comm;
   }
-  if (!ok) return std::nullopt;
+  if (!ok) return false;
   if (!per_vs) {
     for (size_t f = 0; f < std::size(figures); ++f) *figures[f].staged = std::move(values[f]);
-  } else {
-    // Per (stage, chunk); each stage's own figure is the largest of its chunks'.
-    const VirtualStageMap map(pr.placement);
-    bool differ = false;
-    for (size_t f = 0; f < std::size(figures); ++f) {
-      auto& chunked = *figures[f].chunked;
-      chunked.assign(static_cast<size_t>(vs_count), 0);
-      for (int vs = 0; vs < vs_count; ++vs) {
-        // A figure given per stage (or once) takes its stage's value on each of its chunks.
-        const bool listed = static_cast<int>(values[f].size()) == vs_count;
-        const std::int64_t value = values[f][static_cast<size_t>(listed ? vs : map.stage_of[vs])];
-        chunked[static_cast<size_t>(map.stage_of[vs] * pr.chunks + map.chunk_of[vs])] = value;
-      }
-      figures[f].staged->assign(static_cast<size_t>(pr.p), 0);
-      for (int s = 0; s < pr.p; ++s)
-        for (int c = 0; c < pr.chunks; ++c) {
-          const std::int64_t value = chunked[static_cast<size_t>(s * pr.chunks + c)];
-          auto& staged = (*figures[f].staged)[static_cast<size_t>(s)];
-          differ = differ || (c > 0 && value != staged);
-          staged = c == 0 ? value : std::max(staged, value);
-        }
-    }
-    // Chunks alike on every stage are the per-stage problem: one form for one problem.
-    if (!differ) pr.per_chunk = {};
+    return true;
   }
-  // Every time the simulator forms or a file records is a sum of op times and hops: the largest
-  // possible iteration (all work done one op after another) must stay where ticks read back exactly,
-  // with room for an optimizer latency as large beside it (ticks.h: kMaxExactQuanta).
+  // Per (stage, chunk); each stage's own figure is the largest of its chunks'.
+  const VirtualStageMap map(pr->placement);
+  bool differ = false;
+  for (size_t f = 0; f < std::size(figures); ++f) {
+    auto& chunked = *figures[f].chunked;
+    chunked.assign(static_cast<size_t>(vs_count), 0);
+    for (int vs = 0; vs < vs_count; ++vs) {
+      // A figure given per stage (or once) takes its stage's value on each of its chunks.
+      const bool listed = static_cast<int>(values[f].size()) == vs_count;
+      const std::int64_t value = values[f][static_cast<size_t>(listed ? vs : map.stage_of[vs])];
+      chunked[static_cast<size_t>(map.stage_of[vs] * pr->chunks + map.chunk_of[vs])] = value;
+    }
+    figures[f].staged->assign(static_cast<size_t>(pr->p), 0);
+    for (int s = 0; s < pr->p; ++s)
+      for (int c = 0; c < pr->chunks; ++c) {
+        const std::int64_t value = chunked[static_cast<size_t>(s * pr->chunks + c)];
+        auto& staged = (*figures[f].staged)[static_cast<size_t>(s)];
+        differ = differ || (c > 0 && value != staged);
+        staged = c == 0 ? value : std::max(staged, value);
+      }
+  }
+  // Chunks alike on every stage are the per-stage problem: one form for one problem.
+  if (!differ) pr->per_chunk = {};
+  return true;
+}
+
+// Every time the simulator forms or a file records is a sum of op times and hops: the largest
+// possible iteration (all work done one op after another) must stay where ticks read back exactly,
+// with room for an optimizer latency as large beside it (ticks.h: kMaxExactQuanta).
+bool check_exact_total(const Problem& pr, const Fail& fail) {
   long double total = 0;
   for (int s = 0; s < pr.p; ++s) {
     long double one = 0;
@@ -313,49 +286,67 @@ std::optional<Problem> build_problem(const ProblemInput& in, const std::string& 
     total += static_cast<long double>(pr.m) * one;
   }
   total += 2.0L * pr.m * pr.chunks * pr.p * pr.t_comm;
-  if (total > static_cast<long double>(kMaxExactQuanta / 2)) {
-    fail("times too large: one iteration could last " + std::to_string(static_cast<double>(total / kQuantaPerUnit)) +
-         " time units (m x chunks x (T_F + T_B + T_W) over the stages, plus the hops), more than the " +
-         format_quanta(kMaxExactQuanta / 2) + " a schedule file records exactly: use a larger time unit");
-    return std::nullopt;
-  }
+  if (total <= static_cast<long double>(kMaxExactQuanta / 2)) return true;
+  fail("times too large: one iteration could last " + std::to_string(static_cast<double>(total / kQuantaPerUnit)) +
+       " time units (m x chunks x (T_F + T_B + T_W) over the stages, plus the hops), more than the " +
+       format_quanta(kMaxExactQuanta / 2) + " a schedule file records exactly: use a larger time unit");
+  return false;
+}
 
+// The memory limit, one for all stages ("2p" or a number) or one per stage, none below M_B.
+bool read_memory_limits(const ProblemInput& in, const std::string& file, Problem* pr, std::vector<Diag>* diags,
+                        const Fail& fail) {
   if (!in.mem_limit.empty()) {
     std::string err;
-    auto limit = parse_mem_limit(in.mem_limit, pr.p, pr.stage_mem_b(), &err);
+    auto limit = parse_mem_limit(in.mem_limit, pr->p, pr->stage_mem_b(), &err);
     if (!limit) {
       fail(err);
-      return std::nullopt;
+      return false;
     }
     // No schedule can hold less than one microbatch's activations on a stage: each F must keep M_B
     // until its B. Below that the problem is impossible whatever the method.
-    Mem need = *std::max_element(pr.mem_b.begin(), pr.mem_b.end());
+    Mem need = *std::max_element(pr->mem_b.begin(), pr->mem_b.end());
     if (*limit < need) {
       fail("memory limit " + format_quanta(*limit) + " is below " + format_quanta(need) +
            ", the activation memory of a single microbatch (M_B); no schedule fits");
-      return std::nullopt;
+      return false;
     }
-    pr.mem_limit = *limit;
-    pr.mem_limit_spec = in.mem_limit;
+    pr->mem_limit = *limit;
+    pr->mem_limit_spec = in.mem_limit;
   }
-  if (!in.stage_mem_limits.empty()) {
-    if (!in.mem_limit.empty()) {
-      fail("give the memory limit once: as one value for every stage or as a list per stage, not both");
-      return std::nullopt;
+  if (in.stage_mem_limits.empty()) return true;
+  if (!in.mem_limit.empty()) {
+    fail("give the memory limit once: as one value for every stage or as a list per stage, not both");
+    return false;
+  }
+  std::vector<Mem> limits;
+  if (!per_stage(in.stage_mem_limits, in.p, "mem_limit", true, file, &limits, diags)) return false;
+  for (int s = 0; s < pr->p; ++s)
+    if (limits[static_cast<size_t>(s)] < pr->mem_b[static_cast<size_t>(s)]) {
+      fail("memory limit of stage " + std::to_string(s) + ", " + format_quanta(limits[static_cast<size_t>(s)]) +
+           ", is below " + format_quanta(pr->mem_b[static_cast<size_t>(s)]) +
+           ", the activation memory of a single microbatch there (M_B); no schedule fits");
+      return false;
     }
-    std::vector<Mem> limits;
-    if (!per_stage(in.stage_mem_limits, in.p, "mem_limit", true, file, &limits, diags)) return std::nullopt;
-    for (int s = 0; s < pr.p; ++s)
-      if (limits[static_cast<size_t>(s)] < pr.mem_b[static_cast<size_t>(s)]) {
-        fail("memory limit of stage " + std::to_string(s) + ", " + format_quanta(limits[static_cast<size_t>(s)]) +
-             ", is below " + format_quanta(pr.mem_b[static_cast<size_t>(s)]) +
-             ", the activation memory of a single microbatch there (M_B); no schedule fits");
-        return std::nullopt;
-      }
-    // The same value everywhere is one limit: every method plans it.
-    if (std::adjacent_find(limits.begin(), limits.end(), std::not_equal_to<>()) == limits.end()) pr.mem_limit = limits[0];
-    else pr.stage_mem_limits = std::move(limits);
-  }
+  // The same value everywhere is one limit: every method plans it.
+  if (std::adjacent_find(limits.begin(), limits.end(), std::not_equal_to<>()) == limits.end()) pr->mem_limit = limits[0];
+  else pr->stage_mem_limits = std::move(limits);
+  return true;
+}
+
+}  // namespace
+
+std::optional<Problem> build_problem(const ProblemInput& in, const std::string& file, std::vector<Diag>* diags) {
+  const Fail fail = [&](const std::string& msg) { diags->push_back({file, "", -1, -1, "", msg}); };
+  if (!check_sizes(in, fail)) return std::nullopt;
+  Problem pr;
+  pr.p = in.p;
+  pr.m = in.m;
+  pr.chunks = in.chunks;
+  // The placement first: figures given per virtual stage go to the stage and chunk it says.
+  if (!read_placement(in, &pr, fail) || !read_figures(in, file, &pr, diags, fail) || !check_exact_total(pr, fail) ||
+      !read_memory_limits(in, file, &pr, diags, fail))
+    return std::nullopt;
   return pr;
 }
 
@@ -546,6 +537,14 @@ Problem split_into_chunks(const Problem& pr, int chunks) {
   divide(out.mem_b, false);
   divide(out.mem_w, false);
   return out;
+}
+
+bool load_problem_file(const std::string& path, ProblemInput* out, std::vector<Diag>* diags) {
+  std::string text;
+  if (!read_text_file(path, &text, diags)) return false;
+  auto j = parse_json_text(text, path, diags);
+  if (!j) return false;
+  return problem_input_from_json(*j, path, "", out, diags);
 }
 
 }  // namespace zbpp

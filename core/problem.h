@@ -10,6 +10,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/diag.h"
+#include "core/json_text.h"  // json_excerpt, json_integer: what the readers of problems and files say
 #include "core/ticks.h"
 
 namespace zbpp {
@@ -94,20 +95,14 @@ std::optional<Problem> build_problem(const ProblemInput& in, const std::string& 
 /// Reads a problem object (the format of schema/problem.schema.json). Type errors name the JSON pointer.
 bool problem_input_from_json(const nlohmann::json& j, const std::string& file, const std::string& pointer,
                              ProblemInput* out, std::vector<Diag>* diags);
+/// Reads a problem file from disk (schema/problem.schema.json) into a ProblemInput.
+bool load_problem_file(const std::string& path, ProblemInput* out, std::vector<Diag>* diags);
 /// Writes a problem back in the same format, exactly (times and memory as their exact decimals).
 nlohmann::json problem_to_json(const Problem& problem);
 
 /// The placements the baseline methods use: interleaved [s, s+p, ...] and V-shape [s, 2p-1-s].
 std::vector<std::vector<int>> interleaved_placement(int p, int chunks);
 std::vector<std::vector<int>> v_shape_placement(int p);
-
-/// A JSON value as error messages show it: at most about 80 characters, ending in "..." when cut.
-/// Unlike dump() it does not recurse through the whole value (a file may nest 100000 lists deep).
-std::string json_excerpt(const nlohmann::json& value);
-
-/// An integer JSON value within [lo, hi]; nothing for a non-integer or one outside. An unsigned value
-/// beyond long long (18446744073709551615) is outside, not wrapped to -1 as get<long long>() would.
-std::optional<long long> json_integer(const nlohmann::json& value, long long lo, long long hi);
 
 /// Whether text is a plain decimal number ("12", "-0.5", "1e-3"): no hex, inf, nan or spaces.
 bool is_decimal(const std::string& text);

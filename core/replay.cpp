@@ -41,7 +41,7 @@ struct Replay {
 
   Replay(const Schedule& schedule, const Problem& problem, const ReplayOptions& o, LoweredReplay& result)
       : s(schedule), pr(problem), options(o), p(schedule.p), k(std::max(1, o.iterations)),
-        barrier(schedule.optimizer != kOptimizerPostValidation && k > 1), out(result), iter(p, 0), cursor(p, 0),
+        barrier(schedule.optimizer != Optimizer::kPostValidation && k > 1), out(result), iter(p, 0), cursor(p, 0),
         blocked_on(p, -1), free_at(p, 0), arrived(k), parked_at_step(k), waiting_at_step(p, false) {
     out.first_start.assign(p, 0);
     out.iteration_end.assign(static_cast<size_t>(k) * p, 0);
@@ -62,13 +62,13 @@ struct Replay {
   // cleared after each stage, so neither the sort nor the lookups see one per message.
   void index_channels() {
     auto key = [&](int to, int kind, int from) {
-      return (static_cast<uint64_t>(to) * kMessageChannels + static_cast<uint64_t>(kind)) * static_cast<uint64_t>(p) +
+      return (static_cast<uint64_t>(to) * kMessageKinds + static_cast<uint64_t>(kind)) * static_cast<uint64_t>(p) +
              static_cast<uint64_t>(from);
     };
     std::vector<uint64_t> keys;
     std::vector<size_t> sends_per_key;  // [key index] -> SENDs per iteration, for the channel's times
     std::vector<size_t> stage_keys(p + 1, 0);  // stage st's distinct keys: keys[stage_keys[st] .. stage_keys[st + 1])
-    std::vector<int> own(static_cast<size_t>(2) * kMessageChannels * p, -1);  // (sends?, kind, peer) -> the stage's number
+    std::vector<int> own(static_cast<size_t>(2) * kMessageKinds * p, -1);  // (sends?, kind, peer) -> the stage's number
     channel_of.resize(p);
     for (int st = 0; st < p; ++st) {
       const auto& ops = s.stages[st];
@@ -78,8 +78,8 @@ struct Replay {
         const Op& op = ops[i];
         const bool sends = is_send(op.type);
         if (!sends && !is_recv(op.type)) continue;
-        const int kind = message_channel(op.type);
-        int& number = own[(static_cast<size_t>(sends) * kMessageChannels + static_cast<size_t>(kind)) * p +
+        const int kind = message_kind(op.type);
+        int& number = own[(static_cast<size_t>(sends) * kMessageKinds + static_cast<size_t>(kind)) * p +
                           static_cast<size_t>(op.peer)];
         if (number < 0) {
           number = static_cast<int>(keys.size() - stage_keys[st]);
@@ -92,10 +92,10 @@ struct Replay {
       stage_keys[st + 1] = keys.size();
       for (size_t j = stage_keys[st]; j < keys.size(); ++j) {  // clear what this stage set
         const uint64_t k = keys[j];
-        const int to = static_cast<int>(k / kMessageChannels / p), kind = static_cast<int>(k / p % kMessageChannels);
+        const int to = static_cast<int>(k / kMessageKinds / p), kind = static_cast<int>(k / p % kMessageKinds);
         const int from = static_cast<int>(k % p);
         const bool sends = from == st;
-        own[(static_cast<size_t>(sends) * kMessageChannels + static_cast<size_t>(kind)) * p +
+        own[(static_cast<size_t>(sends) * kMessageKinds + static_cast<size_t>(kind)) * p +
             static_cast<size_t>(sends ? to : from)] = -1;
       }
     }
@@ -103,7 +103,7 @@ struct Replay {
     std::sort(sorted.begin(), sorted.end());
     sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
     channels.resize(sorted.size());
-    for (size_t c = 0; c < sorted.size(); ++c) channels[c].to = static_cast<int>(sorted[c] / kMessageChannels / p);
+    for (size_t c = 0; c < sorted.size(); ++c) channels[c].to = static_cast<int>(sorted[c] / kMessageKinds / p);
     // The stages' own numbers become the channels' indices.
     std::vector<int> channel(keys.size());
     for (size_t j = 0; j < keys.size(); ++j) {
@@ -155,7 +155,7 @@ struct Replay {
     return -1;
   }
 
-  Ticks latency(OpType t) const { return message_channel(t) <= 1 ? pr.t_comm : options.state_latency; }
+  Ticks latency(OpType t) const { return message_kind(t) <= kGradient ? pr.t_comm : options.state_latency; }
 
   // Runs stage st until it blocks or finishes, queueing the stages its SENDs and steps release.
   void advance(int st) {

@@ -1,5 +1,5 @@
 // The one replay of lowered schedules, timed as the runtime runs them: each stage walks its list in
-// order; a SEND never blocks; a RECV waits for the n-th SEND on its channel (ir.h's message_channel,
+// order; a SEND never blocks; a RECV waits for the n-th SEND on its channel (ir.h's message_kind,
 // per pair of ranks) plus the channel's latency; a compute op runs for its duration (its remote
 // input came through an earlier RECV, a local input made later in the list never comes); a
 // synchronous OPT_STEP ends, when iterations follow, for every stage at the last arrival plus the

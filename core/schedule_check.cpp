@@ -50,7 +50,7 @@ std::vector<Diag> check_recorded_figures(const ScheduleFile& f, const Timeline& 
   // for the iterations' figures and a solver cost of the period or the wall.
   const bool timed = r.iterations || (r.solver && !is_compute_cost(r.solver->measure));
   std::optional<IterationTimeline> it;
-  if (timed && s.level != kLevelLowered) {
+  if (timed && s.level != Level::kLowered) {
     out.push_back({path, r.iterations ? "/iterations" : "/solver/cost", -1, -1, "",
                    "a compute-level schedule has no optimizer step to repeat: it records no iterations, and its "
                    "solver cost is the span or the makespan (the period and the wall need a lowered file)"});
@@ -83,7 +83,7 @@ std::vector<Diag> check_recorded_figures(const ScheduleFile& f, const Timeline& 
     const Cost cost = sv.measure;
     const Ticks actual = is_compute_cost(cost) ? cost_of(t, cost) : cost == Cost::kWall ? it->wall : it->period;
     // A synchronous step's all-reduce adds to every bound on the period and the wall (bounds.h).
-    const Ticks allreduce = it && s.optimizer == kOptimizerSync ? it->allreduce_latency : -1;
+    const Ticks allreduce = it && s.optimizer == Optimizer::kSync ? it->allreduce_latency : -1;
     quanta("/solver/objective", sv.value, actual);
     // Compared in quanta, as the planner forms them (best_bound may be CBC's, not a whole quantum).
     const double bound = sv.best_bound * kQuantaPerUnit;
@@ -96,14 +96,16 @@ std::vector<Diag> check_recorded_figures(const ScheduleFile& f, const Timeline& 
                                     ", which it claims to bound from below");
       return out;  // the gap and the bound's bubble rate follow from a bound that is wrong
     }
-    if (sv.status == "optimal" && static_cast<double>(actual) > bound + 0.5)
+    if (sv.status == SolveStatus::kOptimal && static_cast<double>(actual) > bound + 0.5)
       say("/solver/status", "\"optimal\", but the schedule's " + std::string(cost_name(cost)) + " " +
                                 format_quanta(actual) + " is above the bound " + shown(sv.best_bound));
-    std::string which;
+    BoundSource which = BoundSource::kBusy;
     const Ticks combinatorial = cost_lower_bound(f.problem, cost, s.placement, &which, allreduce);
-    if (sv.bound_source != "cbc" && !sv.bound_source.empty()) {  // CBC's bound cannot be recomputed here
+    if (sv.bound_source && *sv.bound_source != BoundSource::kCbc) {  // CBC's bound cannot be recomputed here
       quanta("/solver/best_bound", sv.best_bound, combinatorial);
-      if (sv.bound_source != which) differs("/solver/bound_source", "\"" + sv.bound_source + "\"", "\"" + which + "\"");
+      if (*sv.bound_source != which)
+        differs("/solver/bound_source", std::string("\"") + bound_source_name(*sv.bound_source) + "\"",
+                std::string("\"") + bound_source_name(which) + "\"");
     }
     rate("/solver/gap", sv.gap, relative_gap(actual, bound));
     rate("/solver/bubble_rate_bound", sv.bubble_rate_bound,

@@ -16,169 +16,10 @@
 #include <nlohmann/json.hpp>
 
 #include "core/deps.h"  // is_post_validation_op
+#include "core/json_text.h"
 #include "core/validate.h"
 
 namespace zbpp {
-
-namespace {
-
-// 1-based line and column of a byte offset, and the text of that line.
-void locate(const std::string& text, size_t offset, int* line, int* col, std::string* line_text) {
-  offset = std::min(offset, text.size());
-  size_t line_start = 0;
-  *line = 1;
-  for (size_t i = 0; i < offset; ++i)
-    if (text[i] == '\n') {
-      ++*line;
-      line_start = i + 1;
-    }
-  *col = static_cast<int>(offset - line_start) + 1;
-  size_t line_end = text.find('\n', line_start);
-  *line_text = text.substr(line_start, line_end == std::string::npos ? std::string::npos : line_end - line_start);
-}
-
-// The DOM builder nlohmann::json::parse uses, following the path to each key: nlohmann keeps the
-// last of two equal keys silently, and a file that says "p" twice is refused. (parse()'s callback
-// variant would do, but it rescans a list after each element: quadratic in a file's op count.)
-class KeyCheckingParser : public nlohmann::detail::json_sax_dom_parser<nlohmann::json> {
- public:
-  using Base = nlohmann::detail::json_sax_dom_parser<nlohmann::json>;
-  using json = nlohmann::json;
-  explicit KeyCheckingParser(json& root) : Base(root, true) {}
-
-  std::string duplicate;  ///< pointer of the first repeated key; empty when none
-
-  bool null() { return element() && Base::null(); }
-  bool boolean(bool v) { return element() && Base::boolean(v); }
-  bool number_integer(json::number_integer_t v) { return element() && Base::number_integer(v); }
-  bool number_unsigned(json::number_unsigned_t v) { return element() && Base::number_unsigned(v); }
-  bool number_float(json::number_float_t v, const json::string_t& s) { return element() && Base::number_float(v, s); }
-  bool string(json::string_t& v) { return element() && Base::string(v); }
-  bool binary(json::binary_t& v) { return element() && Base::binary(v); }
-  bool start_object(std::size_t n) {
-    element();
-    path_.push_back({true, 0, "", {}});
-    return Base::start_object(n);
-  }
-  bool key(json::string_t& k) {
-    Frame& f = path_.back();
-    f.key = k;
-    if (!f.keys.insert(k).second && duplicate.empty())
-      for (const Frame& at : path_) duplicate += "/" + escaped(at.object ? at.key : std::to_string(at.count - 1));
-    return Base::key(k);
-  }
-  bool end_object() {
-    path_.pop_back();
-    return Base::end_object();
-  }
-  bool start_array(std::size_t n) {
-    element();
-    path_.push_back({false, 0, "", {}});
-    return Base::start_array(n);
-  }
-  bool end_array() {
-    path_.pop_back();
-    return Base::end_array();
-  }
-
- private:
-  struct Frame {
-    bool object;
-    size_t count;                // lists: elements begun so far (the current one is count - 1)
-    std::string key;             // objects: the key being read
-    std::set<std::string> keys;  // objects: the keys read so far
-  };
-  std::vector<Frame> path_;
-
-  bool element() {
-    if (!path_.empty() && !path_.back().object) ++path_.back().count;
-    return true;
-  }
-  static std::string escaped(std::string part) {  // RFC 6901: ~ is ~0, / is ~1
-    for (size_t at = 0; (at = part.find_first_of("~/", at)) != std::string::npos; at += 2)
-      part.replace(at, 1, part[at] == '~' ? "~0" : "~1");
-    return part;
-  }
-};
-
-}  // namespace
-
-bool read_text_file(const std::string& path, std::string* text, std::vector<Diag>* diags) {
-  std::error_code ec;
-  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
-    diags->push_back({path, "", -1, -1, "", "not a regular file"});
-    return false;
-  }
-  errno = 0;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const int why = errno;  // set by the open(2) under the stream
-    diags->push_back({path, "", -1, -1, "", std::string(kCannotOpen) + (why ? std::string(": ") + std::strerror(why) : "")});
-    return false;
-  }
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  *text = buf.str();
-  return true;
-}
-
-std::optional<nlohmann::json> parse_json_text(const std::string& text, const std::string& file, std::vector<Diag>* diags) {
-  // `file:line:col: message`, then the line and a caret under the column.
-  auto located = [&](size_t offset, const std::string& msg) {
-    int line = 0, col = 0;
-    std::string line_text;
-    locate(text, offset, &line, &col, &line_text);
-    size_t caret_at = static_cast<size_t>(std::max(0, col - 1));
-    std::string where = "near here";
-    if (line_text.empty() && offset >= text.size()) {
-      // The file ends on an empty line: show its last line that holds something, the caret after it.
-      size_t end = text.find_last_not_of(" \t\r\n");
-      if (end != std::string::npos) {
-        int last_line = 0, last_col = 0;
-        locate(text, end, &last_line, &last_col, &line_text);
-        caret_at = line_text.size();
-        where = "the file ends here";
-      } else {  // nothing but white space: no line to show
-        diags->push_back({file + ":" + std::to_string(line) + ":" + std::to_string(col), "", -1, -1, "",
-                          "invalid JSON: " + msg + " (the file is empty)"});
-        return;
-      }
-    }
-    if (line_text.size() > 120) {  // a minified file is one long line: show 60 characters either side
-      size_t from = caret_at > 60 ? caret_at - 60 : 0;
-      line_text = (from > 0 ? "..." : "") + line_text.substr(from, 120) + (from + 120 < line_text.size() ? "..." : "");
-      caret_at = caret_at - from + (from > 0 ? 3 : 0);
-    }
-    std::string caret(caret_at, ' ');
-    diags->push_back({file + ":" + std::to_string(line) + ":" + std::to_string(col), "", -1, -1, "",
-                      "invalid JSON: " + msg + "\n" + line_text + "\n" + caret + "^ " + where});
-  };
-  try {
-    nlohmann::json j;
-    KeyCheckingParser parser(j);
-    nlohmann::json::sax_parse(text, &parser);
-    if (parser.duplicate.empty()) return j;
-    size_t slash = parser.duplicate.rfind('/');
-    diags->push_back({file, parser.duplicate, -1, -1, "",
-                      "duplicate key \"" + parser.duplicate.substr(slash + 1) +
-                          "\": give each field once (JSON readers disagree on which one counts)"});
-  } catch (const nlohmann::json::parse_error& e) {
-    // nlohmann's byte is 1-based and points at the last character read.
-    std::string what = e.what();
-    size_t cut = what.find("parse error");
-    located(e.byte == 0 ? 0 : e.byte - 1, cut == std::string::npos ? what : what.substr(cut));
-  } catch (const nlohmann::json::out_of_range& e) {
-    // A number beyond a double ("1e400") is not a parse_error and carries no position; it quotes
-    // the literal, so point at its first occurrence.
-    std::string what = e.what();
-    size_t q1 = what.find('\''), q2 = what.rfind('\'');
-    size_t at = q1 != std::string::npos && q2 > q1 ? text.find(what.substr(q1 + 1, q2 - q1 - 1)) : std::string::npos;
-    size_t cut = what.find("number overflow");
-    located(at == std::string::npos ? 0 : at,
-            (cut == std::string::npos ? what : what.substr(cut)) + " (beyond the range of a double)");
-  }
-  return std::nullopt;
-}
 
 namespace {
 
@@ -319,8 +160,8 @@ struct FileReader {
       if (!cost || !status || !objective || !best_bound || !gap) return f;
       for (Cost c : {Cost::kSpan, Cost::kMakespan, Cost::kPeriod, Cost::kWall})
         if (*cost == cost_name(c)) sv.measure = c;
-      sv.status = *status;
-      sv.bound_source = source.value_or("");
+      sv.status = *parse_solve_status(*status);  // one_of took one of their names
+      if (source) sv.bound_source = parse_bound_source(*source);
       sv.value = *objective;
       sv.best_bound = *best_bound;
       sv.gap = *gap;
@@ -363,12 +204,14 @@ struct FileReader {
 
 }  // namespace
 
-std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const std::string& file, std::vector<Diag>* diags) {
-  FileReader r{file, diags};
-  size_t diags_before = diags->size();
+namespace {
+
+// The header of a schedule object: its type, its version, its fields known and present. False
+// when the rest cannot be read.
+bool check_header(const nlohmann::json& j, FileReader& r) {
   if (!j.is_object()) {
     r.error("/", "expected a schedule object, got " + std::string(j.type_name()));
-    return std::nullopt;
+    return false;
   }
   // A version 1 file is refused as a whole, with one message saying why and what to do.
   if (j.contains("version") && j["version"] == 1) {
@@ -376,7 +219,7 @@ std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const st
                         "cost \"period\" meant the span (version 2 names each figure by what it measures); plan "
                         "the schedule again with zbplan plan, or, for a file written by hand, set \"version\": 2 "
                         "and drop its recorded figures");
-    return std::nullopt;
+    return false;
   }
   static const std::set<std::string> known = {"$schema", "comment", "format", "version", "level", "method",
                                               "p", "m", "chunks", "placement", "problem", "makespan", "span",
@@ -394,11 +237,83 @@ std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const st
   }
   for (const char* required : {"p", "m", "placement", "problem", "stages"})
     if (!j.contains(required)) r.error("/", std::string("missing required field '") + required + "'");
-  if (!r.ok) return std::nullopt;
+  if (!r.ok) return false;
   if (j.contains("format") && j["format"] != kFormat)
     r.error("/format", "expected \"" + std::string(kFormat) + "\", got " + json_excerpt(j["format"]));
   if (j.contains("version") && j["version"] != kVersion)
     r.error("/version", "this zbplan reads version " + std::to_string(kVersion) + ", the file has " + json_excerpt(j["version"]));
+  return true;
+}
+
+// "placement": for each stage, its chunks' virtual stages.
+void read_placement(const nlohmann::json& j, FileReader& r, Schedule* s) {
+  const auto& placement = j["placement"];
+  if (!placement.is_array()) {
+    r.error("/placement", "expected a list, for each stage, of its chunks' virtual stages, got " + json_excerpt(placement));
+  } else {
+    for (size_t st = 0; st < placement.size(); ++st) {
+      std::string ptr = "/placement/" + std::to_string(st);
+      std::vector<int> row;
+      if (!placement[st].is_array()) {
+        r.error(ptr, "expected a list of virtual stages, got " + json_excerpt(placement[st]));
+        continue;
+      }
+      for (size_t c = 0; c < placement[st].size(); ++c) {
+        const auto& v = placement[st][c];
+        if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() > 1'000'000)
+          r.error(ptr + "/" + std::to_string(c), "expected a virtual stage (an integer 0..1000000), got " + json_excerpt(v));
+        else row.push_back(v.get<int>());
+      }
+      s->placement.push_back(row);
+    }
+  }
+}
+
+// "stages": each stage's ops. False when it is not a list.
+bool read_stages(const nlohmann::json& j, FileReader& r, Schedule* s) {
+  const auto& stages = j["stages"];
+  if (!stages.is_array()) {
+    r.error("/stages", "expected a list of per-stage op lists, got " + std::string(stages.type_name()));
+    return false;
+  }
+  for (size_t st = 0; st < stages.size(); ++st) {
+    std::string ptr = "/stages/" + std::to_string(st);
+    if (!stages[st].is_array()) {
+      r.error(ptr, "expected a list of ops, got " + std::string(stages[st].type_name()));
+      continue;
+    }
+    std::vector<Op> ops;
+    ops.reserve(stages[st].size());
+    for (size_t i = 0; i < stages[st].size(); ++i) {
+      auto op = r.op(stages[st][i], ptr + "/" + std::to_string(i));
+      if (op) ops.push_back(*op);
+    }
+    s->stages.push_back(std::move(ops));
+  }
+  return true;
+}
+
+// Without "optimizer" a file is read as "sync"; one holding post-validation's ops says so here,
+// rather than each op being called out of place under an optimizer the file never named.
+bool names_its_optimizer(const nlohmann::json& j, FileReader& r, const Schedule& s) {
+  if (!j.contains("optimizer"))
+    for (const auto& ops : s.stages)
+      if (auto at = std::find_if(ops.begin(), ops.end(), [](const Op& op) { return is_post_validation_op(op.type) || op.type == OpType::SEND_STATE || op.type == OpType::RECV_STATE; });
+          at != ops.end()) {
+        r.error("/", "missing field 'optimizer': the file has post-validation's ops (" + op_type_name(at->type) +
+                         "), so it is \"post-validation\"; add \"optimizer\": \"post-validation\" (without it, a "
+                         "file is read as \"sync\")");
+        return false;
+      }
+  return true;
+}
+
+}  // namespace
+
+std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const std::string& file, std::vector<Diag>* diags) {
+  FileReader r{file, diags};
+  size_t diags_before = diags->size();
+  if (!check_header(j, r)) return std::nullopt;
 
   ScheduleFile out;
   Schedule& s = out.schedule;
@@ -426,66 +341,17 @@ std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const st
     const auto& o = j["optimizer"];
     auto optimizer = o.is_string() ? parse_optimizer(o.get<std::string>()) : std::nullopt;
     if (optimizer) s.optimizer = *optimizer;
-    else r.error("/optimizer", std::string("expected \"") + optimizer_name(kOptimizerSync) + "\" or \"" +
-                                   optimizer_name(kOptimizerPostValidation) + "\", got " + json_excerpt(o));
+    else r.error("/optimizer", std::string("expected \"") + optimizer_name(Optimizer::kSync) + "\" or \"" +
+                                   optimizer_name(Optimizer::kPostValidation) + "\", got " + json_excerpt(o));
   }
   if (j.contains("objective")) {
     const auto& o = j["objective"];
-    if (o == "period" || o == "wall") out.objective = o.get<std::string>();
+    if (o == "period" || o == "wall") out.objective = o == "wall" ? Objective::kWall : Objective::kPeriod;
     else r.error("/objective", "expected \"period\" or \"wall\", got " + json_excerpt(o));
   }
-
-  const auto& placement = j["placement"];
-  if (!placement.is_array()) {
-    r.error("/placement", "expected a list, for each stage, of its chunks' virtual stages, got " + json_excerpt(placement));
-  } else {
-    for (size_t st = 0; st < placement.size(); ++st) {
-      std::string ptr = "/placement/" + std::to_string(st);
-      std::vector<int> row;
-      if (!placement[st].is_array()) {
-        r.error(ptr, "expected a list of virtual stages, got " + json_excerpt(placement[st]));
-        continue;
-      }
-      for (size_t c = 0; c < placement[st].size(); ++c) {
-        const auto& v = placement[st][c];
-        if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() > 1'000'000)
-          r.error(ptr + "/" + std::to_string(c), "expected a virtual stage (an integer 0..1000000), got " + json_excerpt(v));
-        else row.push_back(v.get<int>());
-      }
-      s.placement.push_back(row);
-    }
-  }
-
-  const auto& stages = j["stages"];
-  if (!stages.is_array()) {
-    r.error("/stages", "expected a list of per-stage op lists, got " + std::string(stages.type_name()));
-    return std::nullopt;
-  }
-  for (size_t st = 0; st < stages.size(); ++st) {
-    std::string ptr = "/stages/" + std::to_string(st);
-    if (!stages[st].is_array()) {
-      r.error(ptr, "expected a list of ops, got " + std::string(stages[st].type_name()));
-      continue;
-    }
-    std::vector<Op> ops;
-    ops.reserve(stages[st].size());
-    for (size_t i = 0; i < stages[st].size(); ++i) {
-      auto op = r.op(stages[st][i], ptr + "/" + std::to_string(i));
-      if (op) ops.push_back(*op);
-    }
-    s.stages.push_back(std::move(ops));
-  }
-  // Without "optimizer" a file is read as "sync"; one holding post-validation's ops says so here,
-  // rather than each op being called out of place under an optimizer the file never named.
-  if (r.ok && !j.contains("optimizer"))
-    for (const auto& ops : s.stages)
-      if (auto at = std::find_if(ops.begin(), ops.end(), [](const Op& op) { return is_post_validation_op(op.type) || op.type == OpType::SEND_STATE || op.type == OpType::RECV_STATE; });
-          at != ops.end()) {
-        r.error("/", "missing field 'optimizer': the file has post-validation's ops (" + op_type_name(at->type) +
-                         "), so it is \"post-validation\"; add \"optimizer\": \"post-validation\" (without it, a "
-                         "file is read as \"sync\")");
-        return std::nullopt;
-      }
+  read_placement(j, r, &s);
+  if (!read_stages(j, r, &s)) return std::nullopt;
+  if (r.ok && !names_its_optimizer(j, r, s)) return std::nullopt;
   if (!r.ok) return std::nullopt;
 
   auto problem = build_problem(input, file, diags);
@@ -508,14 +374,6 @@ std::optional<ScheduleFile> load_schedule_file(const std::string& path, std::vec
   auto j = parse_json_text(t, path, diags);
   if (!j) return std::nullopt;
   return schedule_from_json(*j, path, diags);
-}
-
-bool load_problem_file(const std::string& path, ProblemInput* out, std::vector<Diag>* diags) {
-  std::string text;
-  if (!read_text_file(path, &text, diags)) return false;
-  auto j = parse_json_text(text, path, diags);
-  if (!j) return false;
-  return problem_input_from_json(*j, path, "", out, diags);
 }
 
 }  // namespace zbpp

@@ -15,6 +15,7 @@
 #include "core/bounds.h"
 #include "core/diag.h"
 #include "core/ir.h"
+#include "core/json_text.h"  // every schedule reader reads text first
 #include "core/layers.h"
 #include "core/problem.h"
 #include "core/simulate.h"
@@ -34,7 +35,8 @@ struct RecordedFigures {
   std::optional<Iterations> iterations;
   struct Solver {
     Cost measure = Cost::kSpan;  ///< "cost": what value and best_bound measure (simulate.h)
-    std::string status, bound_source;
+    SolveStatus status = SolveStatus::kNotRun;
+    std::optional<BoundSource> bound_source;
     double value = 0, best_bound = 0, gap = 0;  ///< value: "objective", the schedule's cost
     std::optional<double> bubble_rate_bound;
   };
@@ -51,17 +53,10 @@ inline constexpr int kVersion = 2;
 struct ScheduleFile {
   Schedule schedule;
   Problem problem;
-  std::string objective;  ///< what the planner minimised, "period" or "wall"; empty when not recorded
+  std::optional<Objective> objective;  ///< what the planner minimised; none when not recorded
   RecordedFigures recorded;
   std::optional<PartitionRecord> partition;  ///< the layers per stage, when planned from layer costs
 };
-
-/// Parses JSON text; a syntax error becomes `file:line:col: message` followed by the line and a caret.
-std::optional<nlohmann::json> parse_json_text(const std::string& text, const std::string& file, std::vector<Diag>* diags);
-/// Reads a whole file as text; false with a diagnostic when it cannot be read: "not a regular
-/// file", or kCannotOpen and the system's reason ("cannot open file: No such file or directory").
-constexpr const char* kCannotOpen = "cannot open file";
-bool read_text_file(const std::string& path, std::string* text, std::vector<Diag>* diags);
 
 /// Reads a schedule from parsed JSON. Every wrong field is reported with its JSON pointer.
 std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const std::string& file, std::vector<Diag>* diags);
@@ -77,8 +72,6 @@ std::optional<Timeline> check_schedule_file(const ScheduleFile& file, const std:
 /// Reads and parses a schedule file from disk; `text`, when given, receives the file's text.
 std::optional<ScheduleFile> load_schedule_file(const std::string& path, std::vector<Diag>* diags,
                                                std::string* text = nullptr);
-/// Reads a problem file from disk (schema/problem.schema.json) into a ProblemInput.
-bool load_problem_file(const std::string& path, ProblemInput* out, std::vector<Diag>* diags);
 
 /// The file's text: header fields, the problem, the simulated figures (and, for a lowered
 /// schedule, those of several iterations back to back) and one op per line.

@@ -99,7 +99,7 @@ bool write_schedule_json(const Schedule& s, const Problem& pr, const Timeline& t
   out << "  \"version\": " << kVersion << ",\n";
   out << "  \"level\": " << nlohmann::json(level_name(s.level)).dump() << ",\n";
   out << "  \"method\": " << nlohmann::json(s.method).dump() << ",\n";
-  if (s.level == kLevelLowered) out << "  \"optimizer\": " << nlohmann::json(optimizer_name(s.optimizer)).dump() << ",\n";
+  if (s.level == Level::kLowered) out << "  \"optimizer\": " << nlohmann::json(optimizer_name(s.optimizer)).dump() << ",\n";
   out << "  \"p\": " << s.p << ",\n";
   out << "  \"m\": " << s.m << ",\n";
   out << "  \"chunks\": " << s.chunks << ",\n";
@@ -123,8 +123,9 @@ bool write_schedule_json(const Schedule& s, const Problem& pr, const Timeline& t
   }
   if (solver) {
     nlohmann::json j = {{"cost", cost_name(solver->measure)},
-                        {"status", solver->status},         {"objective", from_quanta(solver->value)},
-                        {"best_bound", solver->best_bound}, {"bound_source", solver->bound_source},
+                        {"status", solve_status_name(solver->status.value_or(SolveStatus::kNotRun))},
+                        {"objective", from_quanta(solver->value)},
+                        {"best_bound", solver->best_bound}, {"bound_source", bound_source_name(solver->bound_source)},
                         {"gap", solver->gap},               {"bubble_rate_bound", solver->bubble_rate_bound},
                         {"seconds", solver->seconds},       {"nodes", solver->nodes}};
     out << "  \"solver\": " << j.dump() << ",\n";

@@ -217,7 +217,7 @@ Timeline timeline_of(std::vector<std::vector<OpTiming>> times, const Schedule& s
 }  // namespace
 
 std::optional<Timeline> simulate_timeline(const Schedule& schedule, const Problem& problem, std::vector<Diag>* diags) {
-  if (schedule.level != kLevelLowered) {
+  if (schedule.level != Level::kLowered) {
     Sim sim(schedule, problem, true);
     if (!sim.run()) {
       diags->push_back(sim.deadlock());
@@ -259,7 +259,7 @@ const char* cost_name(Cost cost) {
 Cost cost_of(Objective objective) { return objective == Objective::kWall ? Cost::kWall : Cost::kPeriod; }
 
 Cost compute_cost(Objective objective, Optimizer optimizer) {
-  return optimizer == kOptimizerSync || objective == Objective::kWall ? Cost::kMakespan : Cost::kSpan;
+  return optimizer == Optimizer::kSync || objective == Objective::kWall ? Cost::kMakespan : Cost::kSpan;
 }
 
 Ticks cost_of(const Timeline& t, Cost cost) {

@@ -32,8 +32,8 @@ Cost cost_of(Objective objective);
 /// Whether a cost is one iteration's compute ops alone (kSpan, kMakespan), which a compute
 /// schedule's Timeline gives, or needs the optimizer's ops and iterations back to back.
 inline bool is_compute_cost(Cost cost) { return cost == Cost::kSpan || cost == Cost::kMakespan; }
-/// The compute-only cost that ranks schedules as `objective` does under `optimizer` (kOptimizerSync
-/// or kOptimizerPostValidation), for the passes that see no optimizer (the heuristic's grid, the
+/// The compute-only cost that ranks schedules as `objective` does under `optimizer` (Optimizer::kSync
+/// or Optimizer::kPostValidation), for the passes that see no optimizer (the heuristic's grid, the
 /// ILP's model). A synchronous step makes every iteration cost its makespan plus the all-reduce,
 /// period and wall alike; under post-validation the period of one-chunk iterations is their span
 /// (they overlap to the tick: golden_table5_test, search_heuristic_test) and the wall clock the

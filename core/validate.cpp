@@ -176,7 +176,7 @@ std::string chain_text(const std::vector<int>& order) {
 void check_optimizer_ops(const Schedule& s, int st, const StateChain& chain, std::vector<Diag>* out) {
   const auto& ops = s.stages[st];
   const int n = static_cast<int>(ops.size());
-  const bool post = s.optimizer == kOptimizerPostValidation;
+  const bool post = s.optimizer == Optimizer::kPostValidation;
   std::array<std::vector<int>, static_cast<size_t>(OpType::VALIDATE) + 1> seen;  // [op type] -> indices
   int first_w = n;
   for (int i = 0; i < n; ++i) {
@@ -253,6 +253,193 @@ void check_optimizer_ops(const Schedule& s, int st, const StateChain& chain, std
 
 namespace {
 
+// The checks of a lowered file's ops, stage by stage (each message's peer and tensor, each compute
+// op's activation slot and remote input and output), then of its channels (the sends and receives
+// between two stages pair up one to one, in order). Findings go to *out.
+class LoweredChecks {
+ public:
+  LoweredChecks(const Schedule& s, const StateChain& chain, std::vector<Diag>* out)
+      : s_(s), chain_(chain), out_(out), map_(s.placement), max_slots_(s.m * s.chunks),
+        per_kind_(static_cast<size_t>(s.chunks) * s.m), received_(2 * per_kind_), unsent_(2 * per_kind_),
+        slot_holder_(max_slots_), slot_of_(per_kind_) {}
+
+  void stage(int st) {
+    const auto& ops = s_.stages[st];
+    std::fill(received_.begin(), received_.end(), -1);
+    std::fill(unsent_.begin(), unsent_.end(), -1);
+    std::fill(slot_holder_.begin(), slot_holder_.end(), -1);
+    std::fill(slot_of_.begin(), slot_of_.end(), -1);
+    recent_.clear();
+    check_optimizer_ops(s_, st, chain_, out_);
+    for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+      const Op& op = ops[i];
+      const bool comm = is_send(op.type) || is_recv(op.type);
+      if (comm && (op.peer < 0 || op.peer >= s_.p || op.peer == st)) {
+        add_diag(out_, at(st, i, op, "peer " + std::to_string(op.peer) + " is not another stage (0.." +
+                                         std::to_string(s_.p - 1) + ")"));
+        continue;
+      }
+      if (is_optimizer_op(op.type)) {  // checked by check_optimizer_ops; state messages pair by order
+        if (is_send(op.type)) channel_ops(sends_, {message_kind(op.type), st, op.peer}).push_back(i);
+        if (is_recv(op.type)) channel_ops(recvs_, {message_kind(op.type), op.peer, st}).push_back(i);
+        continue;
+      }
+      if (comm && (op.mb < 0 || op.mb >= s_.m || op.chunk < 0 || op.chunk >= s_.chunks)) {
+        add_diag(out_, at(st, i, op, "microbatch or chunk out of range"));
+        continue;
+      }
+      if (is_tensor_message(op.type)) {
+        if (is_recv(op.type)) receive(st, i, op);
+        else send(st, i, op);
+        continue;
+      }
+      compute(st, i, op);
+    }
+    // In (kind, chunk, mb) order.
+    for (int i : received_)
+      if (i >= 0) add_diag(out_, at(st, i, ops[i], "receives a tensor no op here uses"));
+    for (int i : unsent_)
+      if (i >= 0) add_diag(out_, at(st, i, ops[i], "its output is needed on another stage but never sent"));
+  }
+
+  // Sends and receives pair up one to one, in order, per (kind, from, to).
+  void channels() {
+    std::map<Channel, std::pair<std::vector<int>, std::vector<int>>> channels;  // in (kind, from, to) order
+    for (auto& [key, ops] : sends_) channels[key].first = std::move(ops);
+    for (auto& [key, ops] : recvs_) channels[key].second = std::move(ops);
+    for (const auto& [key, ends] : channels) {
+      const auto& [kind, a, b] = key;
+      const auto& [out_a, in_b] = ends;
+      for (size_t k = 0; k < std::max(out_a.size(), in_b.size()); ++k) {
+        if (k >= in_b.size()) {
+          add_diag(out_, at(a, out_a[k], s_.stages[a][out_a[k]], "has no matching receive on stage " + std::to_string(b)));
+          break;
+        }
+        if (k >= out_a.size()) {
+          add_diag(out_, at(b, in_b[k], s_.stages[b][in_b[k]], "has no matching send on stage " + std::to_string(a)));
+          break;
+        }
+        const Op& snd = s_.stages[a][out_a[k]];
+        const Op& rcv = s_.stages[b][in_b[k]];
+        int snd_vs = map_.vs(a, snd.chunk), rcv_vs = map_.vs(b, rcv.chunk);
+        bool same = kind >= 2 || (snd.mb == rcv.mb && rcv_vs == message_consumer_vs(message_product(snd.type), snd_vs));
+        if (!same) {
+          add_diag(out_, at(a, out_a[k], snd,
+                            "is message " + std::to_string(k) + " from stage " + std::to_string(a) + " to stage " +
+                                std::to_string(b) + ", but message " + std::to_string(k) + " received there is " +
+                                where(s_, b, in_b[k]) + ": sends and receives must be in the same order"));
+          break;
+        }
+      }
+    }
+  }
+
+ private:
+  // (kind, from, to) -> op indices of each SEND, then each RECV, in order; only the channels in
+  // use (tables of every p x p pair took 1.6 GB at p = 4096 for 20000 ops).
+  using Channel = std::tuple<int, int, int>;
+  // A stage talks to a few peers: the channels it used last, so most ops skip the map lookup.
+  struct Recent {
+    const void* table;
+    Channel key;
+    std::vector<int>* ops;
+  };
+
+  std::vector<int>& channel_ops(std::map<Channel, std::vector<int>>& table, const Channel& key) {
+    for (const Recent& r : recent_)
+      if (r.table == &table && r.key == key) return *r.ops;
+    recent_.push_back({&table, key, &table[key]});
+    return *recent_.back().ops;
+  }
+
+  // Per stage, messages are indexed by (kind, chunk, mb) with kind 0 (activations) or 1 (gradients).
+  size_t message(int kind, const Op& op) const {
+    return kind * per_kind_ + static_cast<size_t>(op.chunk) * s_.m + op.mb;
+  }
+
+  // A RECV: whose output is this? The producer of the consumer's input on this stage.
+  void receive(int st, int i, const Op& op) {
+    const Op consumer = message_compute_op(op);
+    auto dep = dependency_of(consumer, st, map_);
+    if (!dep || !dep->remote || map_.stage_of[dep->vs] != op.peer) {
+      add_diag(out_, at(st, i, op, "receives nothing this stage's " + op_short(consumer) + " needs from stage " +
+                                       std::to_string(op.peer)));
+      return;
+    }
+    received_[message(message_kind(op.type), op)] = i;
+    channel_ops(recvs_, {message_kind(op.type), op.peer, st}).push_back(i);
+  }
+
+  // A SEND: of a tensor this stage made and has not sent, to the stage of its consumer.
+  void send(int st, int i, const Op& op) {
+    const int kind = message_kind(op.type);
+    int& made = unsent_[message(kind, op)];
+    if (made < 0) {
+      add_diag(out_, at(st, i, op, "sends a tensor this stage has not made yet (or sends it twice)"));
+      return;
+    }
+    const int to = consumer_of(message_compute_op(op), st, map_)->stage;
+    if (op.peer != to) {
+      add_diag(out_, at(st, i, op, "sends to stage " + std::to_string(op.peer) + ", but its consumer runs on stage " +
+                                       std::to_string(to)));
+      return;
+    }
+    made = -1;
+    channel_ops(sends_, {kind, st, op.peer}).push_back(i);
+  }
+
+  // A compute op: its activation slot (F takes a free one, its B/W use the same, W frees it), its
+  // remote input received before it, its remote output remembered until sent.
+  void compute(int st, int i, const Op& op) {
+    if (op.slot < 0 || op.slot >= max_slots_) {
+      add_diag(out_, at(st, i, op, "needs an activation slot in 0.." + std::to_string(max_slots_ - 1) +
+                                       (op.slot < 0 ? " (none given)" : ", got " + std::to_string(op.slot))));
+      return;
+    }
+    const int activation = op.chunk * s_.m + op.mb;
+    if (op.type == OpType::F) {
+      if (int held = slot_holder_[op.slot]; held >= 0) {
+        add_diag(out_, at(st, i, op, "slot " + std::to_string(op.slot) + " still holds " +
+                                         op_short(Op{OpType::F, held % s_.m, held / s_.m}) +
+                                         " (a slot is free again after its microbatch's W)"));
+        return;
+      }
+      slot_holder_[op.slot] = activation;
+      slot_of_[activation] = op.slot;
+    } else {
+      int stored = slot_of_[activation];
+      if (op.slot != stored) {
+        add_diag(out_, at(st, i, op, "uses slot " + std::to_string(op.slot) + ", but its F stored into slot " +
+                                         std::to_string(stored)));
+        return;
+      }
+      if (op.type == OpType::W || op.type == OpType::BW) slot_holder_[op.slot] = -1;
+    }
+    if (auto dep = dependency_of(op, st, map_); dep && dep->remote) {
+      int& recv = received_[message(message_kind(dep->what), op)];
+      if (recv >= 0)
+        recv = -1;
+      else
+        add_diag(out_, at(st, i, op, "its input comes from stage " + std::to_string(map_.stage_of[dep->vs]) +
+                                         ", but no " + op_type_name(recv_type(dep->what)) + " for it comes before"));
+    }
+    if (auto to = consumer_of(op, st, map_); to && to->remote) unsent_[message(message_kind(to->what), op)] = i;
+  }
+
+  const Schedule& s_;
+  const StateChain& chain_;
+  std::vector<Diag>* out_;
+  const VirtualStageMap map_;
+  const int max_slots_;
+  const size_t per_kind_;
+  std::map<Channel, std::vector<int>> sends_, recvs_;
+  std::vector<Recent> recent_;
+  // Flat tables, reset for each stage; -1: none.
+  std::vector<int> received_, unsent_;  // (kind, chunk, mb) -> op index
+  std::vector<int> slot_holder_;        // slot -> chunk * m + mb whose activations it holds
+  std::vector<int> slot_of_;            // (chunk, mb) -> its slot
+};
+
 std::vector<Diag> check_lowered(const Schedule& s, const Problem& pr, bool replay_too) {
   std::vector<Diag> out;
   if (!check_shape(s, pr, &out)) return out;
@@ -271,161 +458,12 @@ std::vector<Diag> check_lowered(const Schedule& s, const Problem& pr, bool repla
   }
   if (!out.empty()) return out;
 
-  VirtualStageMap map(s.placement);
+  // 2. Each stage's ops, then the channels between stages.
   const StateChain chain = state_chain(projection);
-  // (kind, from, to) -> op indices of each SEND, then each RECV, in order; only the channels in
-  // use (tables of every p x p pair took 1.6 GB at p = 4096 for 20000 ops).
-  using Channel = std::tuple<int, int, int>;
-  std::map<Channel, std::vector<int>> sends, recvs;
-  // A stage talks to a few peers: the channels it used last, so most ops skip the map lookup.
-  struct Recent {
-    const void* table;
-    Channel key;
-    std::vector<int>* ops;
-  };
-  std::vector<Recent> recent;
-  auto channel_ops = [&](std::map<Channel, std::vector<int>>& table, const Channel& key) -> std::vector<int>& {
-    for (const Recent& r : recent)
-      if (r.table == &table && r.key == key) return *r.ops;
-    recent.push_back({&table, key, &table[key]});
-    return *recent.back().ops;
-  };
-  // Per stage, indexed by (chunk, mb) = chunk * m + mb, and for messages by (kind, chunk, mb) with
-  // kind 0 (activations) or 1 (gradients): flat tables, reset for each stage. -1: none.
-  const int max_slots = s.m * s.chunks;
-  const size_t per_kind = static_cast<size_t>(s.chunks) * s.m;
-  std::vector<int> received(2 * per_kind), unsent(2 * per_kind);  // (kind, chunk, mb) -> op index
-  std::vector<int> slot_holder(max_slots);  // slot -> chunk * m + mb whose activations it holds
-  std::vector<int> slot_of(per_kind);       // (chunk, mb) -> its slot
-  auto message = [&](int kind, const Op& op) { return kind * per_kind + static_cast<size_t>(op.chunk) * s.m + op.mb; };
-  for (int st = 0; st < s.p; ++st) {
-    const auto& ops = s.stages[st];
-    std::fill(received.begin(), received.end(), -1);
-    std::fill(unsent.begin(), unsent.end(), -1);
-    std::fill(slot_holder.begin(), slot_holder.end(), -1);
-    std::fill(slot_of.begin(), slot_of.end(), -1);
-    recent.clear();
-    check_optimizer_ops(s, st, chain, &out);
-    for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
-      const Op& op = ops[i];
-      bool comm = is_send(op.type) || is_recv(op.type);
-      if (comm && (op.peer < 0 || op.peer >= s.p || op.peer == st)) {
-        add_diag(&out, at(st, i, op, "peer " + std::to_string(op.peer) + " is not another stage (0.." +
-                                        std::to_string(s.p - 1) + ")"));
-        continue;
-      }
-      if (is_optimizer_op(op.type)) {  // checked by check_optimizer_ops; state messages pair by order
-        if (is_send(op.type)) channel_ops(sends, {message_channel(op.type), st, op.peer}).push_back(i);
-        if (is_recv(op.type)) channel_ops(recvs, {message_channel(op.type), op.peer, st}).push_back(i);
-        continue;
-      }
-      if (comm && (op.mb < 0 || op.mb >= s.m || op.chunk < 0 || op.chunk >= s.chunks)) {
-        add_diag(&out, at(st, i, op, "microbatch or chunk out of range"));
-        continue;
-      }
-      if (is_tensor_message(op.type) && is_recv(op.type)) {
-        // Whose output is this? The producer of the consumer's input on this stage.
-        const Op consumer = message_compute_op(op);
-        auto dep = dependency_of(consumer, st, map);
-        if (!dep || !dep->remote || map.stage_of[dep->vs] != op.peer) {
-          add_diag(&out, at(st, i, op, "receives nothing this stage's " + op_short(consumer) + " needs from stage " +
-                                          std::to_string(op.peer)));
-          continue;
-        }
-        received[message(message_channel(op.type), op)] = i;
-        channel_ops(recvs, {message_channel(op.type), op.peer, st}).push_back(i);
-        continue;
-      }
-      if (is_tensor_message(op.type)) {  // a SEND
-        int kind = message_channel(op.type);
-        int& made = unsent[message(kind, op)];
-        if (made < 0) {
-          add_diag(&out, at(st, i, op, "sends a tensor this stage has not made yet (or sends it twice)"));
-          continue;
-        }
-        const int to = consumer_of(message_compute_op(op), st, map)->stage;
-        if (op.peer != to) {
-          add_diag(&out, at(st, i, op, "sends to stage " + std::to_string(op.peer) + ", but its consumer runs on stage " +
-                                          std::to_string(to)));
-          continue;
-        }
-        made = -1;
-        channel_ops(sends, {kind, st, op.peer}).push_back(i);
-        continue;
-      }
-      // A compute op: its activation slot (F takes a free one, its B/W use the same, W frees it),
-      // its remote input received before it, its remote output remembered until sent.
-      if (op.slot < 0 || op.slot >= max_slots) {
-        add_diag(&out, at(st, i, op, "needs an activation slot in 0.." + std::to_string(max_slots - 1) +
-                                        (op.slot < 0 ? " (none given)" : ", got " + std::to_string(op.slot))));
-        continue;
-      }
-      const int activation = op.chunk * s.m + op.mb;
-      if (op.type == OpType::F) {
-        if (int held = slot_holder[op.slot]; held >= 0) {
-          add_diag(&out, at(st, i, op, "slot " + std::to_string(op.slot) + " still holds " +
-                                          op_short(Op{OpType::F, held % s.m, held / s.m}) +
-                                          " (a slot is free again after its microbatch's W)"));
-          continue;
-        }
-        slot_holder[op.slot] = activation;
-        slot_of[activation] = op.slot;
-      } else {
-        int stored = slot_of[activation];
-        if (op.slot != stored) {
-          add_diag(&out, at(st, i, op, "uses slot " + std::to_string(op.slot) + ", but its F stored into slot " +
-                                          std::to_string(stored)));
-          continue;
-        }
-        if (op.type == OpType::W || op.type == OpType::BW) slot_holder[op.slot] = -1;
-      }
-      if (auto dep = dependency_of(op, st, map); dep && dep->remote) {
-        int& recv = received[message(message_channel(dep->what), op)];
-        if (recv >= 0)
-          recv = -1;
-        else
-          add_diag(&out, at(st, i, op, "its input comes from stage " + std::to_string(map.stage_of[dep->vs]) +
-                                          ", but no " + op_type_name(recv_type(dep->what)) + " for it comes before"));
-      }
-      if (auto to = consumer_of(op, st, map); to && to->remote) unsent[message(message_channel(to->what), op)] = i;
-    }
-    // In (kind, chunk, mb) order.
-    for (int i : received)
-      if (i >= 0) add_diag(&out, at(st, i, ops[i], "receives a tensor no op here uses"));
-    for (int i : unsent)
-      if (i >= 0) add_diag(&out, at(st, i, ops[i], "its output is needed on another stage but never sent"));
-  }
+  LoweredChecks checks(s, chain, &out);
+  for (int st = 0; st < s.p; ++st) checks.stage(st);
   if (!out.empty()) return out;
-
-  // 2. Sends and receives pair up one to one, in order, per (kind, from, to).
-  std::map<Channel, std::pair<std::vector<int>, std::vector<int>>> channels;  // in (kind, from, to) order
-  for (auto& [key, ops] : sends) channels[key].first = std::move(ops);
-  for (auto& [key, ops] : recvs) channels[key].second = std::move(ops);
-  for (const auto& [key, ends] : channels) {
-    const auto& [kind, a, b] = key;
-    const auto& [out_a, in_b] = ends;
-    for (size_t k = 0; k < std::max(out_a.size(), in_b.size()); ++k) {
-      if (k >= in_b.size()) {
-        add_diag(&out, at(a, out_a[k], s.stages[a][out_a[k]], "has no matching receive on stage " + std::to_string(b)));
-        break;
-      }
-      if (k >= out_a.size()) {
-        add_diag(&out, at(b, in_b[k], s.stages[b][in_b[k]], "has no matching send on stage " + std::to_string(a)));
-        break;
-      }
-      const Op& snd = s.stages[a][out_a[k]];
-      const Op& rcv = s.stages[b][in_b[k]];
-      int snd_vs = map.vs(a, snd.chunk), rcv_vs = map.vs(b, rcv.chunk);
-      bool same = kind >= 2 || (snd.mb == rcv.mb && rcv_vs == message_consumer_vs(message_product(snd.type), snd_vs));
-      if (!same) {
-        add_diag(&out, at(a, out_a[k], snd,
-                         "is message " + std::to_string(k) + " from stage " + std::to_string(a) + " to stage " +
-                             std::to_string(b) + ", but message " + std::to_string(k) + " received there is " +
-                             where(s, b, in_b[k]) + ": sends and receives must be in the same order"));
-        break;
-      }
-    }
-  }
+  checks.channels();
   if (!out.empty()) return out;
 
   // 3. Memory of the compute ops, then the replay.
@@ -468,7 +506,7 @@ namespace {
 std::vector<Diag> check_all(const Schedule& s, const Problem& pr, const std::string& file,
                             std::optional<Timeline>* timeline, bool message_order) {
   std::vector<Diag> out;
-  if (s.level == kLevelLowered) {
+  if (s.level == Level::kLowered) {
     out = validate_lowered(s, pr);
   } else {
     out = validate_structure(s, pr);

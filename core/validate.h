@@ -47,7 +47,7 @@ bool lowered_replayable(const Schedule& schedule, const Problem& problem);
 std::vector<Diag> validate(const Schedule& schedule, const Problem& problem, const std::string& file = "",
                            std::optional<Timeline>* timeline = nullptr);
 /// validate() but its last check, validate_message_order, for a reader that says a crossing in its
-/// own terms after the rest passes (zbplan import names the CSV's cells: io/export_csv.h).
+/// own terms after the rest passes (zbplan import names the CSV's cells: io/import_csv.h).
 std::vector<Diag> validate_but_message_order(const Schedule& schedule, const Problem& problem,
                                              const std::string& file = "");
 

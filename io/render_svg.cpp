@@ -131,9 +131,9 @@ Drawing drawing_of(const Schedule& s, const Problem& pr, const Timeline& t, cons
   d.figures = (options.figures.empty() ? std::string(figures) : options.figures) +
               (options.measured ? "   (thin rows: the measured run)" : "");
   d.instructions.resize(s.p);
-  if (s.level == kLevelLowered) {
+  if (s.level == Level::kLowered) {
     d.instruction_key = std::string("red tick send, grey tick recv, black bar optimizer step") +
-                        (s.optimizer == kOptimizerPostValidation ? ", purple bar validation" : "");
+                        (s.optimizer == Optimizer::kPostValidation ? ", purple bar validation" : "");
     for (int st = 0; st < s.p; ++st) {
       const auto& timed = t.ops[st];
       size_t compute_index = 0;
@@ -167,110 +167,101 @@ Drawing drawing_of(const Schedule& s, const Problem& pr, const Timeline& t, cons
 
 }  // namespace
 
-std::string render_svg(const Schedule& s, const Problem& pr, const Timeline& t, const RenderOptions& options) {
-  const Drawing d = drawing_of(s, pr, t, options);
-  const Schedule& compute = d.compute;
-  size_t most_ops = 1;
-  for (const auto& ops : compute.stages) most_ops = std::max(most_ops, ops.size());
-  // Wide enough that the average block is at least 6 px, so every block stays visible.
-  const int plot_w = options.width > 0 ? options.width : static_cast<int>(std::clamp<size_t>(most_ops * 6, 900, 30000));
-  const MeasuredRun* measured = options.measured;
-  const Ticks first = d.first;
-  const double total = static_cast<double>(std::max<Ticks>(1, d.last - first));
-  const int row_h = s.p <= 16 ? 22 : 14, gap = 4, left = d.left, right = 150, top = 76;
-  const int measured_h = measured ? row_h / 2 : 0;
-  const int pitch = row_h + measured_h + gap;
-  const int axis_h = 24;  // the time axis under the rows: a line, ticks and their times
-  const int height = top + s.p * pitch + axis_h + 30;
-  // The legend's last line can be longer than the plot is wide (about 6.5 px a character at 11 px).
-  const int swatch_w = s.chunks > 1 ? 10 : 14, key_w = 120 + (s.chunks - 1) * swatch_w, shades_w = s.chunks > 1 ? 200 : 0;
-  const int legend_end = left + static_cast<int>(d.kinds.size()) * key_w + shades_w +
-                         static_cast<int>(std::ceil(6.5 * static_cast<double>(d.instruction_key.size())));
-  const int width = std::max(left + plot_w + right, legend_end + 10);
-  auto x_of = [&](Ticks v) { return left + (static_cast<double>(v - first) / total) * plot_w; };
-  auto outline = [](double w, const char* stroke_width) {
-    return w >= kOutlineMinPx ? std::string(" stroke=\"#ffffff\" stroke-width=\"") + stroke_width + "\"" : std::string();
-  };
+namespace {
 
-  std::ostringstream svg;
-  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
-      << "\" viewBox=\"0 0 " << width << " " << height << "\" font-family=\"sans-serif\" shape-rendering=\"crispEdges\">\n";
-  svg << "<rect x=\"0\" y=\"0\" width=\"" << width << "\" height=\"" << height << "\" fill=\"#ffffff\"/>\n";
-  // Legend: what, the figures, and the colour key of the kinds present (one swatch per chunk).
-  svg << "<text x=\"" << left << "\" y=\"20\" font-size=\"14\" font-weight=\"bold\">" << escape(d.title) << "</text>\n";
-  svg << "<text x=\"" << left << "\" y=\"40\" font-size=\"12\">" << escape(d.figures) << "</text>\n";
-  int key_x = left;
+// Where things go on the picture: the plot's place and size, the rows' pitch, the time scale.
+struct Geometry {
+  int plot_w, row_h, left, top, measured_h, pitch, swatch_w, key_w, shades_w;
+  Ticks first;
+  double total;
+  double x_of(Ticks v) const { return left + (static_cast<double>(v - first) / total) * plot_w; }
+};
+
+// A white outline for blocks wide enough to show one.
+std::string outline(double w, const char* stroke_width) {
+  return w >= kOutlineMinPx ? std::string(" stroke=\"#ffffff\" stroke-width=\"") + stroke_width + "\"" : std::string();
+}
+
+// Legend: what, the figures, and the colour key of the kinds present (one swatch per chunk).
+void draw_legend(std::ostream& svg, const Drawing& d, const Schedule& s, const Geometry& g) {
+  svg << "<text x=\"" << g.left << "\" y=\"20\" font-size=\"14\" font-weight=\"bold\">" << escape(d.title) << "</text>\n";
+  svg << "<text x=\"" << g.left << "\" y=\"40\" font-size=\"12\">" << escape(d.figures) << "</text>\n";
+  int key_x = g.left;
   for (OpType k : d.kinds) {
     for (int c = 0; c < s.chunks; ++c)
-      svg << "<rect x=\"" << key_x + c * swatch_w << "\" y=\"50\" width=\"" << swatch_w << "\" height=\"12\" fill=\""
+      svg << "<rect x=\"" << key_x + c * g.swatch_w << "\" y=\"50\" width=\"" << g.swatch_w << "\" height=\"12\" fill=\""
           << fill_of(k, c, s.chunks) << "\"/>";
-    svg << "<text x=\"" << key_x + s.chunks * swatch_w + 4 << "\" y=\"60\" font-size=\"11\">" << kind_label(k) << "</text>\n";
-    key_x += key_w;
+    svg << "<text x=\"" << key_x + s.chunks * g.swatch_w + 4 << "\" y=\"60\" font-size=\"11\">" << kind_label(k) << "</text>\n";
+    key_x += g.key_w;
   }
   if (s.chunks > 1) {
     svg << "<text x=\"" << key_x << "\" y=\"60\" font-size=\"11\">shades: chunk 0 to " << s.chunks - 1
         << ", light to dark</text>\n";
-    key_x += shades_w;
+    key_x += g.shades_w;
   }
   if (!d.instruction_key.empty()) svg << "<text x=\"" << key_x << "\" y=\"60\" font-size=\"11\">" << d.instruction_key << "</text>\n";
+  svg << "<text x=\"" << g.left + g.plot_w + 8 << "\" y=\"" << g.top - 6 << "\" font-size=\"11\">peak memory</text>\n";
+}
 
-  svg << "<text x=\"" << left + plot_w + 8 << "\" y=\"" << top - 6 << "\" font-size=\"11\">peak memory</text>\n";
-
-  for (int st = 0; st < s.p; ++st) {
-    int y = top + st * pitch;
-    svg << "<text x=\"" << left - 8 << "\" y=\"" << y + row_h - 6 << "\" font-size=\"11\" text-anchor=\"end\">"
-        << escape(d.labels[st]) << "</text>\n";
-    // The row band: what shows through between blocks is idle time.
-    svg << "<rect class=\"idle\" x=\"" << left << "\" y=\"" << y << "\" width=\"" << plot_w << "\" height=\"" << row_h
-        << "\" fill=\"#eeeeee\"/>\n";
-    const auto& ops = compute.stages[st];
-    for (size_t i = 0; i < ops.size(); ++i) {
-      const Op& op = ops[i];
-      const OpTiming& o = t.ops[st][i];
-      double x0 = x_of(o.start), x1 = x_of(o.end);
-      svg << "<rect class=\"op op-" << op_type_name(op.type) << "\" x=\"" << fmt(x0) << "\" y=\"" << y << "\" width=\""
-          << fmt(std::max(0.5, x1 - x0)) << "\" height=\"" << row_h << "\" fill=\"" << fill_of(op.type, op.chunk, s.chunks)
-          << "\"" << outline(x1 - x0, "1") << "><title>" << op_short(op) << " on stage " << st << ": "
-          << format_quanta(o.start) << " to " << format_quanta(o.end) << "</title></rect>\n";
-      // The microbatch, in the largest type that fits the block (about 0.62 of the size a digit),
-      // so labels never overlap; two digits and more get smaller type where 11 px does not fit.
-      const std::string label = std::to_string(op.mb);
-      for (const auto& [size, digit, pad] : {std::tuple{11, 7.0, 4.0}, {9, 5.6, 3.0}, {7, 4.4, 2.0}}) {
-        if (x1 - x0 < digit * static_cast<double>(label.size()) + pad || row_h < size + 3) continue;
-        svg << "<text x=\"" << fmt((x0 + x1) / 2) << "\" y=\"" << y + row_h - (row_h - size) / 2 - 1
-            << "\" font-size=\"" << size << "\" text-anchor=\"middle\" pointer-events=\"none\">" << label << "</text>\n";
-        break;
-      }
+// One stage's row: its label, its blocks (each with its microbatch where it fits), the
+// instructions lowering added, the measured run under it, its peak memory.
+void draw_stage(std::ostream& svg, const Drawing& d, const Schedule& s, const Timeline& t, const MeasuredRun* measured,
+                int st, const Geometry& g) {
+  const int y = g.top + st * g.pitch, row_h = g.row_h, left = g.left, plot_w = g.plot_w;
+  svg << "<text x=\"" << left - 8 << "\" y=\"" << y + row_h - 6 << "\" font-size=\"11\" text-anchor=\"end\">"
+      << escape(d.labels[st]) << "</text>\n";
+  // The row band: what shows through between blocks is idle time.
+  svg << "<rect class=\"idle\" x=\"" << left << "\" y=\"" << y << "\" width=\"" << plot_w << "\" height=\"" << row_h
+      << "\" fill=\"#eeeeee\"/>\n";
+  const auto& ops = d.compute.stages[st];
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
+    const OpTiming& o = t.ops[st][i];
+    double x0 = g.x_of(o.start), x1 = g.x_of(o.end);
+    svg << "<rect class=\"op op-" << op_type_name(op.type) << "\" x=\"" << fmt(x0) << "\" y=\"" << y << "\" width=\""
+        << fmt(std::max(0.5, x1 - x0)) << "\" height=\"" << row_h << "\" fill=\"" << fill_of(op.type, op.chunk, s.chunks)
+        << "\"" << outline(x1 - x0, "1") << "><title>" << op_short(op) << " on stage " << st << ": "
+        << format_quanta(o.start) << " to " << format_quanta(o.end) << "</title></rect>\n";
+    // The microbatch, in the largest type that fits the block (about 0.62 of the size a digit),
+    // so labels never overlap; two digits and more get smaller type where 11 px does not fit.
+    const std::string label = std::to_string(op.mb);
+    for (const auto& [size, digit, pad] : {std::tuple{11, 7.0, 4.0}, {9, 5.6, 3.0}, {7, 4.4, 2.0}}) {
+      if (x1 - x0 < digit * static_cast<double>(label.size()) + pad || row_h < size + 3) continue;
+      svg << "<text x=\"" << fmt((x0 + x1) / 2) << "\" y=\"" << y + row_h - (row_h - size) / 2 - 1
+          << "\" font-size=\"" << size << "\" text-anchor=\"middle\" pointer-events=\"none\">" << label << "</text>\n";
+      break;
     }
-    for (const Instruction& in : d.instructions[st])
-      svg << "<rect class=\"instr\" x=\"" << fmt(x_of(in.at)) << "\" y=\"" << y - 2 << "\" width=\"" << (in.bar() ? 3 : 1)
-          << "\" height=\"" << (in.bar() ? row_h + 4 : 5) << "\" fill=\"" << in.colour() << "\"><title>" << in.title()
-          << "</title></rect>\n";
-    if (measured && st < static_cast<int>(measured->ops.size())) {
-      // The measured run: same colours, a thinner band right under the plan.
-      int my = y + row_h + 1;
-      svg << "<rect class=\"idle\" x=\"" << left << "\" y=\"" << my << "\" width=\"" << plot_w << "\" height=\""
-          << measured_h - 1 << "\" fill=\"#f6f6f6\"/>\n";
-      const auto& mops = measured->ops[st];
-      for (size_t i = 0; i < mops.size() && i < ops.size(); ++i) {
-        double x0 = left + (mops[i].first * kQuantaPerUnit - static_cast<double>(first)) / total * plot_w;
-        double x1 = left + (mops[i].second * kQuantaPerUnit - static_cast<double>(first)) / total * plot_w;
-        svg << "<rect class=\"measured op-" << op_type_name(ops[i].type) << "\" x=\"" << fmt(x0) << "\" y=\"" << my
-            << "\" width=\"" << fmt(std::max(0.5, x1 - x0)) << "\" height=\"" << measured_h - 1 << "\" fill=\""
-            << fill_of(ops[i].type, ops[i].chunk, s.chunks) << "\"" << outline(x1 - x0, "0.5") << "><title>"
-            << op_short(ops[i]) << " on stage " << st << ", measured: " << fmt(mops[i].first) << " to "
-            << fmt(mops[i].second) << "</title></rect>\n";
-      }
-    }
-    svg << "<text x=\"" << left + plot_w + 8 << "\" y=\"" << y + row_h - 6 << "\" font-size=\"11\">" << d.peaks[st]
-        << "</text>\n";
   }
-  // The time axis: a tick at every multiple of a round step (1, 2 or 5 times a power of ten), about
-  // ten across the plot, each with its time.
-  const int axis_y = top + s.p * pitch + 2;
-  svg << "<line x1=\"" << left << "\" y1=\"" << axis_y << "\" x2=\"" << left + plot_w << "\" y2=\"" << axis_y
+  for (const Instruction& in : d.instructions[st])
+    svg << "<rect class=\"instr\" x=\"" << fmt(g.x_of(in.at)) << "\" y=\"" << y - 2 << "\" width=\"" << (in.bar() ? 3 : 1)
+        << "\" height=\"" << (in.bar() ? row_h + 4 : 5) << "\" fill=\"" << in.colour() << "\"><title>" << in.title()
+        << "</title></rect>\n";
+  if (measured && st < static_cast<int>(measured->ops.size())) {
+    // The measured run: same colours, a thinner band right under the plan.
+    const int my = y + row_h + 1, measured_h = g.measured_h;
+    svg << "<rect class=\"idle\" x=\"" << left << "\" y=\"" << my << "\" width=\"" << plot_w << "\" height=\""
+        << measured_h - 1 << "\" fill=\"#f6f6f6\"/>\n";
+    const auto& mops = measured->ops[st];
+    for (size_t i = 0; i < mops.size() && i < ops.size(); ++i) {
+      double x0 = left + (mops[i].first * kQuantaPerUnit - static_cast<double>(g.first)) / g.total * plot_w;
+      double x1 = left + (mops[i].second * kQuantaPerUnit - static_cast<double>(g.first)) / g.total * plot_w;
+      svg << "<rect class=\"measured op-" << op_type_name(ops[i].type) << "\" x=\"" << fmt(x0) << "\" y=\"" << my
+          << "\" width=\"" << fmt(std::max(0.5, x1 - x0)) << "\" height=\"" << measured_h - 1 << "\" fill=\""
+          << fill_of(ops[i].type, ops[i].chunk, s.chunks) << "\"" << outline(x1 - x0, "0.5") << "><title>"
+          << op_short(ops[i]) << " on stage " << st << ", measured: " << fmt(mops[i].first) << " to "
+          << fmt(mops[i].second) << "</title></rect>\n";
+    }
+  }
+  svg << "<text x=\"" << left + plot_w + 8 << "\" y=\"" << y + row_h - 6 << "\" font-size=\"11\">" << d.peaks[st]
+      << "</text>\n";
+}
+
+// The time axis: a tick at every multiple of a round step (1, 2 or 5 times a power of ten), about
+// ten across the plot, each with its time.
+void draw_axis(std::ostream& svg, const Drawing& d, int axis_y, const Geometry& g) {
+  svg << "<line x1=\"" << g.left << "\" y1=\"" << axis_y << "\" x2=\"" << g.left + g.plot_w << "\" y2=\"" << axis_y
       << "\" stroke=\"#888888\"/>\n";
-  const double raw = total / 10.0;
+  const double raw = g.total / 10.0;
   const double power = std::pow(10.0, std::floor(std::log10(raw)));
   double step = 10 * power;
   for (double m : {1.0, 2.0, 5.0})
@@ -279,14 +270,50 @@ std::string render_svg(const Schedule& s, const Problem& pr, const Timeline& t, 
       break;
     }
   const Ticks tick = std::max<Ticks>(1, static_cast<Ticks>(std::llround(step)));
-  for (Ticks at = (first + tick - 1) / tick * tick; at <= d.last; at += tick) {
-    const double x = x_of(at);
+  for (Ticks at = (g.first + tick - 1) / tick * tick; at <= d.last; at += tick) {
+    const double x = g.x_of(at);
     svg << "<line x1=\"" << fmt(x) << "\" y1=\"" << axis_y << "\" x2=\"" << fmt(x) << "\" y2=\"" << axis_y + 4
         << "\" stroke=\"#888888\"/><text x=\"" << fmt(x) << "\" y=\"" << axis_y + 16
         << "\" font-size=\"10\" text-anchor=\"middle\">" << format_quanta(at) << "</text>\n";
   }
-  svg << "<text x=\"" << left << "\" y=\"" << height - 10 << "\" font-size=\"11\">time " << format_quanta(first) << " to "
-      << format_quanta(d.last) << " (grey: idle)</text>\n";
+}
+
+}  // namespace
+
+std::string render_svg(const Schedule& s, const Problem& pr, const Timeline& t, const RenderOptions& options) {
+  const Drawing d = drawing_of(s, pr, t, options);
+  size_t most_ops = 1;
+  for (const auto& ops : d.compute.stages) most_ops = std::max(most_ops, ops.size());
+  Geometry g;
+  // Wide enough that the average block is at least 6 px, so every block stays visible.
+  g.plot_w = options.width > 0 ? options.width : static_cast<int>(std::clamp<size_t>(most_ops * 6, 900, 30000));
+  g.first = d.first;
+  g.total = static_cast<double>(std::max<Ticks>(1, d.last - d.first));
+  g.row_h = s.p <= 16 ? 22 : 14;
+  g.left = d.left;
+  g.top = 76;
+  const int gap = 4, right = 150;
+  g.measured_h = options.measured ? g.row_h / 2 : 0;
+  g.pitch = g.row_h + g.measured_h + gap;
+  const int axis_h = 24;  // the time axis under the rows: a line, ticks and their times
+  const int height = g.top + s.p * g.pitch + axis_h + 30;
+  // The legend's last line can be longer than the plot is wide (about 6.5 px a character at 11 px).
+  g.swatch_w = s.chunks > 1 ? 10 : 14;
+  g.key_w = 120 + (s.chunks - 1) * g.swatch_w;
+  g.shades_w = s.chunks > 1 ? 200 : 0;
+  const int legend_end = g.left + static_cast<int>(d.kinds.size()) * g.key_w + g.shades_w +
+                         static_cast<int>(std::ceil(6.5 * static_cast<double>(d.instruction_key.size())));
+  const int width = std::max(g.left + g.plot_w + right, legend_end + 10);
+
+  std::ostringstream svg;
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
+      << "\" viewBox=\"0 0 " << width << " " << height << "\" font-family=\"sans-serif\" shape-rendering=\"crispEdges\">\n";
+  svg << "<rect x=\"0\" y=\"0\" width=\"" << width << "\" height=\"" << height << "\" fill=\"#ffffff\"/>\n";
+  draw_legend(svg, d, s, g);
+  for (int st = 0; st < s.p; ++st) draw_stage(svg, d, s, t, options.measured, st, g);
+  draw_axis(svg, d, g.top + s.p * g.pitch + 2, g);
+  svg << "<text x=\"" << g.left << "\" y=\"" << height - 10 << "\" font-size=\"11\">time " << format_quanta(d.first)
+      << " to " << format_quanta(d.last) << " (grey: idle)</text>\n";
   svg << "</svg>\n";
   return svg.str();
 }

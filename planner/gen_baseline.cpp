@@ -91,7 +91,7 @@ Schedule generate_zb_h2(const Problem& pr) {
   return s;
 }
 
-Schedule generate_zb_v(const Problem& pr) {
+Schedule generate_zb_v_handcrafted(const Problem& pr) {
   Schedule s = empty_schedule(pr, 2, v_shape_placement(pr.p), "zb-v");
   const int p = pr.p, m = pr.m;
   // The order is laid out for at least 2p-1 microbatches (enough to fill the V); ops of

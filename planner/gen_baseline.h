@@ -26,7 +26,7 @@ Schedule generate_zb_h2(const Problem& problem);
 /// runs 2(p-r)-1 F's of chunk 0, then r pairs (F chunk 1, F chunk 0), then p-r (F, B, W) of
 /// chunk 1; then repeats F B W of chunk 0 and of chunk 1; the tail runs B's and then the held W's.
 /// Peak memory stays near p * M_B of a whole stage, as 1F1B.
-Schedule generate_zb_v(const Problem& problem);
+Schedule generate_zb_v_handcrafted(const Problem& problem);
 
 /// DualPipe-V (DeepSeek's DualPipe folded into a V, as PyTorch's ScheduleDualPipeV orders it): two
 /// chunks per stage placed [r, 2p-1-r], as ZB-V, and m >= 2p (otherwise nothing, with *err).

@@ -6,7 +6,8 @@
 // under a per-stage memory budget, the authors' V-ZB built round by round and their family of
 // blocks for the memories in between, beside the handcrafted orders. Defined in gen_v_blocks.cpp
 // (blocks, as they are and reordered, and the family), gen_v_greedy.cpp (the greedy),
-// gen_v_rounds.cpp (V-ZB round by round), search_v.cpp (V-ZB, searches).
+// gen_v_rounds.cpp (V-ZB round by round), gen_v_zb.cpp (V-ZB, the best of them), gen_v_polish.cpp
+// (the swap polish and the greedy's knobs), search_v.cpp (the searches).
 #pragma once
 
 #include <optional>
@@ -105,7 +106,7 @@ std::optional<Schedule> generate_v_zb_rounds(const Problem& problem, VRoundsOpti
 /// DualPipe-V orders, then polished by swaps of neighbouring ops within its peak, so never worse
 /// than any of them where it keeps to that memory. Nothing, with the reason in *why, only when no candidate keeps to it.
 /// Past `deadline` its polish stops (with the swaps made so far).
-std::optional<Schedule> generate_v_zb(const Problem& problem, std::string* why, const Deadline& deadline = {});
+std::optional<Schedule> generate_v_zb_best(const Problem& problem, std::string* why, const Deadline& deadline = {});
 
 /// The V search (--method heuristic with 2 chunks, V placement): the greedy over every budget from
 /// 2 chunk activations up to what the memory limit allows (at most 4p), and its knobs; V-Min,

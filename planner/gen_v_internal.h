@@ -1,4 +1,5 @@
-// Helpers the V-shape files share (gen_v_blocks.cpp, gen_v_greedy.cpp, search_v.cpp): not an interface.
+// Helpers the V-shape files share (gen_v_blocks.cpp, gen_v_greedy.cpp, gen_v_zb.cpp, search_v.cpp;
+// the polish and the knobs are gen_v_polish.cpp's): not an interface.
 #pragma once
 
 #include <limits>
@@ -8,6 +9,9 @@
 
 #include "core/ir.h"
 #include "core/problem.h"
+#include "core/simulate.h"
+#include "planner/deadline.h"
+#include "planner/gen_v.h"
 
 namespace zbpp {
 
@@ -24,5 +28,16 @@ inline Schedule empty_schedule_on(const Problem& pr, const std::vector<std::vect
 }
 
 inline constexpr Ticks kNever = std::numeric_limits<Ticks>::max() / 4;
+
+/// Sweeps of the swap polish; later sweeps rarely find more.
+inline constexpr int kSwapPasses = 4;
+/// Every knob combination of the greedy at one budget.
+std::vector<VGreedyOptions> knobs_at(int in_flight);
+/// The largest peak activation memory of any stage.
+Mem peak_memory_of(const Schedule& s, const Problem& pr);
+/// Hill climbing by swaps of neighbouring ops (the paper's reordering, done on exact times): keeps a
+/// swap that lowers `cost_kind` and keeps the memory limit; at most `passes` sweeps over all stages,
+/// and about kPolishWork simulated ops in all; stops at `deadline` with the swaps kept so far.
+void improve_by_swaps(Schedule* s, const Problem& pr, Cost cost_kind, int passes, const Deadline& deadline = {});
 
 }  // namespace zbpp

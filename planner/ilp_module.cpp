@@ -20,7 +20,7 @@ std::string IlpResult::summary() const {
   std::snprintf(buf, sizeof buf,
                 "%s %s (warm start %s), lower bound %.6f, gap %.4f %%, %s, %s model, %d model(s), %ld nodes, %.1f s",
                 cost_name(measure), format_quanta(cost).c_str(),
-                format_quanta(warm_cost).c_str(), lower_bound, 100 * gap, status.c_str(), mode.c_str(), windows,
+                format_quanta(warm_cost).c_str(), lower_bound, 100 * gap, solve_status_name(status), ilp_mode_name(mode), windows,
                 nodes, seconds);
   return buf;
 }

@@ -13,7 +13,7 @@ namespace {
 
 // Adds the optimizer's ops to one lowered stage (see lower.h and validate.cpp's check_optimizer_ops).
 void add_optimizer_ops(std::vector<Op>* ops, int st, const StateChain& chain, const LowerOptions& options) {
-  if (options.optimizer != kOptimizerPostValidation) {
+  if (options.optimizer != Optimizer::kPostValidation) {
     ops->push_back({OpType::OPT_STEP, 0, 0, -1, -1});
     return;
   }
@@ -41,7 +41,7 @@ void add_optimizer_ops(std::vector<Op>* ops, int st, const StateChain& chain, co
 
 Schedule lower_comms(const Schedule& compute, const LowerOptions& options) {
   Schedule out = compute.without_ops();
-  out.level = kLevelLowered;
+  out.level = Level::kLowered;
   out.optimizer = options.optimizer;
   VirtualStageMap map(compute.placement);
   const StateChain chain = state_chain(compute);

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "core/simulate.h"
+#include "planner/methods.h"
 
 namespace zbpp {
 
@@ -257,25 +258,26 @@ std::optional<PartitionPlan> plan_auto_partitioned(const LayerCosts& costs, cons
   return best;
 }
 
-bool plans_one_chunk(const std::string& method) {
-  return method == "1f1b" || method == "zb-h1" || method == "zb-h2" || method == "heuristic" || method == "ilp" ||
-         method == "auto";
-}
-
 std::optional<PartitionShape> partition_shape(const std::string& method, int p, int chunks,
                                               const std::vector<std::vector<int>>& placement, std::string* why) {
-  const bool v_method = is_v_method(method);
-  const bool search = method == "heuristic" || method == "ilp";
+  const Method* m = find_method(method);
+  if (!m) {
+    *why = "unknown method '" + method + "'";
+    return std::nullopt;
+  }
+  // The searches screen every partition with their placement's fast generator (zb-v, 1f1b-i; the
+  // heuristic for one chunk) and plan the best few themselves.
+  const bool searches = m->runs != Runs::kGenerator;
+  const bool any_placement = m->placing == Placing::kAsGiven;
   const auto v = v_shape_placement(p);
-  if (v_method || (search && chunks == 2 && (placement.empty() || placement == v))) {
+  if (m->placing == Placing::kV || (any_placement && chunks == 2 && (placement.empty() || placement == v))) {
     if (chunks > 2 || (!placement.empty() && placement != v)) {
       *why = method + " plans the V placement (2 chunks, stage r holding virtual stages r and 2p-1-r)";
       return std::nullopt;
     }
-    const bool screened = method == "heuristic-v" || method == "ilp-v" || search;
-    return PartitionShape{2, v, screened ? "zb-v" : ""};
+    return PartitionShape{2, v, searches ? "zb-v" : ""};
   }
-  if (method == "1f1b-i" || (search && chunks > 1)) {
+  if (m->placing == Placing::kInterleaved || (any_placement && chunks > 1)) {
     if (chunks < 2) {
       *why = method + " interleaves chunks: give --chunks V with V >= 2";
       return std::nullopt;
@@ -285,13 +287,10 @@ std::optional<PartitionShape> partition_shape(const std::string& method, int p, 
       *why = method + " plans the V placement (2 chunks) or the interleaved one (stage s holding s, s+p, ...)";
       return std::nullopt;
     }
-    return PartitionShape{chunks, interleaved, search ? "1f1b-i" : ""};
+    return PartitionShape{chunks, interleaved, searches ? "1f1b-i" : ""};
   }
-  if (plans_one_chunk(method) && chunks <= 1) return PartitionShape{1, {}, search || method == "auto" ? "heuristic" : ""};
-  *why = plans_one_chunk(method) ? method + " with --layers plans one chunk per stage: drop --chunks"
-                                 : "--layers plans 1f1b, zb-h1, zb-h2, heuristic, ilp and auto (one chunk per stage), "
-                                   "heuristic and ilp with --chunks, 1f1b-i, and the V methods (zb-v, dualpipe-v, v-min, "
-                                   "v-half, v-zb, heuristic-v, ilp-v); not " + method;
+  if (chunks <= 1) return PartitionShape{1, {}, searches ? "heuristic" : ""};
+  *why = method + " with --layers plans one chunk per stage: drop --chunks";
   return std::nullopt;
 }
 

@@ -16,9 +16,6 @@
 
 namespace zbpp {
 
-/// The methods that plan one chunk per stage (and per-stage memory limits as they are).
-bool plans_one_chunk(const std::string& method);
-
 /// How --layers partitions the model for a method: into `chunks` virtual stages per device, placed
 /// as `placement` (empty for one chunk), screened with `screen` where the method costs seconds a
 /// plan (then the best few are planned with the method itself; empty: every one with the method).

@@ -7,37 +7,23 @@
 #include <exception>
 #include <thread>
 
-#include "planner/gen_baseline.h"
 #include "planner/gen_v.h"
 #include "planner/lower.h"
-#include "planner/partition.h"  // plans_one_chunk
+#include "planner/methods.h"
 #include "planner/pipeline_internal.h"
 #include "planner/search_heuristic.h"
 #ifdef ZBPP_HAVE_CBC
 #include "planner/refine_ilp.h"
 #endif
 #include "core/simulate.h"
+#include "core/spelling.h"
 #include "core/validate.h"
 
 namespace zbpp {
 
-const std::vector<std::string>& plan_methods() {
-  static const std::vector<std::string> methods = {"1f1b", "1f1b-i", "zb-h1", "zb-h2", "heuristic",
-                                                     "ilp",  "zb-v",   "dualpipe-v", "v-min", "v-half", "v-zb", "heuristic-v", "ilp-v", "auto"};
-  return methods;
-}
-
-bool is_v_method(const std::string& method) {
-  return method == "zb-v" || method == "dualpipe-v" || method == "v-min" || method == "v-half" || method == "v-zb" ||
-         method == "heuristic-v" || method == "ilp-v";
-}
-
-// The methods that refine their warm start with the ILP: ilp, and ilp-v from the V search.
-bool is_ilp(const std::string& method) { return method == "ilp" || method == "ilp-v"; }
-
 // The optimizer placement a lowering stands for, as the notes name it.
 std::string lowering_name(const LowerOptions& l) {
-  if (l.optimizer == kOptimizerSync) return "sync";
+  if (l.optimizer == Optimizer::kSync) return "sync";
   return l.post_validation_at == PostValidationAt::kStart ? "post-validation, validated at the start" : "post-validation";
 }
 
@@ -49,7 +35,7 @@ Ticks true_cost_in(const IterationTimeline& it, Objective objective) {
 // The compute cost the searches rank by (simulate.h's compute_cost); a compute-only plan is ranked
 // as for overlapping iterations: by the span for the period, the makespan for the wall.
 Cost ranking_cost(const PlanOptions& o) {
-  return compute_cost(o.objective, o.lowerings.empty() ? kOptimizerPostValidation : o.lowerings.front().optimizer);
+  return compute_cost(o.objective, o.lowerings.empty() ? Optimizer::kPostValidation : o.lowerings.front().optimizer);
 }
 
 // The note a plan on a problem split into 2 chunks carries.
@@ -102,7 +88,7 @@ bool check_shape(const Problem& pr, const std::string& method, int chunks_needed
 // where the period falls below the span. Elsewhere the searches rank by the true cost.
 bool compute_cost_ranks_alike(Objective objective, const LowerOptions& l, const Problem& pr,
                               const IterationOptions& it) {
-  if (l.optimizer == kOptimizerSync) return true;
+  if (l.optimizer == Optimizer::kSync) return true;
   return objective == Objective::kPeriod && l.post_validation_at == PostValidationAt::kFirstBackward && pr.uniform_times() &&
          (it.state_latency < 0 || it.state_latency <= pr.t_comm);
 }
@@ -125,18 +111,184 @@ std::string bound_line(const SolverReport& report) {
   std::snprintf(line, sizeof line, "bound: %s >= %s (%s), %s bubble rate >= %.4f, gap %.4f %% (%s)",
                 cost_name(report.measure),
                 format_quanta(static_cast<Ticks>(std::llround(report.best_bound * kQuantaPerUnit))).c_str(),
-                report.bound_source.c_str(), cost_name(report.measure), report.bubble_rate_bound, 100 * report.gap,
-                report.status.c_str());
+                bound_source_name(report.bound_source), cost_name(report.measure), report.bubble_rate_bound,
+                100 * report.gap, solve_status_name(report.status.value_or(SolveStatus::kNotRun)));
   return line;
 }
 
 }  // namespace
 
+namespace {
+
+// How a method's searches rank their candidates: the compute cost that stands for the objective,
+// or, where it would rank them otherwise than the true cost, the true cost itself.
+struct Ranking {
+  Cost compute;
+  CostFn true_cost;       // empty: by the compute cost
+  std::string ranked_by;  // as the notes say it
+};
+
+Ranking ranking_for(const Problem& pr, const PlanOptions& options) {
+  const LowerOptions* lowering = options.lowerings.empty() ? nullptr : &options.lowerings.front();
+  Ranking r{ranking_cost(options), {}, {}};
+  if (lowering && !compute_cost_ranks_alike(options.objective, *lowering, pr, options.iterations))
+    r.true_cost = true_cost_of(pr, options.objective, *lowering, options.iterations);
+  r.ranked_by = r.true_cost ? std::string(objective_name(options.objective)) + " (lowered: " + lowering_name(*lowering) + ")"
+                            : cost_name(r.compute);
+  return r;
+}
+
+// The problem `m` plans, from `pr` (`original` with one memory limit): a V method's in 2 chunks (a
+// one-chunk problem split in halves); a placement it cannot plan is refused.
+bool shape_for(const Method& m, const Problem& original, Problem* pr, std::vector<std::string>* notes,
+               std::vector<Diag>* diags) {
+  if (m.placing != Placing::kV) return true;
+  // A V method runs the V: a placement given must be it (with 2 chunks; one chunk is split below).
+  if (!pr->placement.empty() && (pr->chunks != 2 || pr->placement != v_shape_placement(pr->p))) {
+    diags->push_back({"", "", -1, -1, "", "method " + std::string(m.name) + " runs the V placement (2 chunks, stage r "
+                                          "holding virtual stages r and 2p-1-r), not the one the problem gives: drop "
+                                          "--placement (or 'placement' from the problem file), or give --placement v"});
+    return false;
+  }
+  if (pr->chunks == 1) {
+    *pr = split_into_chunks(original, 2);
+    notes->push_back(split_note(m.name));
+  }
+  return true;
+}
+
+// A fixed order: the table's generator, on the chunks its placing takes.
+std::optional<Schedule> run_generator(const Method& m, const Problem& pr, std::vector<Diag>* diags) {
+  if (m.placing == Placing::kInterleaved && pr.chunks < 2) {
+    diags->push_back({"", "", -1, -1, "", std::string(m.name) + " interleaves chunks: give --chunks V with V >= 2"});
+    return std::nullopt;
+  }
+  if (m.placing != Placing::kInterleaved && !check_shape(pr, m.name, m.placing == Placing::kV ? 2 : 1, diags))
+    return std::nullopt;
+  std::string err;
+  auto s = m.generator(pr, &err);
+  if (!s) diags->push_back({"", "", -1, -1, "", err});
+  return s;
+}
+
+// A search's pick under the memory limit: the one-chunk grid, or the V or interleaved search by the
+// problem's placement; its note says how it was found, *warm_start what the ILP would refine.
+std::optional<Schedule> run_search(const Method& m, const Problem& pr, const Ranking& ranking,
+                                   const PlanOptions& options, std::vector<std::string>* notes,
+                                   std::string* warm_start, std::vector<Diag>* diags) {
+  const std::string method = m.name;
+  if (m.placing != Placing::kV && pr.chunks == 1) {
+    auto found = search_heuristic(pr, diags, 0, ranking.compute, ranking.true_cost);
+    if (!found) return std::nullopt;
+    *warm_start = "the heuristic";
+    const int over = found->candidates - found->feasible - found->pruned;
+    notes->push_back("search: " + std::to_string(found->candidates) +
+                     " candidates (8 switch combinations, 3 handcrafted seeds): " + std::to_string(found->feasible) +
+                     " finished within the memory limit" +
+                     (found->pruned ? ", " + std::to_string(found->pruned) + " stopped once sure to lose" : "") +
+                     (over ? ", " + std::to_string(over) + " could not keep it" : "") + "; best by " +
+                     ranking.ranked_by + ": " + found->winner);
+    return std::move(found->schedule);
+  }
+  // Two chunks without a placement search the V; the interleaved placement is asked for by name.
+  const bool v = m.placing == Placing::kV ||
+                 (pr.chunks == 2 && (pr.placement.empty() || pr.placement == v_shape_placement(pr.p)));
+  const bool interleaved = !v && (pr.placement.empty() || pr.placement == interleaved_placement(pr.p, pr.chunks));
+  if (!v && !interleaved) {
+    diags->push_back({"", "", -1, -1, "", "method " + method + " searches the V placement (2 chunks, stage r holding "
+                                          "virtual stages r and 2p-1-r) or the interleaved one (stage s holding s, "
+                                          "s+p, ...); the problem's placement is neither: give --placement v or interleaved"});
+    return std::nullopt;
+  }
+  if (v && !check_shape(pr, method, 2, diags)) return std::nullopt;
+  // Under a time limit the ILP's warm start takes at most half of what is left.
+  const Deadline searching = m.runs == Runs::kSearchIlp && options.deadline.at
+                                 ? options.deadline.within(options.deadline.left() / 2)
+                                 : options.deadline;
+  auto found = v ? search_v(pr, diags, ranking.compute, ranking.true_cost, searching, options.progress)
+                 : search_interleaved(pr, diags, ranking.compute, ranking.true_cost, searching, options.progress);
+  if (!found) return std::nullopt;
+  if (!found->cut.empty()) notes->push_back("time limit: the search stopped early (" + found->cut + ")");
+  *warm_start = v ? "the V search" : "the interleaved search";
+  notes->push_back(std::string(v ? "V search: " : "interleaved search: ") + std::to_string(found->feasible) + " of " +
+                   std::to_string(found->candidates) + " candidates fit the memory limit (greedy budgets and knobs; " +
+                   (v ? "v-min, v-half (blocks and reordered), the authors' family of blocks (the 4 best of each form), v-zb, zb-v, dualpipe-v"
+                      : "1f1b-i and 1f1b-i split") +
+                   " seeds); best by " + ranking.ranked_by + ": " + found->winner);
+  return std::move(found->schedule);
+}
+
+#ifdef ZBPP_HAVE_CBC
+// The ILP's refinement of the search's pick *s (kept where the ILP's crosses a link's order); its
+// note says how it went, *report carries CBC's bound.
+bool refine(const std::string& method, const Problem& pr, const Ranking& ranking, const PlanOptions& options,
+            const std::string& warm_start, Schedule* s, std::vector<std::string>* notes,
+            std::optional<SolverReport>* report, std::vector<Diag>* diags) {
+  IlpOptions ilp;
+  ilp.measure = ranking.compute;
+  ilp.true_cost = ranking.true_cost;
+  ilp.seconds = options.time_limit > 0 ? options.time_limit : 10;
+  if (options.deadline.at) {
+    // What the search left, less the lowering's share (a tenth, 0.1 to 2 s), at least a moment.
+    const double lowering = std::clamp(0.1 * options.time_limit, 0.1, 2.0);
+    ilp.seconds = std::clamp(options.deadline.left() - lowering, 0.05, ilp.seconds);
+  }
+  ilp.threads = options.threads;
+  const Cost compute = ranking.compute;
+  if (options.progress)
+    ilp.progress = [&](const IlpProgress& at) {
+      char line[200];
+      double cost = from_quanta(at.incumbent);
+      std::snprintf(line, sizeof line,
+                    "ilp: %6.1f s  models %4d  incumbent %s %.6f (%s bubble rate %.4f)  bound %.6f  gap %.4f %%",
+                    at.seconds, at.windows, cost_name(compute), cost, cost_name(compute),
+                    bubble_rate_of(pr, at.incumbent), at.bound,
+                    100 * relative_gap(at.incumbent, at.bound * kQuantaPerUnit));
+      options.progress(line);
+    };
+  auto refined = refine_ilp(pr, *s, ilp, diags);
+  if (!refined) return false;
+  // The model does not know that one link's messages arrive in order (interleaved placement):
+  // where its order crosses them, the warm start stays, and the solve's summary says whose it is.
+  // CBC's bound holds still (the order only narrows the schedules); the report's cost, and
+  // whether it is optimal, are the kept schedule's (validate_and_lower).
+  const auto crossing = validate_message_order(refined->schedule);
+  const bool crossed = !crossing.empty();
+  if (crossed) {
+    notes->push_back("ilp: its schedule takes a link's inputs out of the order sent (" + format_diag(crossing[0]) +
+                     "): discarded, the warm start is kept");
+    refined->schedule = *s;
+  }
+  const std::string limit = options.deadline.at ? "what the search left of the " +
+                                                      format_quanta(*to_quanta(options.time_limit)) + " s time limit"
+                                                : format_quanta(*to_quanta(ilp.seconds)) + " s limit";
+  notes->push_back("ilp (CBC, " + limit + ", minimising the " + cost_name(compute) +
+                   (ranking.true_cost ? ", keeping a schedule by its " + ranking.ranked_by : std::string()) +
+                   "), warm-started from " + warm_start + (crossed ? ", its schedule discarded: " : ": ") +
+                   refined->summary());
+  // The MILP never returns a schedule worse than its warm start (by the true cost where given),
+  // so its schedule replaces the warm start; its report carries CBC's bound on the model's cost.
+  *report = SolverReport{};  // its best_bound: the model's cost's
+  (*report)->best_bound = refined->lower_bound;
+  (*report)->status = refined->status;
+  (*report)->seconds = refined->seconds;
+  (*report)->nodes = refined->nodes;
+  *s = std::move(refined->schedule);
+  s->method = method;
+  return true;
+}
+#endif
+
+}  // namespace
+
 std::optional<Generated> generate(const Problem& original, const std::string& method, std::vector<Diag>* diags,
                                   const PlanOptions& options) {
-  std::optional<Schedule> s;
+  const Method* m = find_method(method);
+  if (!m || m->runs == Runs::kAuto) {  // auto runs the others (plan_schedule)
+    diags->push_back({"", "", -1, -1, "", "unknown method '" + method + "' (known: " + join_names(plan_methods()) + ")"});
+    return std::nullopt;
+  }
   std::vector<std::string> notes;
-  std::optional<SolverReport> ilp_report;
   Problem pr = original;
   // The V and interleaved generators and searches take one memory limit: where the stages' limits
   // differ, they plan within the tightest on every stage (the schedule then fits each), and the
@@ -149,152 +301,17 @@ std::optional<Generated> generate(const Problem& original, const std::string& me
     notes.push_back("memory: the stages' limits differ (" + mem_limit_text(original) + "); " + method +
                     " planned within the tightest, " + format_quanta(*pr.mem_limit) + ", on every stage");
   }
-  const bool v_shape = is_v_method(method);
-  // A V method runs the V: a placement given must be it (with 2 chunks; one chunk is split below).
-  if (v_shape && !pr.placement.empty() && (pr.chunks != 2 || pr.placement != v_shape_placement(pr.p))) {
-    diags->push_back({"", "", -1, -1, "", "method " + method + " runs the V placement (2 chunks, stage r holding virtual "
-                                          "stages r and 2p-1-r), not the one the problem gives: drop --placement (or "
-                                          "'placement' from the problem file), or give --placement v"});
-    return std::nullopt;
-  }
-  if (v_shape && pr.chunks == 1) {
-    pr = split_into_chunks(original, 2);
-    notes.push_back(split_note(method));
-  }
-  // What ranks the searches' candidates: the compute cost that stands for the objective, or,
-  // where it would rank them otherwise than the true cost, the true cost itself.
-  const LowerOptions* lowering = options.lowerings.empty() ? nullptr : &options.lowerings.front();
-  const Cost compute = ranking_cost(options);
-  CostFn true_cost;
-  if (lowering && !compute_cost_ranks_alike(options.objective, *lowering, pr, options.iterations))
-    true_cost = true_cost_of(pr, options.objective, *lowering, options.iterations);
-  const std::string ranked_by = true_cost ? std::string(objective_name(options.objective)) + " (lowered: " +
-                                                lowering_name(*lowering) + ")"
-                                          : cost_name(compute);
-  // The placements the V search plans: two chunks in a V, given or left to the method.
-  const bool v_placement = pr.chunks == 2 && (pr.placement.empty() || pr.placement == v_shape_placement(pr.p));
+  if (!shape_for(*m, original, &pr, &notes, diags)) return std::nullopt;
+  const Ranking ranking = ranking_for(pr, options);
+  std::optional<Schedule> s;
   std::string warm_start;  // what the ILP refines
-  if (v_shape && method != "heuristic-v" && method != "ilp-v") {
-    if (!check_shape(pr, method, 2, diags)) return std::nullopt;
-    std::string err;
-    if (method == "zb-v") s = generate_zb_v(pr);
-    else if (method == "dualpipe-v") s = generate_dualpipe_v(pr, &err);
-    else if (method == "v-zb") s = generate_v_zb(pr, &err);
-    else s = generate_v_block(pr, method == "v-min" ? VBlock::kMin : VBlock::kHalf);
-    if (!s) {
-      diags->push_back({"", "", -1, -1, "", err});
-      return std::nullopt;
-    }
-  } else if (method == "heuristic-v" || method == "ilp-v" || ((method == "heuristic" || method == "ilp") && pr.chunks > 1)) {
-    // Two chunks without a placement search the V; the interleaved placement is asked for by name.
-    // The ILP refines what the search finds.
-    const bool v = method == "heuristic-v" || method == "ilp-v" || v_placement;
-    const bool interleaved = !v && (pr.placement.empty() || pr.placement == interleaved_placement(pr.p, pr.chunks));
-    if (!v && !interleaved) {
-      diags->push_back({"", "", -1, -1, "", "method " + method + " searches the V placement (2 chunks, stage r holding "
-                                            "virtual stages r and 2p-1-r) or the interleaved one (stage s holding s, "
-                                            "s+p, ...); the problem's placement is neither: give --placement v or interleaved"});
-      return std::nullopt;
-    }
-    if (v && !check_shape(pr, method, 2, diags)) return std::nullopt;
-    // Under a time limit the ILP's warm start takes at most half of what is left.
-    const Deadline searching =
-        is_ilp(method) && options.deadline.at ? options.deadline.within(options.deadline.left() / 2) : options.deadline;
-    auto found = v ? search_v(pr, diags, compute, true_cost, searching, options.progress)
-                   : search_interleaved(pr, diags, compute, true_cost, searching, options.progress);
-    if (!found) return std::nullopt;
-    if (!found->cut.empty()) notes.push_back("time limit: the search stopped early (" + found->cut + ")");
-    s = std::move(found->schedule);
-    warm_start = v ? "the V search" : "the interleaved search";
-    notes.push_back(std::string(v ? "V search: " : "interleaved search: ") + std::to_string(found->feasible) + " of " +
-                    std::to_string(found->candidates) + " candidates fit the memory limit (greedy budgets and knobs; " +
-                    (v ? "v-min, v-half (blocks and reordered), the authors' family of blocks (the 4 best of each form), v-zb, zb-v, dualpipe-v" : "1f1b-i and 1f1b-i split") + " seeds); best by " +
-                    ranked_by + ": " + found->winner);
-  } else if (method == "heuristic" || method == "ilp") {
-    if (!check_shape(pr, method, 1, diags)) return std::nullopt;
-    auto found = search_heuristic(pr, diags, 0, compute, true_cost);
-    if (!found) return std::nullopt;
-    s = std::move(found->schedule);
-    warm_start = "the heuristic";
-    const int over = found->candidates - found->feasible - found->pruned;
-    notes.push_back("search: " + std::to_string(found->candidates) +
-                    " candidates (8 switch combinations, 3 handcrafted seeds): " + std::to_string(found->feasible) +
-                    " finished within the memory limit" +
-                    (found->pruned ? ", " + std::to_string(found->pruned) + " stopped once sure to lose" : "") +
-                    (over ? ", " + std::to_string(over) + " could not keep it" : "") + "; best by " + ranked_by +
-                    ": " + found->winner);
-  } else if (method == "1f1b" || method == "zb-h1" || method == "zb-h2") {
-    if (!check_shape(pr, method, 1, diags)) return std::nullopt;
-    s = method == "1f1b" ? generate_1f1b(pr) : method == "zb-h1" ? generate_zb_h1(pr) : generate_zb_h2(pr);
-  } else if (method == "1f1b-i") {
-    if (pr.chunks < 2) {
-      diags->push_back({"", "", -1, -1, "", "1f1b-i interleaves chunks: give --chunks V with V >= 2"});
-      return std::nullopt;
-    }
-    std::string err;
-    s = generate_1f1b_interleaved(pr, &err);
-    if (!s) {
-      diags->push_back({"", "", -1, -1, "", err});
-      return std::nullopt;
-    }
-  } else {
-    std::string known;
-    for (const auto& m : plan_methods()) known += (known.empty() ? "" : ", ") + m;
-    diags->push_back({"", "", -1, -1, "", "unknown method '" + method + "' (known: " + known + ")"});
-    return std::nullopt;
-  }
-  if (is_ilp(method)) {
+  s = m->runs == Runs::kGenerator ? run_generator(*m, pr, diags)
+                                  : run_search(*m, pr, ranking, options, &notes, &warm_start, diags);
+  if (!s) return std::nullopt;
+  std::optional<SolverReport> ilp_report;
+  if (m->runs == Runs::kSearchIlp) {
 #ifdef ZBPP_HAVE_CBC
-    IlpOptions ilp;
-    ilp.measure = compute;
-    ilp.true_cost = true_cost;
-    ilp.seconds = options.time_limit > 0 ? options.time_limit : 10;
-    if (options.deadline.at) {
-      // What the search left, less the lowering's share (a tenth, 0.1 to 2 s), at least a moment.
-      const double lowering = std::clamp(0.1 * options.time_limit, 0.1, 2.0);
-      ilp.seconds = std::clamp(options.deadline.left() - lowering, 0.05, ilp.seconds);
-    }
-    ilp.threads = options.threads;
-    if (options.progress)
-      ilp.progress = [&](const IlpProgress& at) {
-        char line[200];
-        double cost = from_quanta(at.incumbent);
-        std::snprintf(line, sizeof line,
-                      "ilp: %6.1f s  models %4d  incumbent %s %.6f (%s bubble rate %.4f)  bound %.6f  gap %.4f %%",
-                      at.seconds, at.windows, cost_name(compute), cost, cost_name(compute),
-                      bubble_rate_of(pr, at.incumbent), at.bound,
-                      100 * relative_gap(at.incumbent, at.bound * kQuantaPerUnit));
-        options.progress(line);
-      };
-    auto refined = refine_ilp(pr, *s, ilp, diags);
-    if (!refined) return std::nullopt;
-    // The model does not know that one link's messages arrive in order (interleaved placement):
-    // where its order crosses them, the warm start stays, and the solve's summary says whose it is.
-    // CBC's bound holds still (the order only narrows the schedules); the report's cost, and
-    // whether it is optimal, are the kept schedule's (below).
-    const auto crossing = validate_message_order(refined->schedule);
-    const bool crossed = !crossing.empty();
-    if (crossed) {
-      notes.push_back("ilp: its schedule takes a link's inputs out of the order sent (" + format_diag(crossing[0]) +
-                      "): discarded, the warm start is kept");
-      refined->schedule = *s;
-    }
-    const std::string limit = options.deadline.at ? "what the search left of the " +
-                                                        format_quanta(*to_quanta(options.time_limit)) + " s time limit"
-                                                  : format_quanta(*to_quanta(ilp.seconds)) + " s limit";
-    notes.push_back("ilp (CBC, " + limit + ", minimising the " +
-                    cost_name(compute) + (true_cost ? ", keeping a schedule by its " + ranked_by : std::string()) +
-                    "), warm-started from " + warm_start + (crossed ? ", its schedule discarded: " : ": ") +
-                    refined->summary());
-    // The MILP never returns a schedule worse than its warm start (by the true cost where given),
-    // so its schedule replaces the warm start; its report carries CBC's bound on the model's cost.
-    ilp_report = SolverReport{};  // its best_bound: the model's cost's
-    ilp_report->best_bound = refined->lower_bound;
-    ilp_report->status = refined->status;
-    ilp_report->seconds = refined->seconds;
-    ilp_report->nodes = refined->nodes;
-    s = std::move(refined->schedule);
-    s->method = method;
+    if (!refine(method, pr, ranking, options, warm_start, &*s, &notes, &ilp_report, diags)) return std::nullopt;
 #else
     diags->push_back({"", "", -1, -1, "", "the " + method + " method needs CBC: install coinor-libcbc-dev and rebuild"});
     return std::nullopt;
@@ -339,7 +356,7 @@ std::optional<PlanResult> validate_and_lower(Generated generated, std::vector<Di
     if (!lowered) return std::nullopt;
     cost = cost_of(options.objective);
     value = true_cost_in(*planned.iterations, options.objective);
-    if (planned.schedule.optimizer == kOptimizerSync) allreduce = planned.iterations->allreduce_latency;
+    if (planned.schedule.optimizer == Optimizer::kSync) allreduce = planned.iterations->allreduce_latency;
   } else {
     value = cost_of(*timeline, compute);
   }
@@ -350,15 +367,15 @@ std::optional<PlanResult> validate_and_lower(Generated generated, std::vector<Di
     const double cbc = ilp_report->best_bound + (allreduce >= 0 ? from_quanta(allreduce) : 0);
     if (cbc > report.best_bound) {
       report.best_bound = cbc;
-      report.bound_source = "cbc";
+      report.bound_source = BoundSource::kCbc;
       report.gap = relative_gap(value, cbc * kQuantaPerUnit);
       report.bubble_rate_bound = bubble_rate_of(pr, static_cast<Ticks>(std::llround(cbc * kQuantaPerUnit)));
     }
     // Optimal when the cost meets the bound (to CBC's tolerance); else the ILP's own status, which
     // speaks of the model's cost: where that was optimal but the true cost is not, no window of
     // the model improves it.
-    if (static_cast<double>(value) <= report.best_bound * kQuantaPerUnit + 0.5) report.status = "optimal";
-    else report.status = ilp_report->status == "optimal" ? "local_optimum" : ilp_report->status;
+    if (static_cast<double>(value) <= report.best_bound * kQuantaPerUnit + 0.5) report.status = SolveStatus::kOptimal;
+    else report.status = ilp_report->status == SolveStatus::kOptimal ? SolveStatus::kLocalOptimum : ilp_report->status;
     report.seconds = ilp_report->seconds;
     report.nodes = ilp_report->nodes;
   }
@@ -428,7 +445,7 @@ bool lower_planned(PlanResult* planned, std::vector<Diag>* diags, const LowerOpt
   };
   Schedule lowered = lower_comms(planned->schedule, options);
   auto found = checked(&lowered);
-  if (!found.empty() && options.optimizer == kOptimizerPostValidation && options.post_validation_at != PostValidationAt::kStart) {
+  if (!found.empty() && options.optimizer == Optimizer::kPostValidation && options.post_validation_at != PostValidationAt::kStart) {
     options.post_validation_at = PostValidationAt::kStart;
     Schedule held = lower_comms(planned->schedule, options);
     if (checked(&held).empty()) {

@@ -16,15 +16,9 @@
 #include "core/simulate_iterations.h"
 #include "planner/deadline.h"
 #include "planner/lower.h"
+#include "planner/methods.h"  // the methods plan_schedule runs
 
 namespace zbpp {
-
-/// Methods zbplan plan knows, in the order --help lists them. "auto" runs every other method
-/// and keeps the one that fits with the best objective (PlanOptions).
-const std::vector<std::string>& plan_methods();
-/// The methods that run the V placement (2 chunks, stage r holding r and 2p-1-r); a one-chunk
-/// problem is split into 2 chunks for them.
-bool is_v_method(const std::string& method);
 
 /// A planned schedule and what the passes have to say about how they got it.
 struct PlanResult {

@@ -28,8 +28,6 @@ std::optional<Generated> generate(const Problem& original, const std::string& me
                                   const PlanOptions& options);
 std::optional<PlanResult> validate_and_lower(Generated generated, std::vector<Diag>* diags, const PlanOptions& options);
 
-// The methods that refine their warm start with the ILP: ilp, and ilp-v from the V search.
-bool is_ilp(const std::string& method);
 // The optimizer placement a lowering stands for, as the notes name it.
 std::string lowering_name(const LowerOptions& l);
 // A lowered plan's true cost: its objective's figure of the iterations back to back.

@@ -5,7 +5,7 @@
 #include <future>
 
 #include "core/simulate.h"
-#include "planner/partition.h"  // plans_one_chunk
+#include "planner/methods.h"
 #include "planner/pipeline_internal.h"
 
 namespace zbpp {
@@ -50,9 +50,9 @@ std::vector<AutoCandidate> auto_candidates(const Problem& pr, const PlanOptions&
   // Methods left out, by why: a line each in auto's notes.
   std::vector<std::pair<std::string, std::string>> left_out;  // why, methods
   auto leave_out = [&](const std::string& method, const std::string& why) {
-    for (auto& [reason, methods] : left_out)
+    for (auto& [reason, names] : left_out)
       if (reason == why) {
-        methods += ", " + method;
+        names += ", " + method;
         return;
       }
     left_out.push_back({why, method});
@@ -63,15 +63,16 @@ std::vector<AutoCandidate> auto_candidates(const Problem& pr, const PlanOptions&
   if (interleaved) interleaved->placement = interleaved_placement(pr.p, 2);
   if (interleaved && interleaved->placement == v_shape_placement(pr.p)) interleaved.reset();  // p = 1: the V's
   std::vector<AutoCandidate> candidates;
-  for (const auto& method : plan_methods()) {
-    if (method == "auto") continue;
-    if (is_ilp(method) && options.time_limit <= 0) {
+  for (const Method& m : methods()) {
+    const std::string method = m.name;
+    if (m.runs == Runs::kAuto) continue;
+    if (m.runs == Runs::kSearchIlp && options.time_limit <= 0) {
       leave_out(method, "the ILP runs only with a time budget: give --time-limit SECONDS");
       continue;
     }
     // With chunks given, heuristic and ilp search the V or the placement asked for.
-    if ((method == "heuristic-v" || method == "ilp-v") && pr.chunks > 1) continue;
-    const bool split = method == "1f1b-i" && pr.chunks == 1;
+    if (m.placing == Placing::kV && m.runs != Runs::kGenerator && pr.chunks > 1) continue;
+    const bool split = m.placing == Placing::kInterleaved && pr.chunks == 1;
     if (split && !interleaved) continue;
     if ((options.single_chunk || !pr.stage_mem_limits.empty()) && !plans_one_chunk(method)) {
       leave_out(method, options.single_chunk ? "this plan is of one chunk per stage (a partition's; the V and interleaved "
@@ -79,16 +80,19 @@ std::vector<AutoCandidate> auto_candidates(const Problem& pr, const PlanOptions&
                                              : "the stages' memory limits differ, which the one-chunk methods plan as they are");
       continue;
     }
-    candidates.push_back({method, method, split ? *interleaved : pr, split, method == "heuristic-v"});
+    const bool v_search = m.placing == Placing::kV && m.runs == Runs::kSearch;
+    candidates.push_back({method, method, split ? *interleaved : pr, split, v_search});
   }
-  for (const auto& [why, methods] : left_out) skipped->push_back("auto: " + methods + ": left out: " + why);
+  for (const auto& [why, names] : left_out) skipped->push_back("auto: " + names + ": left out: " + why);
   if (options.single_chunk || !pr.stage_mem_limits.empty()) interleaved.reset();
-  if (interleaved) {
-    candidates.push_back({"heuristic --placement interleaved", "heuristic", *interleaved, pr.chunks == 1, true});
-    // The ILP refines the interleaved search's best as it refines the others' (with a time budget).
-    // Like ilp on one chunk it runs its search again for each lowering, outside the time limit.
-    if (options.time_limit > 0)
-      candidates.push_back({"ilp --placement interleaved", "ilp", *interleaved, pr.chunks == 1, false});
+  // The searches that take any placement search the interleaved one too; the ILP refines the
+  // interleaved search's best as it refines the others' (with a time budget). Like ilp on one
+  // chunk it runs its search again for each lowering, outside the time limit.
+  for (const Method& m : methods()) {
+    if (!interleaved || m.placing != Placing::kAsGiven) continue;
+    if (m.runs == Runs::kSearchIlp && options.time_limit <= 0) continue;
+    candidates.push_back({std::string(m.name) + " --placement interleaved", m.name, *interleaved, pr.chunks == 1,
+                          m.runs == Runs::kSearch});
   }
   return candidates;
 }

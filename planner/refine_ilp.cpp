@@ -106,10 +106,154 @@ double window_idle(const Incumbent& inc, Ticks t0, Ticks len, int s_begin, int s
   return total;
 }
 
+// One refinement: the incumbent (the best schedule so far, by the exact simulator), the bound it
+// is measured against, and the solves that try to improve it, whole or window by window.
+class Refinement {
+ public:
+  Refinement(const Problem& pr, const IlpOptions& options, Incumbent inc, Ticks known, IlpResult* result,
+             Clock::time_point started)
+      : pr_(pr), options_(options), inc_(std::move(inc)), known_(known), result_(result), started_(started) {}
+
+  double elapsed() const { return std::chrono::duration<double>(Clock::now() - started_).count(); }
+  bool met_bound() const { return inc_.cost <= known_; }
+  Incumbent& incumbent() { return inc_; }
+
+  void report(bool force) {
+    if (!options_.progress || (!force && elapsed() - last_report_ < 1.0)) return;
+    last_report_ = elapsed();
+    options_.progress({elapsed(), inc_.cost, result_->lower_bound, result_->windows});
+  }
+
+  // A candidate order replaces the incumbent only if the exact simulator says it is better.
+  bool consider(std::optional<Schedule> candidate) {
+    if (!candidate || !validate(*candidate, pr_).empty()) return false;
+    std::vector<Diag> why;
+    auto t = simulate_timeline(*candidate, pr_, &why);
+    if (!t) return false;
+    Ticks total = total_span(*t), cost = cost_of(*t, options_.measure);
+    // The true cost, when given, ranks first (the model's cost only stands for it); then the
+    // model's cost and the tie-breaker.
+    Ticks true_cost = options_.true_cost ? options_.true_cost(*candidate) : -1;
+    if (options_.true_cost && (true_cost < 0 || (inc_.true_cost >= 0 && true_cost > inc_.true_cost))) return false;
+    if (true_cost == inc_.true_cost && (cost > inc_.cost || (cost == inc_.cost && total >= inc_.total))) return false;
+    inc_.schedule = std::move(*candidate);
+    inc_.timeline = std::move(*t);
+    inc_.cost = cost;
+    inc_.total = total;
+    inc_.true_cost = true_cost;
+    return true;
+  }
+
+  // The whole model in one solve.
+  void solve_whole(int n) {
+    const int p = pr_.p;
+    std::vector<int> lo(p, 0), hi(p, n);
+    Solve sv = solve_window(pr_, inc_, lo, hi, std::numeric_limits<Ticks>::max(), options_.seconds - elapsed(),
+                            options_.threads, 0.0, known_);
+    ++result_->windows;
+    result_->nodes += sv.nodes;
+    result_->binaries = sv.binaries;
+    result_->model_objective = sv.objective;
+    consider(std::move(sv.schedule));
+    // CBC's bound holds for every schedule (the model loses nothing). Optimal only if the
+    // simulated incumbent meets it: a CBC solution the validator rejected proves nothing.
+    result_->lower_bound = std::max(result_->lower_bound, std::min(sv.bound, from_quanta(inc_.cost)));
+    if (sv.optimal && from_quanta(inc_.cost) <= sv.bound + 1e-6) result_->status = SolveStatus::kOptimal;
+  }
+
+  // Large-neighbourhood search: time windows holding about window_ops ops on the busiest stage,
+  // half-overlapping, swept from start to end; windows grow when a sweep finds nothing.
+  void search_windows(int n) {
+    const int p = pr_.p;
+    Ticks mean_op = 0;
+    for (int s = 0; s < p; ++s) mean_op = std::max(mean_op, pr_.busy_time(s) / std::max(1, n));
+    int window_ops = std::max(2, options_.window_ops);
+    const int max_window_ops = 3 * window_ops;
+    const double tie_weight = 1e-3 / p;
+    double last_build_seconds = 0;
+    bool done = false;
+    while (!done) {
+      bool improved = false;
+      const Ticks len = std::max<Ticks>(1, window_ops * mean_op);
+      // A window is a time range on a block of up to kBlock consecutive stages (half-overlapping
+      // blocks), so one model stays small however deep the pipeline is.
+      // Windows holding idle time of a costliest stage come first (only those can shorten the
+      // cost directly), then those holding other idle time, then the rest, each in time order.
+      std::vector<std::pair<Ticks, int>> windows;
+      std::vector<double> score;
+      for (Ticks t0 = 0; t0 < inc_.timeline.makespan; t0 += std::max<Ticks>(1, len / 2))
+        for (int s0 = 0; s0 < p; s0 += kBlock / 2) {
+          windows.push_back({t0, s0});
+          score.push_back(window_idle(inc_, t0, len, s0, std::min(p, s0 + kBlock)));
+          if (s0 + kBlock >= p) break;
+        }
+      std::vector<size_t> order(windows.size());
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return score[a] > score[b]; });
+      for (size_t w : order) {
+        auto [t0, s0] = windows[w];
+        if (done) break;
+        double left = options_.seconds - elapsed();
+        if (left < 0.05) {
+          done = true;
+          break;
+        }
+        std::vector<int> lo, hi;
+        window_positions(inc_, t0, len, &lo, &hi);
+        for (int s = 0; s < p; ++s)
+          if (s < s0 || s >= s0 + kBlock) hi[s] = lo[s];
+        int free_ops = 0;
+        for (int s = 0; s < p; ++s) free_ops += std::max(0, hi[s] - lo[s] - 1);
+        if (free_ops == 0) continue;
+        // Building a model takes about as long as building the last one: CBC gets what is left
+        // after that, and no model starts that could not be built in time.
+        if (left < 2 * last_build_seconds + 0.25) {
+          done = true;
+          break;
+        }
+        // Big problems: model only a horizon of two windows past this one (and at least each
+        // stage's first op after its window).
+        Ticks t_drop = std::numeric_limits<Ticks>::max();
+        if (static_cast<long>(p) * n > kExactOps) {
+          t_drop = t0 + 3 * len;
+          for (int s = 0; s < p; ++s)
+            if (hi[s] < n) t_drop = std::max(t_drop, inc_.timeline.ops[s][hi[s]].start + 1);
+        }
+        Solve sv = solve_window(pr_, inc_, lo, hi, t_drop,
+                                std::min(left - last_build_seconds - 0.2, std::max(1.0, options_.seconds / 10)),
+                                options_.threads, tie_weight, known_);
+        last_build_seconds = sv.build_seconds;
+        ++result_->windows;
+        result_->nodes += sv.nodes;
+        result_->binaries = std::max(result_->binaries, sv.binaries);
+        if (consider(std::move(sv.schedule))) improved = true;
+        report(false);
+        if (met_bound()) done = true;
+      }
+      if (done) break;
+      if (!improved) {
+        if (window_ops >= max_window_ops) {
+          result_->status = SolveStatus::kLocalOptimum;
+          break;
+        }
+        window_ops += std::max(1, window_ops / 2);
+      }
+    }
+  }
+
+ private:
+  const Problem& pr_;
+  const IlpOptions& options_;
+  Incumbent inc_;
+  const Ticks known_;
+  IlpResult* result_;
+  const Clock::time_point started_;
+  double last_report_ = -1;
+};
+
 std::optional<IlpResult> refine_with_cbc(const Problem& pr, const Schedule& warm_in, const IlpOptions& options,
                                          std::vector<Diag>* diags) {
   const auto started = Clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - started).count(); };
   auto fail = [&](const std::string& msg) {
     diags->push_back({"", "", -1, -1, "", "ilp: " + msg});
     return std::nullopt;
@@ -121,7 +265,7 @@ std::optional<IlpResult> refine_with_cbc(const Problem& pr, const Schedule& warm
     return fail("the warm start places chunks otherwise than the problem's placement");
   Incumbent inc;
   inc.schedule = split_bw(warm_in);
-  inc.schedule.level = kLevelCompute;
+  inc.schedule.level = Level::kCompute;
   if (auto found = validate(inc.schedule, pr); !found.empty())
     return fail("the warm start is not a valid schedule: " + format_diag(found[0]));
   if (!kinds_in_microbatch_order(inc.schedule))
@@ -142,33 +286,6 @@ std::optional<IlpResult> refine_with_cbc(const Problem& pr, const Schedule& warm
   result.measure = measure;
   result.warm_cost = inc.cost;
   result.lower_bound = from_quanta(known);
-  double last_report = -1;
-  auto report = [&](bool force) {
-    if (!options.progress || (!force && elapsed() - last_report < 1.0)) return;
-    last_report = elapsed();
-    options.progress({elapsed(), inc.cost, result.lower_bound, result.windows});
-  };
-  // A candidate order replaces the incumbent only if the exact simulator says it is better.
-  auto consider = [&](std::optional<Schedule> candidate) {
-    if (!candidate || !validate(*candidate, pr).empty()) return false;
-    std::vector<Diag> why;
-    auto t = simulate_timeline(*candidate, pr, &why);
-    if (!t) return false;
-    Ticks total = total_span(*t), cost = cost_of(*t, measure);
-    // The true cost, when given, ranks first (the model's cost only stands for it); then the
-    // model's cost and the tie-breaker.
-    Ticks true_cost = options.true_cost ? options.true_cost(*candidate) : -1;
-    if (options.true_cost && (true_cost < 0 || (inc.true_cost >= 0 && true_cost > inc.true_cost))) return false;
-    if (true_cost == inc.true_cost && (cost > inc.cost || (cost == inc.cost && total >= inc.total))) return false;
-    inc.schedule = std::move(*candidate);
-    inc.timeline = std::move(*t);
-    inc.cost = cost;
-    inc.total = total;
-    inc.true_cost = true_cost;
-    return true;
-  };
-  auto met_bound = [&] { return inc.cost <= known; };
-
   // Whole model: one binary per free pair on every stage.
   const VirtualStageMap map(inc.schedule.placement);
   const StageOrder order(map);
@@ -177,110 +294,22 @@ std::optional<IlpResult> refine_with_cbc(const Problem& pr, const Schedule& warm
     for (int i = 0; i < n; ++i)
       for (int k = 0; k < i; ++k)
         full_binaries += !order.implied_before(s, inc.schedule.stages[s][k], inc.schedule.stages[s][i]);
-  result.mode = full_binaries <= options.full_model_binaries ? "full" : "lns";
-  result.status = "time_limit";
-  if (met_bound()) {
-    result.status = "optimal";
-  } else if (result.mode == "full") {
-    std::vector<int> lo(p, 0), hi(p, n);
-    Solve sv = solve_window(pr, inc, lo, hi, std::numeric_limits<Ticks>::max(), options.seconds - elapsed(),
-                            options.threads, 0.0, known);
-    ++result.windows;
-    result.nodes += sv.nodes;
-    result.binaries = sv.binaries;
-    result.model_objective = sv.objective;
-    consider(std::move(sv.schedule));
-    // CBC's bound holds for every schedule (the model loses nothing). Optimal only if the
-    // simulated incumbent meets it: a CBC solution the validator rejected proves nothing.
-    result.lower_bound = std::max(result.lower_bound, std::min(sv.bound, from_quanta(inc.cost)));
-    if (sv.optimal && from_quanta(inc.cost) <= sv.bound + 1e-6) result.status = "optimal";
-  } else {
-    // Large-neighbourhood search: time windows holding about window_ops ops on the busiest stage,
-    // half-overlapping, swept from start to end; windows grow when a sweep finds nothing.
-    Ticks mean_op = 0;
-    for (int s = 0; s < p; ++s) mean_op = std::max(mean_op, pr.busy_time(s) / std::max(1, n));
-    int window_ops = std::max(2, options.window_ops);
-    const int max_window_ops = 3 * window_ops;
-    const double tie_weight = 1e-3 / p;
-    double last_build_seconds = 0;
-    bool done = false;
-    while (!done) {
-      bool improved = false;
-      const Ticks len = std::max<Ticks>(1, window_ops * mean_op);
-      // A window is a time range on a block of up to kBlock consecutive stages (half-overlapping
-      // blocks), so one model stays small however deep the pipeline is.
-      // Windows holding idle time of a costliest stage come first (only those can shorten the
-      // cost directly), then those holding other idle time, then the rest, each in time order.
-      std::vector<std::pair<Ticks, int>> windows;
-      std::vector<double> score;
-      for (Ticks t0 = 0; t0 < inc.timeline.makespan; t0 += std::max<Ticks>(1, len / 2))
-        for (int s0 = 0; s0 < p; s0 += kBlock / 2) {
-          windows.push_back({t0, s0});
-          score.push_back(window_idle(inc, t0, len, s0, std::min(p, s0 + kBlock)));
-          if (s0 + kBlock >= p) break;
-        }
-      std::vector<size_t> order(windows.size());
-      std::iota(order.begin(), order.end(), 0);
-      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return score[a] > score[b]; });
-      for (size_t w : order) {
-        auto [t0, s0] = windows[w];
-        if (done) break;
-        double left = options.seconds - elapsed();
-        if (left < 0.05) {
-          done = true;
-          break;
-        }
-        std::vector<int> lo, hi;
-        window_positions(inc, t0, len, &lo, &hi);
-        for (int s = 0; s < p; ++s)
-          if (s < s0 || s >= s0 + kBlock) hi[s] = lo[s];
-        int free_ops = 0;
-        for (int s = 0; s < p; ++s) free_ops += std::max(0, hi[s] - lo[s] - 1);
-        if (free_ops == 0) continue;
-        // Building a model takes about as long as building the last one: CBC gets what is left
-        // after that, and no model starts that could not be built in time.
-        if (left < 2 * last_build_seconds + 0.25) {
-          done = true;
-          break;
-        }
-        // Big problems: model only a horizon of two windows past this one (and at least each
-        // stage's first op after its window).
-        Ticks t_drop = std::numeric_limits<Ticks>::max();
-        if (static_cast<long>(p) * n > kExactOps) {
-          t_drop = t0 + 3 * len;
-          for (int s = 0; s < p; ++s)
-            if (hi[s] < n) t_drop = std::max(t_drop, inc.timeline.ops[s][hi[s]].start + 1);
-        }
-        Solve sv = solve_window(pr, inc, lo, hi, t_drop,
-                                std::min(left - last_build_seconds - 0.2, std::max(1.0, options.seconds / 10)),
-                                options.threads, tie_weight, known);
-        last_build_seconds = sv.build_seconds;
-        ++result.windows;
-        result.nodes += sv.nodes;
-        result.binaries = std::max(result.binaries, sv.binaries);
-        if (consider(std::move(sv.schedule))) improved = true;
-        report(false);
-        if (met_bound()) done = true;
-      }
-      if (done) break;
-      if (!improved) {
-        if (window_ops >= max_window_ops) {
-          result.status = "local_optimum";
-          break;
-        }
-        window_ops += std::max(1, window_ops / 2);
-      }
-    }
-  }
-  if (met_bound()) result.status = "optimal";
-  result.proven_optimal = result.status == "optimal";
+  result.mode = full_binaries <= options.full_model_binaries ? IlpMode::kFull : IlpMode::kLns;
+  result.status = SolveStatus::kTimeLimit;
+  Refinement refinement(pr, options, std::move(inc), known, &result, started);
+  if (refinement.met_bound()) result.status = SolveStatus::kOptimal;
+  else if (result.mode == IlpMode::kFull) refinement.solve_whole(n);
+  else refinement.search_windows(n);
+  Incumbent& best = refinement.incumbent();
+  if (refinement.met_bound()) result.status = SolveStatus::kOptimal;
+  result.proven_optimal = result.status == SolveStatus::kOptimal;
   // Optimal means the bound meets the cost (to CBC's tolerance): report them equal.
-  if (result.proven_optimal) result.lower_bound = from_quanta(inc.cost);
-  result.schedule = std::move(inc.schedule);
+  if (result.proven_optimal) result.lower_bound = from_quanta(best.cost);
+  result.schedule = std::move(best.schedule);
   result.schedule.method = "ilp";
-  result.cost = inc.cost;
-  result.seconds = elapsed();
-  report(true);
+  result.cost = best.cost;
+  result.seconds = refinement.elapsed();
+  refinement.report(true);
   return result;
 }
 

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "core/bounds.h"  // SolveStatus
 #include "core/diag.h"
 #include "core/ir.h"
 #include "core/problem.h"
@@ -48,6 +49,10 @@ struct IlpOptions {
   std::function<void(const IlpProgress&)> progress;  ///< called about once a second (and at the end)
 };
 
+/// How the ILP ran: the whole model in one solve, or a large-neighbourhood search window by window.
+enum class IlpMode { kFull, kLns };
+inline const char* ilp_mode_name(IlpMode mode) { return mode == IlpMode::kFull ? "full" : "lns"; }
+
 /// Every cost below is the model's (`measure`: the span or the makespan).
 struct IlpResult {
   Cost measure = Cost::kSpan;   ///< what `cost` and `lower_bound` measure
@@ -57,8 +62,8 @@ struct IlpResult {
   double lower_bound = 0;       ///< best certified bound on the optimal cost, in time units
   double model_objective = -1;  ///< full model: CBC's objective of the schedule it returned (-1: none)
   bool proven_optimal = false;  ///< the cost meets the bound (or CBC closed the whole model)
-  std::string status;           ///< "optimal", "time_limit" or "local_optimum" (no window improves)
-  std::string mode;             ///< "full" or "lns"
+  SolveStatus status = SolveStatus::kTimeLimit;  ///< optimal, time limit or local optimum (no window improves)
+  IlpMode mode = IlpMode::kFull;
   int binaries = 0;             ///< order variables in the largest model solved
   long nodes = 0;               ///< branch-and-bound nodes, summed over all solves
   int windows = 0;              ///< models solved

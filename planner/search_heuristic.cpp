@@ -316,116 +316,33 @@ namespace {
 constexpr Schedule (*kSeeds[])(const Problem&) = {generate_zb_h1, generate_zb_h2, generate_1f1b};
 }  // namespace
 
-std::optional<SearchResult> search_heuristic(const Problem& problem, std::vector<Diag>* diags, int threads,
-                                             Cost cost_kind, const CostFn& true_cost) {
-  if (problem.chunks != 1) {
-    diags->push_back({"", "", -1, -1, "", chunks_refused(problem)});
-    return std::nullopt;
-  }
-  std::vector<HeuristicOptions> grid;
-  for (bool a : {true, false})
-    for (bool b : {true, false})
-      for (bool c : {true, false}) grid.push_back({a, b, c});
+namespace {
 
-  // Points 0 and 1 run first (two threads: one each); their best cost then prunes the other
-  // points and the handcrafted seeds, which stop as soon as their cost is sure to exceed it. The
-  // threshold does not depend on timing or on the thread count, so neither do the result or the
-  // counts. Each worker builds its points in one reusable workspace, keeping its best run's
-  // order by swapping buffers (no copy, no second run). The best cost wins, ties go to the lower
-  // grid index. The calling thread runs point 0, so its failure, reported when nothing fits, is
-  // point 0's.
-  struct Worker {
-    std::unique_ptr<Heuristic> space;
-    Ticks best_cost = -1;
-    size_t best_index = 0;
-    int feasible = 0;
-    int pruned = 0;
-    std::string first_why;
-    std::optional<Schedule> best_seed;  // the best handcrafted seed this worker tried
-    Ticks best_seed_cost = -1;
-    size_t best_seed_index = 0;
-  };
-  // A thread pays from a few thousand ops on (docs/benchmarks.md).
-  if (threads <= 0) threads = problem.p * problem.m >= 1024 ? 2 : 1;
-  threads = std::clamp(threads, 1, static_cast<int>(grid.size()));
-  std::vector<Worker> workers(threads);
-  // Workspaces are allocated here, in the calling thread, so worker threads only fill them.
-  for (Worker& wk : workers) wk.space = std::make_unique<Heuristic>(problem);
-  Ticks threshold = -1;  // prune above this; none while negative
-  auto run_point = [&](Worker& wk, size_t k) {
-    std::string why;
-    if (!wk.space->run(grid[k], &why)) {
-      if (wk.space->pruned()) ++wk.pruned;
-      else if (wk.first_why.empty()) wk.first_why = why;
-      return;
-    }
-    Ticks cost = true_cost ? true_cost(wk.space->last_schedule()) : wk.space->cost(cost_kind);
-    if (cost < 0) {
-      if (wk.first_why.empty()) wk.first_why = "a candidate could not be lowered and timed with its optimizer";
-      return;
-    }
-    ++wk.feasible;
-    if (wk.best_cost < 0 || cost < wk.best_cost || (cost == wk.best_cost && k < wk.best_index)) {
-      wk.best_cost = cost;
-      wk.best_index = k;
-      wk.space->keep();
-    }
-  };
-  // A seed, where it fits the memory limit.
-  auto run_seed = [&](Worker& wk, size_t k) {
-    Schedule seed = kSeeds[k](problem);
-    if (!validate_memory(seed, problem).empty()) return;
-    Ticks cost = true_cost ? true_cost(seed) : simulate_cost(seed, problem, cost_kind, nullptr, threshold);
-    if (cost < 0) return;
-    if (threshold >= 0 && cost > threshold) {
-      ++wk.pruned;
-      return;
-    }
-    ++wk.feasible;
-    if (wk.best_seed_cost < 0 || cost < wk.best_seed_cost || (cost == wk.best_seed_cost && k < wk.best_seed_index)) {
-      wk.best_seed_cost = cost;
-      wk.best_seed_index = k;
-      wk.best_seed = std::move(seed);
-    }
-  };
-  constexpr size_t kFirst = 2;  // points run unpruned
-  // A compute cost only grows as ops are placed; a true cost (lowered, timed) is known at the end.
-  auto set_threshold = [&]() noexcept {
-    if (true_cost || !is_compute_cost(cost_kind)) return;
-    for (const Worker& wk : workers)
-      if (wk.best_cost >= 0 && (threshold < 0 || wk.best_cost < threshold)) threshold = wk.best_cost;
-    for (Worker& wk : workers) wk.space->prune_above(threshold, cost_kind);
-  };
-  // Then the seeds, the dearest items (each a whole schedule made and simulated), and the other
-  // points, from a shared counter.
-  std::atomic<size_t> next{0};
-  const size_t items = std::size(kSeeds) + grid.size() - kFirst;
-  auto work = [&](int t) {
-    for (size_t k; (k = next.fetch_add(1)) < items;) {
-      if (k < std::size(kSeeds)) run_seed(workers[t], k);
-      else run_point(workers[t], kFirst + k - std::size(kSeeds));
-    }
-  };
-  // Each thread runs the first points' share, waits for the threshold, then takes items; the
-  // threads are started once, for both.
-  std::barrier first_points(threads, set_threshold);
-  auto thread_work = [&](int t) {
-    for (size_t k = static_cast<size_t>(t); k < kFirst; k += static_cast<size_t>(threads)) run_point(workers[t], k);
-    first_points.arrive_and_wait();
-    work(t);
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(thread_work, t);
-  thread_work(0);
-  for (auto& th : pool) th.join();
+// One thread's share of the heuristic's grid and seeds: its workspace and the best it found.
+struct GridWorker {
+  std::unique_ptr<Heuristic> space;
+  Ticks best_cost = -1;
+  size_t best_index = 0;
+  int feasible = 0;
+  int pruned = 0;
+  std::string first_why;
+  std::optional<Schedule> best_seed;  // the best handcrafted seed this worker tried
+  Ticks best_seed_cost = -1;
+  size_t best_seed_index = 0;
+};
 
+// The search's result from its workers: the best grid point or, where cheaper, the best seed (ties
+// to the lower grid index, and to the earlier seed); nothing, with the first point's failure, when
+// nothing fits.
+std::optional<SearchResult> best_of(std::vector<GridWorker>& workers, const std::vector<HeuristicOptions>& grid,
+                                    const Problem& problem, std::vector<Diag>* diags) {
   SearchResult result;
   result.candidates = static_cast<int>(grid.size() + std::size(kSeeds));
   // The best seed over all workers; ties go to the earlier seed in kSeeds order.
   std::optional<Schedule> best_seed;
   Ticks best_seed_cost = -1;
   size_t best_seed_index = 0;
-  for (Worker& wk : workers) {
+  for (GridWorker& wk : workers) {
     if (wk.best_seed_cost < 0) continue;
     if (best_seed_cost < 0 || wk.best_seed_cost < best_seed_cost ||
         (wk.best_seed_cost == best_seed_cost && wk.best_seed_index < best_seed_index)) {
@@ -434,8 +351,8 @@ std::optional<SearchResult> search_heuristic(const Problem& problem, std::vector
       best_seed = std::move(wk.best_seed);
     }
   }
-  Worker* winner = nullptr;
-  for (Worker& wk : workers) {
+  GridWorker* winner = nullptr;
+  for (GridWorker& wk : workers) {
     result.feasible += wk.feasible;
     result.pruned += wk.pruned;
     if (wk.best_cost < 0) continue;
@@ -460,6 +377,103 @@ std::optional<SearchResult> search_heuristic(const Problem& problem, std::vector
   result.span = winner->space->kept_span();
   result.winner = grid[winner->best_index].name();
   return result;
+}
+
+}  // namespace
+
+std::optional<SearchResult> search_heuristic(const Problem& problem, std::vector<Diag>* diags, int threads,
+                                             Cost cost_kind, const CostFn& true_cost) {
+  if (problem.chunks != 1) {
+    diags->push_back({"", "", -1, -1, "", chunks_refused(problem)});
+    return std::nullopt;
+  }
+  std::vector<HeuristicOptions> grid;
+  for (bool a : {true, false})
+    for (bool b : {true, false})
+      for (bool c : {true, false}) grid.push_back({a, b, c});
+
+  // Points 0 and 1 run first (two threads: one each); their best cost then prunes the other
+  // points and the handcrafted seeds, which stop as soon as their cost is sure to exceed it. The
+  // threshold does not depend on timing or on the thread count, so neither do the result or the
+  // counts. Each worker builds its points in one reusable workspace, keeping its best run's
+  // order by swapping buffers (no copy, no second run). The best cost wins, ties go to the lower
+  // grid index. The calling thread runs point 0, so its failure, reported when nothing fits, is
+  // point 0's.
+  // A thread pays from a few thousand ops on (docs/benchmarks.md).
+  if (threads <= 0) threads = problem.p * problem.m >= 1024 ? 2 : 1;
+  threads = std::clamp(threads, 1, static_cast<int>(grid.size()));
+  std::vector<GridWorker> workers(threads);
+  // Workspaces are allocated here, in the calling thread, so worker threads only fill them.
+  for (GridWorker& wk : workers) wk.space = std::make_unique<Heuristic>(problem);
+  Ticks threshold = -1;  // prune above this; none while negative
+  auto run_point = [&](GridWorker& wk, size_t k) {
+    std::string why;
+    if (!wk.space->run(grid[k], &why)) {
+      if (wk.space->pruned()) ++wk.pruned;
+      else if (wk.first_why.empty()) wk.first_why = why;
+      return;
+    }
+    Ticks cost = true_cost ? true_cost(wk.space->last_schedule()) : wk.space->cost(cost_kind);
+    if (cost < 0) {
+      if (wk.first_why.empty()) wk.first_why = "a candidate could not be lowered and timed with its optimizer";
+      return;
+    }
+    ++wk.feasible;
+    if (wk.best_cost < 0 || cost < wk.best_cost || (cost == wk.best_cost && k < wk.best_index)) {
+      wk.best_cost = cost;
+      wk.best_index = k;
+      wk.space->keep();
+    }
+  };
+  // A seed, where it fits the memory limit.
+  auto run_seed = [&](GridWorker& wk, size_t k) {
+    Schedule seed = kSeeds[k](problem);
+    if (!validate_memory(seed, problem).empty()) return;
+    Ticks cost = true_cost ? true_cost(seed) : simulate_cost(seed, problem, cost_kind, nullptr, threshold);
+    if (cost < 0) return;
+    if (threshold >= 0 && cost > threshold) {
+      ++wk.pruned;
+      return;
+    }
+    ++wk.feasible;
+    if (wk.best_seed_cost < 0 || cost < wk.best_seed_cost || (cost == wk.best_seed_cost && k < wk.best_seed_index)) {
+      wk.best_seed_cost = cost;
+      wk.best_seed_index = k;
+      wk.best_seed = std::move(seed);
+    }
+  };
+  constexpr size_t kFirst = 2;  // points run unpruned
+  // A compute cost only grows as ops are placed; a true cost (lowered, timed) is known at the end.
+  auto set_threshold = [&]() noexcept {
+    if (true_cost || !is_compute_cost(cost_kind)) return;
+    for (const GridWorker& wk : workers)
+      if (wk.best_cost >= 0 && (threshold < 0 || wk.best_cost < threshold)) threshold = wk.best_cost;
+    for (GridWorker& wk : workers) wk.space->prune_above(threshold, cost_kind);
+  };
+  // Then the seeds, the dearest items (each a whole schedule made and simulated), and the other
+  // points, from a shared counter.
+  std::atomic<size_t> next{0};
+  const size_t items = std::size(kSeeds) + grid.size() - kFirst;
+  auto work = [&](int t) {
+    for (size_t k; (k = next.fetch_add(1)) < items;) {
+      if (k < std::size(kSeeds)) run_seed(workers[t], k);
+      else run_point(workers[t], kFirst + k - std::size(kSeeds));
+    }
+  };
+  // Each thread runs the first points' share, waits for the threshold, then takes items; the
+  // threads are started once, for both.
+  std::barrier first_points(threads, set_threshold);
+  auto thread_work = [&](int t) {
+    for (size_t k = static_cast<size_t>(t); k < kFirst; k += static_cast<size_t>(threads)) run_point(workers[t], k);
+    first_points.arrive_and_wait();
+    work(t);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(thread_work, t);
+  thread_work(0);
+  for (auto& th : pool) th.join();
+
+  return best_of(workers, grid, problem, diags);
 }
 
 }  // namespace zbpp

@@ -1,4 +1,4 @@
-// The V and interleaved searches over the greedy's knobs, V-ZB, and the swap polish they share (see gen_v.h).
+// The V and interleaved searches over the greedy's knobs and the seeds, polished by swaps (see gen_v.h).
 #include <algorithm>
 #include <atomic>
 #include <functional>
@@ -14,208 +14,23 @@
 
 namespace zbpp {
 
-namespace {
-
-constexpr int kSwapPasses = 4;  // sweeps of the swap polish; later sweeps rarely find more
-constexpr long long kPolishWork = 200'000'000;  // ops simulated by one polish at most (a few seconds)
-
-// Every knob combination at one budget.
-std::vector<VGreedyOptions> knobs_at(int in_flight) {
-  std::vector<VGreedyOptions> out;
-  for (bool reserve_all : {false, true})
-    for (bool deep : {true, false})
-      for (int w = 0; w < 3; ++w)
-        for (VOrder order : {VOrder::kBFirst, VOrder::kFFirst, VOrder::kAlternate}) {
-        VGreedyOptions o;
-        o.order = order;
-        o.in_flight = in_flight;
-        o.deep_first = deep;
-        o.w_in_gaps_only = w == 1;
-        o.w_after_b = w == 2;
-        o.reserve_all = reserve_all;
-        out.push_back(o);
-      }
-  return out;
-}
-
-// Whether two neighbouring ops of stage `stage` may trade places: not when the later waits for the
-// earlier on this stage (F before its B, B before its W, the V's turn on the last stage: F chunk 0
-// before F chunk 1 and B chunk 1 before B chunk 0 of one microbatch), nor two ops of one type and
-// chunk (their microbatch order keeps the W's, and so the weights, in order).
-bool may_swap(const Op& a, const Op& b, int stage, const VirtualStageMap& map) {
-  if (a.type == b.type && a.chunk == b.chunk) return false;
-  if (a.mb != b.mb) return true;
-  if (a.chunk == b.chunk) return false;  // F, B, W of one microbatch and chunk keep their order
-  auto dep = dependency_of(b, stage, map);
-  return !(dep && !dep->remote && dep->mb == a.mb && map.vs(stage, a.chunk) == dep->vs);
-}
-
-// The largest peak activation memory of any stage.
-Mem peak_memory_of(const Schedule& s, const Problem& pr) {
-  std::vector<Diag> diags;
-  auto timeline = simulate_timeline(s, pr, &diags);
-  return timeline ? *std::max_element(timeline->peak_memory.begin(), timeline->peak_memory.end()) : 0;
-}
-
-// When each op of a simulated schedule could start by its input alone (its stage aside).
-std::vector<std::vector<Ticks>> input_ready_times(const Schedule& s, const Problem& pr, const Timeline& t) {
-  const VirtualStageMap map(s.placement);
-  const int vstages = map.virtual_stages();
-  std::vector<Ticks> made(static_cast<size_t>(kProducts) * vstages * s.m, 0);
-  for (int st = 0; st < s.p; ++st)
-    for (size_t i = 0; i < s.stages[st].size(); ++i) {
-      const Op& op = s.stages[st][i];
-      if (op.type == OpType::W) continue;
-      const Product what = op.type == OpType::F ? Product::Forward : Product::InputGrad;
-      made[product_key(what, map.vs(st, op.chunk), op.mb, vstages, s.m)] = t.ops[st][i].end;
-    }
-  std::vector<std::vector<Ticks>> ready(s.p);
-  for (int st = 0; st < s.p; ++st)
-    for (const Op& op : s.stages[st]) {
-      auto dep = dependency_of(op, st, map);
-      ready[st].push_back(dep ? made[product_key(dep->what, dep->vs, dep->mb, vstages, s.m)] +
-                                    (dep->remote ? pr.t_comm : 0)
-                              : 0);
-    }
-  return ready;
-}
-
-// Hill climbing by swaps of neighbouring ops (the paper's reordering, done on exact times): keeps a
-// swap that lowers `cost` and keeps the memory limit; at most `passes` sweeps over all stages. A
-// swap is tried only where the later op's input was there before the earlier op ended (else
-// nothing can start sooner), and the simulations stop after about kPolishWork ops in all, so big
-// problems stay fast.
-void improve_by_swaps(Schedule* s, const Problem& pr, Cost cost_kind, int passes, const Deadline& deadline = {}) {
-  const VirtualStageMap map(s->placement);
-  Ticks best = simulate_cost(*s, pr, cost_kind);
-  size_t ops_total = 0;
-  for (const auto& stage : s->stages) ops_total += stage.size();
-  long long work_left = kPolishWork;
-  for (int pass = 0; pass < passes && work_left > 0; ++pass) {
-    bool improved = false;
-    std::vector<Diag> unused;
-    auto timeline = simulate_timeline(*s, pr, &unused);
-    if (!timeline) return;
-    auto ready = input_ready_times(*s, pr, *timeline);
-    for (int st = 0; st < pr.p && work_left > 0; ++st) {
-      auto& ops = s->stages[st];
-      for (size_t i = 0; i + 1 < ops.size() && work_left > 0; ++i) {
-        if (deadline.at && i % 64 == 0 && deadline.passed()) return;  // each swap kept so far is an improvement
-        if (ready[st][i + 1] >= timeline->ops[st][i].end || !may_swap(ops[i], ops[i + 1], st, map)) continue;
-        std::swap(ops[i], ops[i + 1]);
-        work_left -= static_cast<long long>(ops_total);
-        const Ticks cost = simulate_cost(*s, pr, cost_kind);
-        if (cost >= 0 && cost < best && validate_memory(*s, pr).empty() && validate_message_order(*s).empty()) {
-          best = cost;
-          improved = true;
-          // The times moved: the filter reads them again.
-          timeline = simulate_timeline(*s, pr, &unused);
-          ready = input_ready_times(*s, pr, *timeline);
-        } else {
-          std::swap(ops[i], ops[i + 1]);
-        }
-      }
-    }
-    if (!improved) return;
-  }
-}
-
-}  // namespace
-
-std::optional<Schedule> generate_v_zb(const Problem& pr, std::string* why, const Deadline& deadline) {
-  // 1F1B's activation memory, without the problem's limit (validation checks that, as for zb-v).
-  Problem unlimited = pr;
-  unlimited.mem_limit.reset();
-  std::optional<Schedule> best;
-  Ticks best_span = kNever;
-  std::vector<std::string> failures;
-  // A candidate counts when every stage keeps within 2p chunk activations (1F1B's p microbatches).
-  auto consider = [&](std::optional<Schedule> s, const std::string& name, const std::string& failed) {
-    if (!s) {
-      failures.push_back(name + ": " + failed);
-      return;
-    }
-    std::vector<Diag> unused;
-    auto t = simulate_timeline(*s, unlimited, &unused);
-    if (!t) {
-      failures.push_back(name + ": " + format_diags(unused));
-      return;
-    }
-    for (int st = 0; st < pr.p; ++st)
-      if (t->peak_memory[st] > 2 * pr.p * pr.mem_b[st]) {
-        failures.push_back(name + ": stage " + std::to_string(st) + " holds more than 2p chunk activations");
-        return;
-      }
-    if (t->span < best_span) best = std::move(s), best_span = t->span;
-  };
-  for (const auto& o : knobs_at(2 * pr.p)) {
-    std::string failed;
-    auto s = generate_v_greedy(unlimited, o, &failed);
-    consider(std::move(s), "greedy " + o.name(), failed);
-  }
-  // The authors' round-by-round V-ZB and the handcrafted orders at the same memory join: the
-  // greedy alone trails them where the ops' times differ (its choices are local), and the polish
-  // below starts from the best of all.
-  for (bool fill_b : {true, false})
-    for (bool fill_f : {true, false}) {
-      std::string failed;
-      auto s = generate_v_zb_rounds(unlimited, {fill_f, fill_b}, &failed);
-      consider(std::move(s), std::string("rounds") + (fill_f ? ",fill-f" : "") + (fill_b ? ",fill-b" : ""), failed);
-    }
-  consider(generate_zb_v(unlimited), "zb-v", "");
-  std::string err;
-  auto dual = generate_dualpipe_v(unlimited, &err);
-  consider(std::move(dual), "dualpipe-v", err);
-  if (!best) {
-    *why = "v-zb: no candidate keeps within 1F1B's activation memory (" + failures.front() + ")";
-    return std::nullopt;
-  }
-  // Polished within the memory it kept.
-  Problem kept = unlimited;
-  kept.mem_limit = peak_memory_of(*best, unlimited);
-  improve_by_swaps(&*best, kept, Cost::kSpan, kSwapPasses, deadline);
-  best->method = "v-zb";
-  return best;
-}
 
 namespace {
 
 using Seeds = std::vector<std::pair<std::string, std::optional<Schedule>>>;
 
-// The greedy on `placement` over every budget from one microbatch's chunk activations up to what
-// the memory limit allows (at most 2p per chunk) and every knob, the seeds beside it; the winner
-// polished by swaps, and the best of each group in `apart` polished apart (kept if it ends
-// lower). `shape` names the placement in the message when nothing fits.
-std::optional<SearchResult> search_placement(const Problem& pr, const std::vector<std::vector<int>>& placement,
-                                             Seeds seeds, const std::string& shape, std::vector<Diag>* diags,
-                                             Cost cost_kind, const CostFn& true_cost, const Deadline& deadline,
-                                             ProgressTicker* ticker, std::vector<Seeds> apart = {},
-                                             std::string cut = {}) {
-  const int chunks = static_cast<int>(placement[0].size());
-  Mem smallest_b = pr.mem_b.empty() ? 1 : *std::min_element(pr.mem_b.begin(), pr.mem_b.end());
-  int most = 2 * chunks * pr.p;
-  if (pr.mem_limit && smallest_b > 0)
-    most = static_cast<int>(std::min<Mem>(most, *pr.mem_limit / smallest_b));
+// The greedy over its grid (budgets from `chunks` to `most` chunk activations, every knob), in two
+// threads on big problems: each keeps its best (ties to the lower grid index), so the result never
+// depends on which thread ran which point. Past `deadline` no further point is taken.
+struct GridResult {
   std::optional<SearchResult> best;
-  int candidates = 0, feasible = 0;
-  // A candidate within the memory limit: its cost, or -1.
-  // (Interleaved: also one whose stages take their inputs in the order sent, or it cannot be lowered.)
-  auto cost_of_candidate = [&](const Schedule& s) -> Ticks {
-    if (!validate_memory(s, pr).empty() || !validate_message_order(s).empty()) return -1;
-    return true_cost ? true_cost(s) : simulate_cost(s, pr, cost_kind);
-  };
-  // Counts the candidate; keeps it in *into where it fits and is cheaper than what *into holds.
-  auto consider = [&](Schedule s, const std::string& name, std::optional<SearchResult>* into) {
-    ++candidates;
-    const Ticks cost = cost_of_candidate(s);
-    if (cost < 0) return;
-    ++feasible;
-    if (*into && cost >= (*into)->cost) return;
-    const Ticks span = simulate_span(s, pr);
-    *into = SearchResult{std::move(s), span, cost, name, 0, 0, 0, {}};
-  };
-  // The greedy's grid, in two threads on big problems: each keeps its best (ties to the lower grid
-  // index), so the result never depends on which thread ran which point.
+  size_t points = 0, taken = 0;
+  int feasible = 0;
+};
+GridResult run_greedy_grid(const Problem& pr, const std::vector<std::vector<int>>& placement, int most,
+                           const std::function<Ticks(const Schedule&)>& cost_of_candidate, const std::string& shape,
+                           const Deadline& deadline, ProgressTicker* ticker) {
+  const int chunks = static_cast<int>(placement[0].size());
   std::vector<VGreedyOptions> grid;
   for (int in_flight = chunks; in_flight <= most; ++in_flight)
     for (const auto& o : knobs_at(in_flight)) grid.push_back(o);
@@ -252,20 +67,61 @@ std::optional<SearchResult> search_placement(const Problem& pr, const std::vecto
   for (int t = 1; t < threads; ++t) pool.emplace_back(work, std::ref(workers[t]));
   work(workers[0]);
   for (auto& th : pool) th.join();
+  GridResult out;
+  out.points = grid.size();
+  out.taken = taken.load();
   const Worker* winner = nullptr;
   for (const Worker& wk : workers) {
-    feasible += wk.feasible;
+    out.feasible += wk.feasible;
     if (wk.best_cost >= 0 && (!winner || wk.best_cost < winner->best_cost ||
                               (wk.best_cost == winner->best_cost && wk.best_index < winner->best_index)))
       winner = &wk;
   }
-  candidates += static_cast<int>(taken.load());
-  if (taken.load() < grid.size())
-    cut += std::string(cut.empty() ? "" : "; ") + "the greedy ran " + std::to_string(taken.load()) + " of its " +
-           std::to_string(grid.size()) + " grid points";
   if (winner)
-    best = SearchResult{*winner->best, simulate_span(*winner->best, pr), winner->best_cost,
-                        grid[winner->best_index].name(), 0, 0, 0, {}};
+    out.best = SearchResult{*winner->best, simulate_span(*winner->best, pr), winner->best_cost,
+                            grid[winner->best_index].name(), 0, 0, 0, {}};
+  return out;
+}
+
+// The greedy on `placement` over every budget from one microbatch's chunk activations up to what
+// the memory limit allows (at most 2p per chunk) and every knob, the seeds beside it; the winner
+// polished by swaps, and the best of each group in `apart` polished apart (kept if it ends
+// lower). `shape` names the placement in the message when nothing fits.
+std::optional<SearchResult> search_placement(const Problem& pr, const std::vector<std::vector<int>>& placement,
+                                             Seeds seeds, const std::string& shape, std::vector<Diag>* diags,
+                                             Cost cost_kind, const CostFn& true_cost, const Deadline& deadline,
+                                             ProgressTicker* ticker, std::vector<Seeds> apart = {},
+                                             std::string cut = {}) {
+  const int chunks = static_cast<int>(placement[0].size());
+  Mem smallest_b = pr.mem_b.empty() ? 1 : *std::min_element(pr.mem_b.begin(), pr.mem_b.end());
+  int most = 2 * chunks * pr.p;
+  if (pr.mem_limit && smallest_b > 0)
+    most = static_cast<int>(std::min<Mem>(most, *pr.mem_limit / smallest_b));
+  std::optional<SearchResult> best;
+  int candidates = 0, feasible = 0;
+  // A candidate within the memory limit: its cost, or -1.
+  // (Interleaved: also one whose stages take their inputs in the order sent, or it cannot be lowered.)
+  auto cost_of_candidate = [&](const Schedule& s) -> Ticks {
+    if (!validate_memory(s, pr).empty() || !validate_message_order(s).empty()) return -1;
+    return true_cost ? true_cost(s) : simulate_cost(s, pr, cost_kind);
+  };
+  // Counts the candidate; keeps it in *into where it fits and is cheaper than what *into holds.
+  auto consider = [&](Schedule s, const std::string& name, std::optional<SearchResult>* into) {
+    ++candidates;
+    const Ticks cost = cost_of_candidate(s);
+    if (cost < 0) return;
+    ++feasible;
+    if (*into && cost >= (*into)->cost) return;
+    const Ticks span = simulate_span(s, pr);
+    *into = SearchResult{std::move(s), span, cost, name, 0, 0, 0, {}};
+  };
+  GridResult grid = run_greedy_grid(pr, placement, most, cost_of_candidate, shape, deadline, ticker);
+  feasible += grid.feasible;
+  candidates += static_cast<int>(grid.taken);
+  if (grid.taken < grid.points)
+    cut += std::string(cut.empty() ? "" : "; ") + "the greedy ran " + std::to_string(grid.taken) + " of its " +
+           std::to_string(grid.points) + " grid points";
+  best = std::move(grid.best);
   for (auto& [name, seed] : seeds)
     if (seed) consider(std::move(*seed), name, &best);
   // Polish by swaps, ranked by the compute cost; kept only if its true cost agrees.
@@ -350,8 +206,8 @@ std::optional<SearchResult> search_v(const Problem& pr, std::vector<Diag>* diags
     if (deadline.passed()) skipped_seeds += std::string(skipped_seeds.empty() ? "" : ", ") + name;
     else seeds.emplace_back(name, make());
   };
-  seed("v-zb", [&] { return generate_v_zb(pr, &stalled, deadline); });
-  seed("zb-v", [&] { return std::optional<Schedule>(generate_zb_v(pr)); });
+  seed("v-zb", [&] { return generate_v_zb_best(pr, &stalled, deadline); });
+  seed("zb-v", [&] { return std::optional<Schedule>(generate_zb_v_handcrafted(pr)); });
   seed("dualpipe-v", [&] { return generate_dualpipe_v(pr, &err); });
   // Polished apart: the reordered V-Min and V-Half; and the authors' family of blocks (between
   // V-Min's, V-Half's and V-ZB's memories one of them fits each limit closely) in three groups, as

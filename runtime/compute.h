@@ -9,6 +9,10 @@
 
 namespace zbpp {
 
+/// The compute backends, as --backend names them.
+enum class Backend { kCpu, kCuda };
+inline const char* backend_name(Backend b) { return b == Backend::kCuda ? "cuda" : "cpu"; }
+
 /// Per-tensor squared gradient norms in global tensor order (zero for tensors this rank does not
 /// hold) and whether any gradient is not finite: what a global clip and NaN check need.
 struct GradStats {

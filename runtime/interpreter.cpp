@@ -19,7 +19,7 @@ using Clock = std::chrono::steady_clock;
 Interpreter::Interpreter(const Schedule& schedule, int rank, Compute* compute, Transport* transport,
                          const AdamWConfig& adamw, double timeout_s)
     : schedule_(schedule), map_(schedule.placement), rank_(rank), compute_(compute), transport_(transport),
-      adamw_(adamw), timeout_s_(timeout_s), post_validation_(schedule.optimizer == kOptimizerPostValidation),
+      adamw_(adamw), timeout_s_(timeout_s), post_validation_(schedule.optimizer == Optimizer::kPostValidation),
       tensors_(static_cast<int>(compute->grad_stats().squared_norms.size())) {
   size_t slots = static_cast<size_t>(map_.virtual_stages()) * schedule.m;
   inbox_.assign(2, std::vector<std::vector<float>>(slots));
@@ -336,7 +336,7 @@ bool Interpreter::run_op(int index, std::string* err) {
   switch (op.type) {
     case OpType::RECV_F:
     case OpType::RECV_B: {
-      MessageKind kind = op.type == OpType::RECV_F ? kActivation : kGradient;
+      const MessageKind kind = message_kind(op.type);
       Message msg;
       if (!transport_->recv(op.peer, kind, &msg, timeout_s_, err)) return false;
       if (msg.mb != op.mb || msg.to_vs != vs) {
@@ -355,7 +355,7 @@ bool Interpreter::run_op(int index, std::string* err) {
     }
     case OpType::SEND_F:
     case OpType::SEND_B: {
-      MessageKind kind = op.type == OpType::SEND_F ? kActivation : kGradient;
+      const MessageKind kind = message_kind(op.type);
       Message msg{op.mb, message_peer_vs(op.type, vs), take(box(outbox_, kind, vs), "output")};
       cut(&msg.data);
       return transport_->send(op.peer, kind, std::move(msg), err);

@@ -74,6 +74,10 @@ class Interpreter {
   /// running. kHang: the rank stops there, answering nothing, until another rank ends the run.
   /// kTruncate: the op (a send) sends only the first half of its message.
   enum class Fault { kError, kHang, kTruncate };
+  /// "error", "hang", "truncate": as --fault names them.
+  static const char* fault_name(Fault f) {
+    return f == Fault::kHang ? "hang" : f == Fault::kTruncate ? "truncate" : "error";
+  }
   void set_fault(int index, Fault fault) {
     fault_at_ = index;
     fault_ = fault;

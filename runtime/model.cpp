@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/schedule_json.h"
+#include "core/json_text.h"
 #include "core/spelling.h"
 
 namespace zbpp {

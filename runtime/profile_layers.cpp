@@ -115,7 +115,7 @@ std::optional<std::vector<LayerCost>> profile_layer_kinds(const GptConfig& model
     return std::nullopt;
   }
   const std::vector<int> all = {0, 1, 2};
-  if (o.backend == "cuda") {
+  if (o.backend == Backend::kCuda) {
 #ifdef ZBPP_HAVE_CUDA
     std::string why;
     if (cuda_device_count(&why) == 0) {

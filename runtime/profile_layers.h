@@ -21,7 +21,7 @@ struct BackendBytes {
 };
 
 struct ProfileLayersOptions {
-  std::string backend = "cpu";  ///< "cpu" or "cuda"
+  Backend backend = Backend::kCpu;
   int repeats = 5;              ///< timed runs after one warm-up; the median is kept
   std::uint64_t seed = 1;
   /// cuda: measure on one of this many equal SM partitions (green contexts), what each stage of a

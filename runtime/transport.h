@@ -8,11 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "core/ir.h"  // MessageKind
+
 namespace zbpp {
 
-/// Message kinds: activations flow forward (F), input gradients backward (B); with optimizer
-/// post-validation the partial gradient state flows forward and the full state back.
-enum MessageKind { kActivation = 0, kGradient = 1, kPartialState = 2, kFullState = 3 };
 
 struct Message {
   int mb = -1;       ///< microbatch

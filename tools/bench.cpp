@@ -99,7 +99,7 @@ int main() {
               "max (ms)");
   for (auto [p, m] : {std::pair{32, 256}, std::pair{64, 512}}) {
     Problem pr = table5_problem(p, m, "2p");
-    const LowerOptions lowering{kOptimizerPostValidation, PostValidationAt::kFirstBackward};
+    const LowerOptions lowering{Optimizer::kPostValidation, PostValidationAt::kFirstBackward};
     IterationOptions figures;
     figures.op_times = false;
     std::vector<Diag> diags;

@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
     sum_gap_after += gap_after;
     std::printf("%3d %2d %3d %5s | %9.6f %9.6f | %9.6f %9.4f | %7.4f | %s, %.1f s\n", i, in.p, in.m,
                 in.mem_limit.c_str(), bubble_rate_of(*pr, heuristic->span), bubble_rate_of(*pr, r->cost),
-                bubble_rate_of(*pr, bound), 100 * gain, 100 * gap_after, r->status.c_str(), r->seconds);
+                bubble_rate_of(*pr, bound), 100 * gain, 100 * gap_after, solve_status_name(r->status), r->seconds);
     std::fflush(stdout);
   }
   std::printf("\n%d problems: the ILP beats the heuristic in %d (mean span gain %.3f %%, max %.3f %%)\n", solved,

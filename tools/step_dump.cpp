@@ -30,9 +30,9 @@
 #include "runtime/optimizer.h"
 #include "runtime/state_format.h"
 #ifdef ZBPP_HAVE_CUDA
-#include "runtime/backend/cuda/check.h"
+#include "runtime/cuda/check.h"
 #include "runtime/backend/cuda/compute_cuda.h"
-#include "runtime/backend/cuda/device_buffers.h"
+#include "runtime/cuda/device_buffers.h"
 #endif
 
 namespace {
@@ -137,6 +137,37 @@ std::vector<std::vector<int>> make_tokens(const GptConfig& c, int m, std::uint64
   return data;
 }
 
+// Every microbatch's F through the stages (dumping what each boundary sends), its B back (dumping
+// each boundary's gradient), then every W: one step's compute on one process.
+void run_microbatches(const GptConfig& c, int m, std::vector<std::unique_ptr<Compute>>& stages, Dump& dump) {
+  const int vs_count = static_cast<int>(stages.size());
+  const long BT = c.tokens(), C = c.channels;
+  for (int mb = 0; mb < m; ++mb) {
+    std::vector<float> act;
+    for (int vs = 0; vs < vs_count; ++vs) {
+      std::vector<float> out(static_cast<size_t>(stages[vs]->activation_size()));
+      stages[vs]->forward(0, mb, mb, vs == 0 ? nullptr : act.data(), out.data());
+      act = std::move(out);
+      // What stage vs sends is the residual stream entering block vs (the last block's output for vs = L).
+      if (vs + 1 < vs_count)
+        dump.floats("x" + std::to_string(vs) + ".mb" + std::to_string(mb), "act", {c.batch, c.seq, C},
+                    boundary_values(&act, BT * C));
+    }
+    std::vector<float> grad;
+    for (int vs = vs_count - 1; vs >= 0; --vs) {
+      std::vector<float> din(static_cast<size_t>(stages[vs]->activation_size()));
+      stages[vs]->backward_input(0, mb, mb, vs == vs_count - 1 ? nullptr : grad.data(), din.data());
+      grad = std::move(din);
+      if (vs > 0)
+        dump.floats("dx" + std::to_string(vs - 1) + ".mb" + std::to_string(mb), "dact", {c.batch, c.seq, C},
+                    boundary_values(&grad, BT * C));
+    }
+  }
+  for (int mb = 0; mb < m; ++mb)
+    for (auto& s : stages) s->backward_weight(0, mb, mb);
+
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"One training step of the GPT with every tensor dumped, for the oracle tests (docs/oracle.md)."};
   std::string out_dir, model = "tiny", backend = "cpu";
@@ -182,7 +213,6 @@ int run(int argc, char** argv) {
   }
   std::filesystem::create_directories(out_dir);
   Dump dump{out_dir};
-  const long BT = c.tokens(), C = c.channels;
   const auto tokens = make_tokens(c, m, seed);
   std::vector<int> flat;
   for (const auto& mb : tokens) flat.insert(flat.end(), mb.begin(), mb.end());
@@ -193,29 +223,7 @@ int run(int argc, char** argv) {
     s->set_step_data(&tokens);
     s->zero_grad();
   }
-  for (int mb = 0; mb < m; ++mb) {
-    std::vector<float> act;
-    for (int vs = 0; vs < vs_count; ++vs) {
-      std::vector<float> out(static_cast<size_t>(stages[vs]->activation_size()));
-      stages[vs]->forward(0, mb, mb, vs == 0 ? nullptr : act.data(), out.data());
-      act = std::move(out);
-      // What stage vs sends is the residual stream entering block vs (the last block's output for vs = L).
-      if (vs + 1 < vs_count)
-        dump.floats("x" + std::to_string(vs) + ".mb" + std::to_string(mb), "act", {c.batch, c.seq, C},
-                    boundary_values(&act, BT * C));
-    }
-    std::vector<float> grad;
-    for (int vs = vs_count - 1; vs >= 0; --vs) {
-      std::vector<float> din(static_cast<size_t>(stages[vs]->activation_size()));
-      stages[vs]->backward_input(0, mb, mb, vs == vs_count - 1 ? nullptr : grad.data(), din.data());
-      grad = std::move(din);
-      if (vs > 0)
-        dump.floats("dx" + std::to_string(vs - 1) + ".mb" + std::to_string(mb), "dact", {c.batch, c.seq, C},
-                    boundary_values(&grad, BT * C));
-    }
-  }
-  for (int mb = 0; mb < m; ++mb)
-    for (auto& s : stages) s->backward_weight(0, mb, mb);
+  run_microbatches(c, m, stages, dump);
 
   std::vector<double> squared(zbpp::global_tensor_count(c), 0.0);
   bool nonfinite = false;

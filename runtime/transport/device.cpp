@@ -9,8 +9,8 @@
 #include <stdexcept>
 #include <thread>
 
-#include "runtime/backend/cuda/check.h"
-#include "runtime/backend/cuda/device_buffers.h"
+#include "runtime/cuda/check.h"
+#include "runtime/cuda/device_buffers.h"
 
 namespace zbpp {
 

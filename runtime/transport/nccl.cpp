@@ -14,8 +14,8 @@
 #error "the NCCL transport needs ncclCommSplit: NCCL 2.18 or newer (CMake leaves this file out for older NCCL)"
 #endif
 
-#include "runtime/backend/cuda/check.h"
-#include "runtime/backend/cuda/device_buffers.h"
+#include "runtime/cuda/check.h"
+#include "runtime/cuda/device_buffers.h"
 #include "runtime/transport/mpi.h"
 #include "runtime/transport/nccl_wire.h"
 

@@ -18,7 +18,7 @@
 #include "runtime/backend/cpu/compute_cpu.h"
 #include "runtime/backend/cpu/layers.h"
 #include "runtime/backend/cuda/compute_cuda.h"
-#include "runtime/backend/cuda/device_buffers.h"
+#include "runtime/cuda/device_buffers.h"
 #include "runtime/backend/cuda/gemm_lt.h"
 #include "runtime/backend/cuda/kernels.cuh"
 #include "runtime/optimizer.h"

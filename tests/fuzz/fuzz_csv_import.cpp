@@ -13,6 +13,7 @@
 #include "core/simulate_iterations.h"
 #include "core/validate.h"
 #include "io/export_csv.h"
+#include "io/import_csv.h"
 #include "planner/pipeline.h"
 #include "tests/fuzz/fuzz_util.h"
 
@@ -70,7 +71,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)format_diags(diags);
     return 0;
   }
-  require_lowers(*imported, *problem, kOptimizerSync);
-  require_lowers(*imported, *problem, kOptimizerPostValidation);
+  require_lowers(*imported, *problem, Optimizer::kSync);
+  require_lowers(*imported, *problem, Optimizer::kPostValidation);
   return 0;
 }

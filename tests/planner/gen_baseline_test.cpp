@@ -117,7 +117,7 @@ TEST_CASE("baselines: ZB-V is valid for every p and m and keeps stage memory at 
       INFO("p=" << p << " m=" << m);
       // Per-chunk times and memory: half of a stage's.
       Problem pr = make_problem(p, m, 1.5, 1.5, 1, 0.1, 0.5, 0.2, "1p", 2);
-      Schedule s = generate_zb_v(pr);
+      Schedule s = generate_zb_v_handcrafted(pr);
       CHECK(s.placement == v_shape_placement(p));
       check_invariants(s, pr);  // includes the 1p memory limit
       if (m >= 2 * p - 1) CHECK(from_quanta(peak_memory(s, pr)[0]) == Approx(p * 1.0));
@@ -128,8 +128,8 @@ TEST_CASE("baselines: ZB-V is valid for every p and m and keeps stage memory at 
 TEST_CASE("baselines: ZB-V beats ZB-H1 at the same memory on the paper's 1.5B setting") {
   Problem one_chunk = make_problem(8, 24, 18.522, 18.086, 9.337, 0.601, 1, 0.3664, "1p");
   Problem two_chunks = make_problem(8, 24, 9.261, 9.043, 4.6685, 0.601, 0.5, 0.1832, "1p", 2);
-  check_invariants(generate_zb_v(two_chunks), two_chunks);
-  double v = timeline_of(generate_zb_v(two_chunks), two_chunks).span_bubble_rate;
+  check_invariants(generate_zb_v_handcrafted(two_chunks), two_chunks);
+  double v = timeline_of(generate_zb_v_handcrafted(two_chunks), two_chunks).span_bubble_rate;
   double h1 = timeline_of(generate_zb_h1(one_chunk), one_chunk).span_bubble_rate;
   CHECK(v == Approx(0.0728).margin(0.00005));
   CHECK(v < h1);

@@ -14,6 +14,7 @@
 #include "core/simulate.h"
 #include "core/validate.h"
 #include "io/export_csv.h"
+#include "io/import_csv.h"
 #include "planner/gen_baseline.h"
 #include "test_util.h"
 
@@ -34,7 +35,7 @@ Problem uneven(int p, int m, const std::string& limit = "") { return zbpp::test:
 // V-ZB where its greedy must succeed (these problems' T_comm is short against the ops).
 Schedule v_zb(const Problem& pr) {
   std::string why;
-  auto s = generate_v_zb(pr, &why);
+  auto s = generate_v_zb_best(pr, &why);
   INFO(why);
   REQUIRE(s);
   return std::move(*s);
@@ -172,7 +173,7 @@ TEST_CASE("v-zb: T_comm long against the ops (where the greedy once stalled) sti
   }
   const Schedule zb = v_zb(pr);
   CHECK(validate(zb, pr).empty());
-  CHECK(simulate_span(zb, pr) <= simulate_span(generate_zb_v(pr), pr));
+  CHECK(simulate_span(zb, pr) <= simulate_span(generate_zb_v_handcrafted(pr), pr));
   std::vector<Diag> diags;
   auto found = search_v(pr, &diags, Cost::kSpan, {});
   REQUIRE(found);
@@ -197,7 +198,7 @@ TEST_CASE("v-zb: at 1F1B's activation memory no worse than ZB-V, strictly better
   };
   for (auto& [name, pr, strictly] : settings) {
     INFO(name);
-    const Schedule ours = v_zb(pr), theirs = generate_zb_v(pr);
+    const Schedule ours = v_zb(pr), theirs = generate_zb_v_handcrafted(pr);
     check_invariants(ours, pr);
     const auto peaks = zbpp::test::timeline_or_fail(ours, pr).peak_memory;
     for (int s = 0; s < pr.p; ++s) CHECK(peaks[s] <= 2 * pr.p * pr.mem_b[s]);

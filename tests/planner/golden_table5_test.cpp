@@ -109,8 +109,8 @@ TEST_CASE("golden: with post-validation, iterations back to back take exactly ea
       const Problem& pr = planned->problem;  // ZB-V: each stage split into two chunks
       auto span = simulate_timeline(planned->schedule, pr, &diags)->span;
       PlanResult post = *planned, sync = *planned;
-      REQUIRE(lower_planned(&post, &diags, {kOptimizerPostValidation, PostValidationAt::kFirstBackward}));
-      REQUIRE(lower_planned(&sync, &diags, {kOptimizerSync, PostValidationAt::kFirstBackward}));
+      REQUIRE(lower_planned(&post, &diags, {Optimizer::kPostValidation, PostValidationAt::kFirstBackward}));
+      REQUIRE(lower_planned(&sync, &diags, {Optimizer::kSync, PostValidationAt::kFirstBackward}));
       // Speculating: no stage holds its forwards (lower_planned's fallback would post-validate first).
       CHECK(post.notes == planned->notes);
       auto post_it = simulate_iterations(post.schedule, pr, {}, &diags);

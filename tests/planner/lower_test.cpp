@@ -47,7 +47,7 @@ TEST_CASE("lower: every baseline lowers to a valid file with the same timeline")
         CHECK(compute_projection(lowered).stages == s.stages);
       }
       Problem two = make_problem(p, m, 1, 1.5, 0.5, 0.1, 0.5, 0.25, "", 2);
-      CHECK(errors(lower_comms(generate_zb_v(two)), two).empty());
+      CHECK(errors(lower_comms(generate_zb_v_handcrafted(two)), two).empty());
       std::string err;
       if (m % p == 0) CHECK(errors(lower_comms(*generate_1f1b_interleaved(two, &err)), two).empty());
     }
@@ -140,8 +140,8 @@ TEST_CASE("lower: activation slots are checked: present, shared by F/B/W, never 
 
 TEST_CASE("lower: post-validation adds the state chain forward and the verdict back, before the first B") {
   Problem pr = make_problem(3, 2, 1, 1, 1);
-  Schedule s = lower_comms(generate_zb_h1(pr), {kOptimizerPostValidation, PostValidationAt::kFirstBackward});
-  CHECK(s.optimizer == kOptimizerPostValidation);
+  Schedule s = lower_comms(generate_zb_h1(pr), {Optimizer::kPostValidation, PostValidationAt::kFirstBackward});
+  CHECK(s.optimizer == Optimizer::kPostValidation);
   CHECK(text(s.stages[0]) == "F0 SEND_F0 F1 SEND_F1 RECV_VALID VALIDATE RECV_B0 B0 W0 RECV_B1 B1 W1 SEND_STATE OPT_STEP");
   CHECK(text(s.stages[1]) ==
         "RECV_F0 F0 SEND_F0 RECV_F1 F1 SEND_F1 RECV_VALID SEND_VALID VALIDATE RECV_B0 B0 SEND_B0 RECV_B1 B1 SEND_B1 W0 W1 "
@@ -150,7 +150,7 @@ TEST_CASE("lower: post-validation adds the state chain forward and the verdict b
   CHECK(text(s.stages[2]) ==
         "SEND_VALID RECV_F0 F0 VALIDATE B0 SEND_B0 RECV_F1 F1 B1 SEND_B1 W0 W1 RECV_STATE OPT_STEP");
   CHECK(errors(s, pr).empty());
-  Schedule held = lower_comms(generate_zb_h1(pr), {kOptimizerPostValidation, PostValidationAt::kStart});
+  Schedule held = lower_comms(generate_zb_h1(pr), {Optimizer::kPostValidation, PostValidationAt::kStart});
   CHECK(text(held.stages[1]).rfind("RECV_VALID SEND_VALID VALIDATE RECV_F0 F0", 0) == 0);
   CHECK(errors(held, pr).empty());
 }
@@ -161,15 +161,15 @@ TEST_CASE("lower: every baseline lowers with post-validation to a valid file") {
       INFO("p=" << p << " m=" << m);
       Problem pr = make_problem(p, m, 1, 1, 1);
       for (const Schedule& s : {generate_1f1b(pr), generate_zb_h1(pr), generate_zb_h2(pr)})
-        CHECK(errors(lower_comms(s, {kOptimizerPostValidation, PostValidationAt::kFirstBackward}), pr).empty());
+        CHECK(errors(lower_comms(s, {Optimizer::kPostValidation, PostValidationAt::kFirstBackward}), pr).empty());
       Problem two = make_problem(p, m, 1, 1, 1, 0, 1, 0.5, "", 2);
       for (PostValidationAt at : {PostValidationAt::kFirstBackward, PostValidationAt::kStart})
-        CHECK(errors(lower_comms(generate_zb_v(two), {kOptimizerPostValidation, at}), two).empty());
+        CHECK(errors(lower_comms(generate_zb_v_handcrafted(two), {Optimizer::kPostValidation, at}), two).empty());
       if (m % p == 0) {
         std::string err;
         auto interleaved = generate_1f1b_interleaved(two, &err);
         REQUIRE(interleaved);
-        CHECK(errors(lower_comms(*interleaved, {kOptimizerPostValidation, PostValidationAt::kFirstBackward}), two).empty());
+        CHECK(errors(lower_comms(*interleaved, {Optimizer::kPostValidation, PostValidationAt::kFirstBackward}), two).empty());
       }
     }
 }
@@ -198,11 +198,11 @@ TEST_CASE("lower: the state goes the way iterations start, the verdict the way t
   CHECK(state_chain(*interleaved).verdict == std::vector<int>{2, 1, 0});
   // ZB-V: stage 0 holds virtual stages 0 and 5, so it runs the first B (of the loss's chunk); the
   // verdict leaves stage 2, where the state ends, for stage 0 and then follows the first B's.
-  Schedule v = generate_zb_v(two);
+  Schedule v = generate_zb_v_handcrafted(two);
   c = state_chain(v);
   CHECK(c.state == std::vector<int>{0, 1, 2});
   CHECK(c.verdict == std::vector<int>{2, 0, 1});
-  Schedule lowered = lower_comms(v, {kOptimizerPostValidation, PostValidationAt::kFirstBackward});
+  Schedule lowered = lower_comms(v, {Optimizer::kPostValidation, PostValidationAt::kFirstBackward});
   CHECK(errors(lowered, two).empty());
   auto optimizer_ops = [&](int st) {
     std::vector<Op> out;
@@ -228,7 +228,7 @@ TEST_CASE("lower: the state goes the way iterations start, the verdict the way t
 TEST_CASE("lower: a ZB-V file with the verdict's old path (back down the state's) is refused, saying what to do") {
   // Files lowered before the verdict followed the first B's relayed it 2 -> 1 -> 0.
   Problem two = make_problem(3, 6, 1, 1, 1, 0, 1, 0.5, "", 2);
-  Schedule s = lower_comms(generate_zb_v(two), {kOptimizerPostValidation, PostValidationAt::kFirstBackward});
+  Schedule s = lower_comms(generate_zb_v_handcrafted(two), {Optimizer::kPostValidation, PostValidationAt::kFirstBackward});
   for (auto& ops : s.stages)
     for (Op& op : ops) {
       if (op.type == OpType::RECV_VALID) op.peer = &ops == &s.stages[0] ? 1 : 2;
@@ -243,7 +243,7 @@ TEST_CASE("lower: a ZB-V file with the verdict's old path (back down the state's
 
 TEST_CASE("lower: broken post-validation files are located") {
   Problem pr = make_problem(2, 2, 1, 1, 1);
-  const LowerOptions post{kOptimizerPostValidation, PostValidationAt::kFirstBackward};
+  const LowerOptions post{Optimizer::kPostValidation, PostValidationAt::kFirstBackward};
   Schedule s = lower_comms(generate_zb_h1(pr), post);
   // stage 0: F0 SEND_F0 F1 SEND_F1 RECV_VALID VALIDATE RECV_B0 B0 W0 RECV_B1 B1 W1 SEND_STATE OPT_STEP
   Schedule late = s;
@@ -266,7 +266,7 @@ TEST_CASE("lower: broken post-validation files are located") {
         "stage 0, op 13 (RECV_STATE): this stage has no neighbour to exchange optimizer state with there: the state "
         "goes 0 -> 1, in the order the stages start; lower the schedule again with zbplan plan");
   Schedule in_sync = s;
-  in_sync.optimizer = kOptimizerSync;
+  in_sync.optimizer = Optimizer::kSync;
   CHECK(errors(in_sync, pr).at(0) ==
         "stage 0, op 12 (SEND_STATE): belongs to post-validation, but this file's optimizer is \"sync\"");
   Schedule early_step = s;

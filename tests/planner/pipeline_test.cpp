@@ -15,9 +15,9 @@
 namespace zbpp {
 namespace {
 
-const std::vector<LowerOptions> kPlacements = {{kOptimizerPostValidation, PostValidationAt::kFirstBackward},
-                                               {kOptimizerPostValidation, PostValidationAt::kStart},
-                                               {kOptimizerSync, PostValidationAt::kFirstBackward}};
+const std::vector<LowerOptions> kPlacements = {{Optimizer::kPostValidation, PostValidationAt::kFirstBackward},
+                                               {Optimizer::kPostValidation, PostValidationAt::kStart},
+                                               {Optimizer::kSync, PostValidationAt::kFirstBackward}};
 
 Ticks true_cost(const Schedule& lowered, const Problem& pr, Objective objective) {
   std::vector<Diag> diags;
@@ -42,7 +42,7 @@ Problem uneven_stages(int m, double t_comm, const std::string& limit) {
 
 // How auto's notes name an optimizer placement.
 std::string placement_name(const LowerOptions& l) {
-  if (l.optimizer == kOptimizerSync) return "sync";
+  if (l.optimizer == Optimizer::kSync) return "sync";
   return l.post_validation_at == PostValidationAt::kStart ? "post-validation, validated at the start" : "post-validation";
 }
 
@@ -119,7 +119,7 @@ PlanResult check_auto_is_best(const Problem& pr, Objective objective) {
   auto best = plan_schedule(pr, "auto", &diags, options);
   INFO(format_diags(diags));
   REQUIRE(best);
-  REQUIRE(best->schedule.level == kLevelLowered);
+  REQUIRE(best->schedule.level == Level::kLowered);
   const Ticks cost = true_cost(best->schedule, best->problem, objective);
   CHECK(best->solver.value == cost);
   int compared = 0, v_shaped = 0, interleaved = 0;
@@ -144,7 +144,7 @@ PlanResult check_auto_is_best(const Problem& pr, Objective objective) {
       // Each candidate planned for one placement comes back lowered with it.
       auto planned = plan_alone(c, options, placement, searched);
       if (!planned) continue;  // over the memory limit
-      REQUIRE(planned->schedule.level == kLevelLowered);
+      REQUIRE(planned->schedule.level == Level::kLowered);
       REQUIRE(planned->schedule.optimizer == placement.optimizer);
       CHECK(cost <= true_cost(planned->schedule, planned->problem, objective));
       if (!c.searched_once) CHECK(planned->solver.value == true_cost(planned->schedule, planned->problem, objective));
@@ -228,7 +228,7 @@ TEST_CASE("auto: at 1.3p on the 1.5B model it runs a V schedule under post-valid
   CHECK(best.solver.value == *to_quanta(1180.228));
   CHECK(best.schedule.method == "heuristic");
   CHECK(best.schedule.placement == v_shape_placement(pr.p));
-  CHECK(best.schedule.optimizer == kOptimizerPostValidation);
+  CHECK(best.schedule.optimizer == Optimizer::kPostValidation);
   std::vector<Diag> diags;
   CHECK(simulate_timeline(best.schedule, best.problem, &diags)->span == best.solver.value);
 }
@@ -453,7 +453,7 @@ TEST_CASE("ilp with chunks, and ilp-v: refine the V search (or 1f1b-i, interleav
   CHECK(true_cost(ilp->schedule, v, Objective::kPeriod) <= true_cost(heuristic->schedule, v, Objective::kPeriod));
   CHECK(ilp->solver.value == true_cost(ilp->schedule, v, Objective::kPeriod));
   CHECK(from_quanta(ilp->solver.value) >= ilp->solver.best_bound - 1e-6);
-  CHECK(ilp->solver.status != "not_run");
+  CHECK(ilp->solver.status != SolveStatus::kNotRun);
   auto from = [](const PlanResult& r, const std::string& what) {
     return std::any_of(r.notes.begin(), r.notes.end(),
                        [&](const std::string& n) { return n.find("warm-started from " + what + ": ") != std::string::npos; });

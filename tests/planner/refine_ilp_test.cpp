@@ -71,9 +71,9 @@ bool check_proves_optimum(const Problem& pr, const Schedule& warm, Cost objectiv
   INFO(format_diags(diags));
   REQUIRE(r);
   CHECK(r->measure == objective);
-  CHECK(r->mode == "full");
+  CHECK(r->mode == IlpMode::kFull);
   CHECK(r->proven_optimal);
-  CHECK(r->status == "optimal");
+  CHECK(r->status == SolveStatus::kOptimal);
   CHECK(r->cost == optimum);
   CHECK(r->lower_bound == Approx(from_quanta(optimum)).margin(1e-6));
   CHECK(r->summary().rfind(objective == Cost::kMakespan ? "makespan " : "span ", 0) == 0);
@@ -156,7 +156,7 @@ TEST_CASE("ilp: stops at once when the warm start meets the certified bound") {
   std::vector<Diag> diags;
   auto r = refine_ilp(pr, h1, IlpOptions{}, &diags);
   REQUIRE(r);
-  CHECK(r->status == "optimal");
+  CHECK(r->status == SolveStatus::kOptimal);
   CHECK(r->windows == 0);
   CHECK(r->cost == simulate_span(h1, pr));
 }
@@ -174,7 +174,7 @@ TEST_CASE("ilp: the window search keeps microbatch order and never loses to the 
     options.window_ops = 4;
     auto r = refine_ilp(pr, warm, options, &diags);
     REQUIRE(r);
-    CHECK(r->mode == "lns");
+    CHECK(r->mode == IlpMode::kLns);
     CHECK(r->windows > 0);
     check_result(*r, pr, simulate_span(warm, pr));
     CHECK(r->cost < simulate_span(warm, pr));  // 1F1B's BW leaves room that windows find
@@ -196,7 +196,7 @@ TEST_CASE("ilp (makespan): the window search shortens the makespan and never los
     options.window_ops = 4;
     auto r = refine_ilp(pr, warm, options, &diags);
     REQUIRE(r);
-    CHECK(r->mode == "lns");
+    CHECK(r->mode == IlpMode::kLns);
     CHECK(r->windows > 0);
     const Ticks warm_makespan = simulate_cost(warm, pr, Cost::kMakespan);
     check_result(*r, pr, warm_makespan);
@@ -229,7 +229,7 @@ TEST_CASE("ilp: p=32, m=256 returns a valid schedule no worse than the heuristic
   options.seconds = 1.5;
   auto r = refine_ilp(*pr, heuristic->schedule, options, &diags);
   REQUIRE(r);
-  CHECK(r->mode == "lns");
+  CHECK(r->mode == IlpMode::kLns);
   check_result(*r, *pr, heuristic->span);
   CHECK(r->seconds < options.seconds + 2);  // loose: the machine may be shared
 }
@@ -265,8 +265,8 @@ TEST_CASE("ilp (makespan): at 1p it proves a makespan below ZB-H1's, the heurist
   INFO(format_diags(diags));
   REQUIRE(r);
   check_result(*r, *pr, heuristic->cost);
-  CHECK(r->mode == "full");
-  CHECK(r->status == "optimal");
+  CHECK(r->mode == IlpMode::kFull);
+  CHECK(r->status == SolveStatus::kOptimal);
   CHECK(r->proven_optimal);
   CHECK(r->cost == *to_quanta(22.8));
   CHECK(r->cost < heuristic->cost);  // 23.4
@@ -282,7 +282,7 @@ TEST_CASE("ilp (makespan): at 1p it proves a makespan below ZB-H1's, the heurist
   span_options.seconds = 20;
   auto by_span = refine_ilp(*pr, span_heuristic->schedule, span_options, &diags);
   REQUIRE(by_span);
-  CHECK(by_span->status == "optimal");
+  CHECK(by_span->status == SolveStatus::kOptimal);
   CHECK(by_span->cost == *to_quanta(22.8));
   CHECK(simulate_cost(by_span->schedule, *pr, Cost::kMakespan) > r->cost);
 }
@@ -336,7 +336,7 @@ TEST_CASE("ilp (chunks): on V problems (p = 2..4, m = 4..8) the result validates
     check_result(*r, pr, warm->span);
     CHECK(r->seconds < options.seconds + 1);  // loose: the machine may be shared
     CHECK(from_quanta(cost_lower_bound(pr, Cost::kSpan, warm->schedule.placement)) <= r->lower_bound + 1e-9);
-    for (const Optimizer optimizer : {kOptimizerSync, kOptimizerPostValidation}) {
+    for (const Optimizer optimizer : {Optimizer::kSync, Optimizer::kPostValidation}) {
       LowerOptions lowering;
       lowering.optimizer = optimizer;
       lowering.post_validation_at = PostValidationAt::kStart;
@@ -349,7 +349,7 @@ TEST_CASE("ilp (chunks): on V problems (p = 2..4, m = 4..8) the result validates
 
 TEST_CASE("ilp: refuses a warm start it cannot refine, saying why") {
   Problem v = test::make_problem(2, 2, 1, 1, 1, 0, 0.5, 0.25, "", 2);
-  const Schedule zb_v = generate_zb_v(v);
+  const Schedule zb_v = generate_zb_v_handcrafted(v);
   REQUIRE(validate(zb_v, v).empty());
   auto refused = [&](const Problem& pr, const Schedule& warm) {
     std::vector<Diag> diags;

@@ -223,9 +223,9 @@ TEST_CASE("heuristic: the compute cost ranks every candidate as its true cost do
       std::vector<Diag> diags;
       auto t = simulate_timeline(s, pr, &diags);
       REQUIRE(t);
-      const LowerOptions speculate{kOptimizerPostValidation, PostValidationAt::kFirstBackward};
+      const LowerOptions speculate{Optimizer::kPostValidation, PostValidationAt::kFirstBackward};
       auto post = simulate_iterations(lower_comms(s, speculate), pr, {}, &diags);
-      auto sync = simulate_iterations(lower_comms(s, {kOptimizerSync, PostValidationAt::kFirstBackward}), pr, {}, &diags);
+      auto sync = simulate_iterations(lower_comms(s, {Optimizer::kSync, PostValidationAt::kFirstBackward}), pr, {}, &diags);
       REQUIRE(post);
       REQUIRE(sync);
       CHECK(sync->period == sync->wall);

@@ -9,7 +9,7 @@
 #include "cli/zbplan_cli.h"
 #include "cli/zbrun_cli.h"
 #include "runtime/backend/cuda/compute_cuda.h"
-#include "runtime/backend/cuda/device_buffers.h"
+#include "runtime/cuda/device_buffers.h"
 
 using namespace zbpp;
 

@@ -185,7 +185,7 @@ TEST_CASE("interpreter: each rank runs its compute ops in file order, each given
   };
   for (const Case& c : {Case{"1f1b", 3, 6, 1, ""}, Case{"zb-h1", 4, 8, 1, ""}, Case{"zb-h2", 3, 6, 1, ""},
                         Case{"heuristic", 3, 6, 1, "2p"}, Case{"zb-v", 2, 4, 1, ""}, Case{"1f1b-i", 2, 4, 2, ""}}) {
-    for (const Optimizer optimizer : {kOptimizerSync, kOptimizerPostValidation}) {
+    for (const Optimizer optimizer : {Optimizer::kSync, Optimizer::kPostValidation}) {
       CAPTURE(c.method, optimizer);
       Schedule s = planned(c.method, c.p, c.m, optimizer, c.chunks, c.mem);
       const int steps = 3;
@@ -211,7 +211,7 @@ TEST_CASE("interpreter: each rank runs its compute ops in file order, each given
         for (const Call& call : calls) {
           CHECK(call.kind != 'R');
           if (call.kind == 'S') ++stepped;
-          if (call.kind == 'S' && optimizer == kOptimizerSync) CHECK(call.norm == Approx(norm).epsilon(1e-12));
+          if (call.kind == 'S' && optimizer == Optimizer::kSync) CHECK(call.norm == Approx(norm).epsilon(1e-12));
         }
         CHECK(stepped == steps);
         // The figures every rank reports once the step's state is complete.
@@ -232,7 +232,7 @@ TEST_CASE("interpreter: each rank runs its compute ops in file order, each given
 TEST_CASE("interpreter: post-validation rolls back a step the full norm clips, redoes it, and replays") {
   // Clip just under the full norm: every rank that steps under a partial norm (below the limit)
   // stepped wrong; the rank whose state is complete clips at once.
-  Schedule s = planned("zb-h1", 3, 6, kOptimizerPostValidation);
+  Schedule s = planned("zb-h1", 3, 6, Optimizer::kPostValidation);
   const double norm = full_norm(s);
   Ranks out = run(s, 3, static_cast<float>(0.99 * norm));
   int rolled_back = 0;
@@ -266,7 +266,7 @@ TEST_CASE("interpreter: post-validation rolls back a step the full norm clips, r
 }
 
 TEST_CASE("interpreter: a message that never comes is an error naming the rank and op") {
-  Schedule s = planned("1f1b", 2, 2, kOptimizerSync);
+  Schedule s = planned("1f1b", 2, 2, Optimizer::kSync);
   // Only rank 1 runs: its first receive times out.
   FakeCompute compute(s, 1);
   auto hub = make_local_hub(2);

@@ -65,7 +65,7 @@ std::vector<double> losses(const RankResult& rank) {
 
 TEST_CASE("trainer: every schedule trains the same model: equal losses and weight digests, bit for bit") {
   const int steps = 4;
-  const Run reference = train(planned("1f1b", 2, 4, kOptimizerSync), for_steps(steps));
+  const Run reference = train(planned("1f1b", 2, 4, Optimizer::kSync), for_steps(steps));
   REQUIRE(reference.ranks.size() == 2);
   for (const RankResult& r : reference.ranks) REQUIRE_FALSE(r.error);
   const std::vector<double> expected = losses(reference.ranks[0]);
@@ -80,9 +80,9 @@ TEST_CASE("trainer: every schedule trains the same model: equal losses and weigh
   // Post-validation is bit-identical only where no speculative step was rolled back: an in-place
   // rollback undoes AdamW to within ulps, not bits (zb-h1 at p = 2 rolls back: not listed); this zb-v
   // run rolls none back, as each rank's summary says.
-  for (const Case& c : {Case{"zb-h1", kOptimizerSync, 1}, Case{"zb-h2", kOptimizerSync, 1},
-                        Case{"1f1b-i", kOptimizerSync, 2}, Case{"zb-v", kOptimizerSync, 2},
-                        Case{"zb-v", kOptimizerPostValidation, 2}}) {
+  for (const Case& c : {Case{"zb-h1", Optimizer::kSync, 1}, Case{"zb-h2", Optimizer::kSync, 1},
+                        Case{"1f1b-i", Optimizer::kSync, 2}, Case{"zb-v", Optimizer::kSync, 2},
+                        Case{"zb-v", Optimizer::kPostValidation, 2}}) {
     INFO(c.method << " (" << c.optimizer << ", " << c.chunks << " chunks)");
     const Run run = train(planned(c.method, 2, 4, c.optimizer, c.chunks), for_steps(steps));
     for (const RankResult& r : run.ranks) {
@@ -96,7 +96,7 @@ TEST_CASE("trainer: every schedule trains the same model: equal losses and weigh
 }
 
 TEST_CASE("trainer: an op that fails is a RunError naming its rank, step and op, and the others name that rank") {
-  const Schedule s = planned("zb-h1", 3, 4, kOptimizerSync);
+  const Schedule s = planned("zb-h1", 3, 4, Optimizer::kSync);
   RunOptions o = for_steps(3);
   o.fail_rank = 1;
   o.fail_op = 4;
@@ -126,7 +126,7 @@ TEST_CASE("trainer: an op that fails is a RunError naming its rank, step and op,
 }
 
 TEST_CASE("trainer: a message the schedule never sends is a RunError at the receive that waits for it") {
-  Schedule s = planned("1f1b", 2, 2, kOptimizerSync);
+  Schedule s = planned("1f1b", 2, 2, Optimizer::kSync);
   // Rank 0 forgets its first activation send: rank 1's first receive waits in vain.
   auto& ops = s.stages[0];
   ops.erase(std::find_if(ops.begin(), ops.end(), [](const Op& op) { return op.type == OpType::SEND_F; }));
@@ -152,7 +152,7 @@ TEST_CASE("trainer: resuming from an empty checkpoint directory is a RunError ou
   o.checkpoint = dir;
   o.every = 2;
   o.resume = true;
-  const Run run = train(planned("1f1b", 2, 2, kOptimizerSync), o);
+  const Run run = train(planned("1f1b", 2, 2, Optimizer::kSync), o);
   for (int r = 0; r < 2; ++r) {
     INFO("rank " << r);
     REQUIRE(run.ranks[r].error);

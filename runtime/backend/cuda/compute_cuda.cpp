@@ -14,8 +14,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "runtime/backend/cuda/check.h"
-#include "runtime/backend/cuda/device_buffers.h"
+#include "runtime/cuda/check.h"
+#include "runtime/cuda/device_buffers.h"
 #include "runtime/backend/cuda/gemm_lt.h"
 #include "runtime/backend/cuda/kernels.cuh"
 #include "runtime/state_format.h"

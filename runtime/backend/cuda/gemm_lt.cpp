@@ -7,7 +7,7 @@
 #include <memory>
 #include <stdexcept>
 
-#include "runtime/backend/cuda/check.h"
+#include "runtime/cuda/check.h"
 
 namespace zbpp::cuda {
 

@@ -124,7 +124,7 @@ TEST_CASE("zbplan: bad flags and impossible inputs give one-line errors and non-
   CHECK(r.code == 2);
   CHECK(r.err == "zbplan: --method is required (schedule method: 1f1b, 1f1b-i, zb-h1, zb-h2, heuristic, ilp, zb-v, dualpipe-v, v-min, v-half, v-zb, heuristic-v, ilp-v, auto; "
                  "or the paper's names, in any case (ZB-H1, ZB-H2, 1F1B, ZB-V; ZB-1p and ZB-2p: the heuristic at "
-                 "--mem-limit 1p and 2p))\nrun 'zbplan plan --help' for usage\n");
+                 "--mem-limit 1p and 2p); zbplan methods says what each is)\nrun 'zbplan plan --help' for usage\n");
   r = zbplan({"plan", "--method", "zb-h1", "-p", "4", "-m", "8", "--bogus", "-o", out});
   CHECK(r.code == 2);
   CHECK(r.err == "zbplan: unknown flag --bogus\nrun 'zbplan plan --help' for usage\n");
@@ -187,11 +187,11 @@ TEST_CASE("zbplan: usage errors exit 2 with the closest name for a typo and the 
 
   Run r = zbplan({"plna"});
   CHECK(r.code == 2);
-  CHECK(r.err == "zbplan: unknown subcommand 'plna'; did you mean 'plan'? (subcommands: plan, simulate, validate, show, "
+  CHECK(r.err == "zbplan: unknown subcommand 'plna'; did you mean 'plan'? (subcommands: plan, methods, simulate, validate, show, "
                  "export, import)\nrun 'zbplan --help' for usage\n");
   r = zbplan({});
   CHECK(r.code == 2);
-  CHECK(r.err == "zbplan: give a subcommand: plan, simulate, validate, show, export, import\nrun 'zbplan --help' for "
+  CHECK(r.err == "zbplan: give a subcommand: plan, methods, simulate, validate, show, export, import\nrun 'zbplan --help' for "
                  "usage\n");
   r = zbplan({"validate", tmp("a.json"), tmp("b.json")});
   CHECK(r.code == 2);

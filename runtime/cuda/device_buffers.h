@@ -1,4 +1,5 @@
-// How activations stay on the GPU while the interpreter moves them as host floats.
+// How activations stay on the GPU while the interpreter moves them as host floats. Shared by the
+// CUDA backend and the CUDA transports (runtime/cuda/: neither includes the other).
 //
 // The interpreter passes each activation as a std::vector<float> of Compute::activation_size()
 // floats (runtime/compute.h, runtime/transport.h). The CUDA backend reports a size of
@@ -16,7 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "runtime/transport.h"
+#include "core/ir.h"  // MessageKind
 
 namespace zbpp::cuda {
 

@@ -3,6 +3,7 @@
 // (tests/golden/pytorch, README there), the round trip, and located errors.
 // Regenerate nothing: the golden files are the specification.
 #include "io/export_csv.h"
+#include "io/import_csv.h"
 
 #include <algorithm>
 #include <fstream>
@@ -79,7 +80,7 @@ TEST_CASE("pytorch csv: import of the golden file gives back our schedule, and r
   CHECK(s->notes.empty());
   // V-shape: stage indices are virtual stages, so rank 0 holds stages 0 and 3.
   Problem two = test::make_problem(2, 4, 1, 1, 1, 0, 0.5, 0.25, "", 2);
-  Schedule v = generate_zb_v(two);
+  Schedule v = generate_zb_v_handcrafted(two);
   std::string csv = export_pytorch_csv(v);
   CHECK(csv.rfind("0F0,", 0) == 0);
   CHECK(csv.find("3F0") != std::string::npos);
@@ -107,7 +108,7 @@ TEST_CASE("pytorch csv: every CSV PyTorch's _dump_csv writes imports to the sche
       {"looped_bfs_p4_v2_m8", true, std::nullopt},
       {"interleaved_1f1b_p4_v2_m8", true, generate_1f1b_interleaved(two, &err)},
       {"interleaved_zb_p4_v2_m8", true, std::nullopt},
-      {"zbv_p4_m8", true, generate_zb_v(two)},
+      {"zbv_p4_m8", true, generate_zb_v_handcrafted(two)},
       {"dualpipev_p4_m8", true, generate_dualpipe_v(two, &err)},
   };
   for (const Case& c : cases) {
@@ -140,7 +141,7 @@ TEST_CASE("pytorch csv: every CSV PyTorch's _dump_csv writes imports to the sche
     CHECK(diags.empty());
     size_t lowered_messages = 0;
     for (const auto& ops : lower_comms(s).stages)
-      for (const Op& op : ops) lowered_messages += message_channel(op.type) < 2 && (is_send(op.type) || is_recv(op.type));
+      for (const Op& op : ops) lowered_messages += message_kind(op.type) < 2 && (is_send(op.type) || is_recv(op.type));
     CHECK(comms.messages.size() == lowered_messages);
   }
   // GPipe: all forwards, then all full backwards (our BW), then REDUCE_GRAD, which is ignored.
@@ -322,7 +323,7 @@ TEST_CASE("pytorch csv: messages between two ranks must be consumed in the order
   Problem one = test::make_problem(3, 5, 1, 1, 1);
   Problem two = test::make_problem(2, 4, 1, 1, 1, 0, 0.5, 0.25, "", 2);
   std::string err;
-  for (const Schedule& s : {generate_1f1b(one), generate_zb_h1(one), generate_zb_h2(one), generate_zb_v(two),
+  for (const Schedule& s : {generate_1f1b(one), generate_zb_h1(one), generate_zb_h2(one), generate_zb_v_handcrafted(two),
                             *generate_dualpipe_v(two, &err)}) {
     auto back = import_pytorch_csv(export_pytorch_csv(s), "s.csv", &diags);
     REQUIRE(back);

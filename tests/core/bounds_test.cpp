@@ -122,7 +122,7 @@ TEST_CASE("bounds: Table 5 at 1p: the memory bound is ZB-H1's span (ZB-H1 is opt
     SpanBounds b = span_lower_bounds(pr);
     auto h1 = generate_zb_h1(pr);
     INFO(v[0] << " p=" << v[1] << " m=" << v[2]);
-    CHECK(b.which == "memory");
+    CHECK(b.which == BoundSource::kMemory);
     CHECK(b.best == simulate_span(h1, pr));
   }
 }
@@ -133,7 +133,7 @@ TEST_CASE("bounds: 1.5B p8 m24 at 2p: the critical path meets the heuristic (0.0
   std::vector<Diag> diags;
   auto found = search_heuristic(pr, &diags);
   REQUIRE(found);
-  CHECK(b.which == "critical-path");
+  CHECK(b.which == BoundSource::kCriticalPath);
   CHECK(b.best == found->span);
   CHECK(bubble_rate_of(pr, b.best) == Approx(0.0433).margin(0.00005));
 }
@@ -248,9 +248,9 @@ TEST_CASE("bounds with chunks: below every schedule the V generators, 1f1b-i and
                                   test::make_problem(p, m, 1, 2, 3, t_comm, 1, 1.5, "", 2)}) {
           check_below(generate_v_block(pr, VBlock::kMin), pr, &checked);
           check_below(generate_v_block(pr, VBlock::kHalf), pr, &checked);
-          check_below(generate_zb_v(pr), pr, &checked);
+          check_below(generate_zb_v_handcrafted(pr), pr, &checked);
           std::string why;
-          if (auto s = generate_v_zb(pr, &why)) check_below(*s, pr, &checked);
+          if (auto s = generate_v_zb_best(pr, &why)) check_below(*s, pr, &checked);
           if (auto s = generate_dualpipe_v(pr, &why)) check_below(*s, pr, &checked);
           if (auto s = generate_1f1b_interleaved(pr, &why)) check_below(*s, pr, &checked);
         }
@@ -275,7 +275,7 @@ TEST_CASE("bounds with chunks: below every schedule the V generators, 1f1b-i and
 TEST_CASE("bounds with chunks: a chunked problem without a placement gets the busy bound only") {
   Problem pr = test::make_problem(4, 8, 1, 1, 1, 0.5, 1, 0.5, "0.5p", 2);
   SpanBounds b = span_lower_bounds(pr);
-  CHECK(b.which == "busy");
+  CHECK(b.which == BoundSource::kBusy);
   CHECK(b.best == b.busy);
   CHECK(span_lower_bounds(pr, v_shape_placement(4)).best > b.busy);
 }

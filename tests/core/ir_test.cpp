@@ -46,9 +46,9 @@ TEST_CASE("ir: without_ops keeps every field but the ops") {
   Schedule s;
   s.p = 2, s.m = 3, s.chunks = 2;
   s.placement = {{0, 3}, {1, 2}};
-  s.level = kLevelLowered;
+  s.level = Level::kLowered;
   s.method = "zb-v";
-  s.optimizer = kOptimizerPostValidation;
+  s.optimizer = Optimizer::kPostValidation;
   s.stages = {{Op{OpType::F, 0, 0}}, {Op{OpType::F, 0, 1}, Op{OpType::B, 0, 1}}};
   Schedule h = s.without_ops();
   CHECK(h.stages == std::vector<std::vector<Op>>(2));

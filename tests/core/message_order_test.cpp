@@ -80,7 +80,7 @@ TEST_CASE("find_message_crossings: none where every stage takes each link's inpu
   Problem two = test::make_problem(4, 8, 1, 1, 1, 0, 0.5, 0.25, "", 2);
   std::string err;
   for (const Schedule& s : {generate_1f1b(one), generate_zb_h2(one), *generate_1f1b_interleaved(two, &err),
-                            generate_zb_v(two), *generate_dualpipe_v(two, &err)}) {
+                            generate_zb_v_handcrafted(two), *generate_dualpipe_v(two, &err)}) {
     INFO(s.method);
     CHECK(find_message_crossings(s).empty());
   }
@@ -111,7 +111,7 @@ TEST_CASE("find_message_crossings: what the per-link lists say, on shuffled inte
   Problem three = test::make_problem(3, 6, 1, 1, 1, 0, 0.5, 0.25, "", 3);
   std::string err;
   std::vector<std::optional<Schedule>> starts = {generate_1f1b_interleaved(two, &err),
-                                                 generate_1f1b_interleaved(three, &err), generate_zb_v(two),
+                                                 generate_1f1b_interleaved(three, &err), generate_zb_v_handcrafted(two),
                                                  generate_dualpipe_v(two, &err)};
   std::mt19937 random(18);
   int crossed = 0;

@@ -36,7 +36,7 @@ TEST_CASE("iterations: two stages, one microbatch, timed by hand") {
     IterationOptions o;
     o.allreduce_latency = 1'000'000;  // 1 unit
     std::vector<Diag> diags;
-    auto it = simulate_iterations(two_stages_one_microbatch(kOptimizerSync), pr, o, &diags);
+    auto it = simulate_iterations(two_stages_one_microbatch(Optimizer::kSync), pr, o, &diags);
     REQUIRE(it);
     CHECK(it->wall == 7'000'000);    // 6 of compute and waiting, 1 of all-reduce
     CHECK(it->period == 7'000'000);
@@ -46,7 +46,7 @@ TEST_CASE("iterations: two stages, one microbatch, timed by hand") {
     IterationOptions o;
     o.state_latency = 500'000;  // 0.5
     std::vector<Diag> diags;
-    Schedule s = two_stages_one_microbatch(kOptimizerPostValidation);
+    Schedule s = two_stages_one_microbatch(Optimizer::kPostValidation);
     // stage 0: F0 SEND_F0 RECV_VALID VALIDATE RECV_B0 BW0 SEND_STATE OPT_STEP
     // stage 1: SEND_VALID RECV_F0 F0 VALIDATE BW0 SEND_B0 RECV_STATE OPT_STEP (it holds the full state
     // from its own step, so the verdict leaves first thing)
@@ -64,7 +64,7 @@ TEST_CASE("iterations: two stages, one microbatch, timed by hand") {
 TEST_CASE("iterations: the first iteration's post-validation does nothing and sends nothing") {
   Problem pr = make_problem(2, 1, 1, 1, 1);
   std::vector<Diag> diags;
-  auto it = simulate_iterations(two_stages_one_microbatch(kOptimizerPostValidation), pr, {}, &diags);
+  auto it = simulate_iterations(two_stages_one_microbatch(Optimizer::kPostValidation), pr, {}, &diags);
   REQUIRE(it);
   // stage 0's RECV_VALID would otherwise wait for stage 1's SEND_VALID at 2.
   CHECK(it->ops[0][0][2].start == it->ops[0][0][1].end);
@@ -81,7 +81,7 @@ TEST_CASE("wall objective: the ramp bound by hand, and never above a real schedu
       for (const Schedule& s : {generate_1f1b(q), generate_zb_h1(q), generate_zb_h2(q)})
         CHECK(wall_lower_bound(q, s.placement) <= simulate_cost(s, q, Cost::kMakespan));
       Problem two = make_problem(p, m, 1, 1.5, 0.5, 0.25, 1, 0.5, "", 2);
-      Schedule v = generate_zb_v(two);
+      Schedule v = generate_zb_v_handcrafted(two);
       CHECK(wall_lower_bound(two, v.placement) <= simulate_cost(v, two, Cost::kMakespan));
     }
 }
@@ -94,7 +94,7 @@ namespace {
 std::optional<IterationTimeline> reference_iterations(const Schedule& s, const Problem& pr, int k,
                                                       std::string* deadlock) {
   const int p = s.p;
-  const bool sync = s.optimizer != kOptimizerPostValidation;
+  const bool sync = s.optimizer != Optimizer::kPostValidation;
   IterationTimeline out;
   out.state_latency = pr.t_comm;
   int hops = 0;
@@ -131,7 +131,7 @@ std::optional<IterationTimeline> reference_iterations(const Schedule& s, const P
       if (local_input_missing(st, op)) return moved;
       Ticks start = free_at[st], end = start;
       bool skip = iter[st] == 0 && post_validation(op.type);
-      int kind = message_channel(op.type);
+      int kind = message_kind(op.type);
       if (!skip && is_recv(op.type)) {
         auto ch = std::make_tuple(kind, op.peer, st);
         if (sent[ch].size() <= received[ch]) return moved;
@@ -262,8 +262,8 @@ TEST_CASE("iterations: the worklist gives the round-robin reference's times on r
     const int method = static_cast<int>(rng() % 4);
     Problem pr = random_problem(rng, p, m, method == 3 ? 2 : 1);
     Schedule compute = method == 0 ? generate_1f1b(pr) : method == 1 ? generate_zb_h1(pr)
-                     : method == 2 ? generate_zb_h2(pr) : generate_zb_v(pr);
-    LowerOptions lo{rng() % 2 ? kOptimizerSync : kOptimizerPostValidation,
+                     : method == 2 ? generate_zb_h2(pr) : generate_zb_v_handcrafted(pr);
+    LowerOptions lo{rng() % 2 ? Optimizer::kSync : Optimizer::kPostValidation,
                     rng() % 2 ? PostValidationAt::kStart : PostValidationAt::kFirstBackward};
     Schedule s = lower_comms(compute, lo);
     // Half the rounds swap a few neighbouring ops: other orders, some of which deadlock.
@@ -297,7 +297,7 @@ TEST_CASE("iterations: a deadlock only the second iteration meets names its stag
   // Stage 1 sends its full state back only after it received stage 0's partial state, which stage 0
   // sends only after that full state arrived. The first iteration skips post-validation and finishes.
   Problem pr = make_problem(2, 1, 1, 1, 1);
-  Schedule s = two_stages_one_microbatch(kOptimizerPostValidation);
+  Schedule s = two_stages_one_microbatch(Optimizer::kPostValidation);
   auto& one = s.stages[1];
   auto send_valid = std::find_if(one.begin(), one.end(), [](const Op& op) { return op.type == OpType::SEND_VALID; });
   REQUIRE(send_valid != one.end());

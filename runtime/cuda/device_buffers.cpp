@@ -1,11 +1,11 @@
 // The device buffer registry and handles (see device_buffers.h).
-#include "runtime/backend/cuda/device_buffers.h"
+#include "runtime/cuda/device_buffers.h"
 
 #include <cstring>
 #include <stdexcept>
 #include <string>
 
-#include "runtime/backend/cuda/check.h"
+#include "runtime/cuda/check.h"
 
 namespace zbpp::cuda {
 
