@@ -276,7 +276,7 @@ std::string choose_split(const Options& o, const ScheduleFile& file, GptConfig* 
     for (long long n : counts) {
       if (n > model->layers)
         return "--layer-split: " + std::to_string(n) + " is not a block count of this model (0.." +
-                    std::to_string(model->layers) + ")";
+               std::to_string(model->layers) + ")";
       model->split.push_back(static_cast<int>(n));
     }
   }
@@ -293,7 +293,7 @@ std::string choose_split(const Options& o, const ScheduleFile& file, GptConfig* 
     };
     if (!model->split.empty() && model->split != planned)
       return "--layer-split " + text(model->split) + " contradicts the split the schedule was planned for (" +
-                  text(planned) + " blocks per stage, from its partition): drop --layer-split, or plan again";
+             text(planned) + " blocks per stage, from its partition): drop --layer-split, or plan again";
     model->split = planned;
   }
   return "";
@@ -305,7 +305,7 @@ std::string check_fault_targets(const Options& o, const Schedule& s) {
     return "--fail-at " + o.fail_at + ": no such rank and op in this schedule (p = " + std::to_string(s.p) + ")";
   if (!o.inject.empty() && o.run.inject_rank >= s.p)
     return "--inject-nonfinite " + o.inject + ": no rank " + std::to_string(o.run.inject_rank) + " in this schedule (ranks 0.." +
-                std::to_string(s.p - 1) + ")";
+           std::to_string(s.p - 1) + ")";
   return "";
 }
 
@@ -350,15 +350,15 @@ std::string check_pace_and_fault(const Options& o, const ScheduleFile& file) {
       const double paced = o.run.pace * from_quanta(t->makespan);
       if (paced >= o.run.timeout_s)
         return "--pace " + format_g(o.run.pace) + " makes one iteration's compute last " + format_g(paced) +
-                    " s (its planned makespan " + format_quanta(t->makespan) + " x --pace), and a receive may wait that "
-                    "long: give --timeout above it (e.g. --timeout " + format_g(std::ceil(2 * paced)) + "), or a smaller --pace";
+               " s (its planned makespan " + format_quanta(t->makespan) + " x --pace), and a receive may wait that "
+               "long: give --timeout above it (e.g. --timeout " + format_g(std::ceil(2 * paced)) + "), or a smaller --pace";
     }
   }
   if (o.run.fault == Interpreter::Fault::kTruncate && o.run.fail_rank >= 0) {
     const Op& op = s.stages[o.run.fail_rank][o.run.fail_op];
     if (!is_send(op.type))
       return "--fault truncate: op " + std::to_string(o.run.fail_op) + " of rank " + std::to_string(o.run.fail_rank) +
-                  " is " + op_short(op) + ", not a send";
+             " is " + op_short(op) + ", not a send";
   }
   return "";
 }
@@ -377,11 +377,11 @@ std::string check_device_and_ranks(const Options& o, const Schedule& s, bool mpi
 #endif
   if (mpi && world_size != s.p)
     return o.schedule_file + ": planned for " + std::to_string(s.p) + " ranks, but " + std::to_string(world_size) +
-                (world_size == 1 ? " rank is" : " ranks are") + " running: start it with mpirun -n " +
-                std::to_string(s.p) +
-                (world_size == 1 ? ", or add --local to run every rank in this process"
-                                 : ", or plan it for " + std::to_string(world_size) + " stages (zbplan plan -p " +
-                                       std::to_string(world_size) + " ...)");
+           (world_size == 1 ? " rank is" : " ranks are") + " running: start it with mpirun -n " +
+           std::to_string(s.p) +
+           (world_size == 1 ? ", or add --local to run every rank in this process"
+                            : ", or plan it for " + std::to_string(world_size) + " stages (zbplan plan -p " +
+                                  std::to_string(world_size) + " ...)");
   return "";
 }
 
