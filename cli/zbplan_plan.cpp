@@ -172,7 +172,7 @@ int cmd_plan(const std::string& method, const ProblemFlags& flags, const Iterati
   const Method* planning = find_method(method);
   if (planning && planning->placing == Placing::kInterleaved && flags.problem_file.empty() &&
       (flags.chunks == ProblemFlags::kUnset || flags.chunks < 2))
-    return usage_error(err, "zbplan", "plan", method + " interleaves chunks: give --chunks V with V >= 2");
+    return usage_error(err, "zbplan", "plan", interleaves_chunks_text(method));
   if (!layered && !flags.partition.empty())
     return usage_error(err, "zbplan", "plan", "--partition counts the layers of a --layers file: give --layers FILE");
   if (!layered && !flags.device_memory.empty())

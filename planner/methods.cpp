@@ -81,19 +81,12 @@ bool is_ilp(const std::string& method) {
   return m && m->runs == Runs::kSearchIlp;
 }
 
-bool plans_one_chunk(const std::string& method) {
-  const Method* m = find_method(method);
-  return m && (m->placing == Placing::kOneChunk || m->placing == Placing::kAsGiven || m->placing == Placing::kEvery);
+bool plans_one_chunk(const Method& m) {
+  return m.placing == Placing::kOneChunk || m.placing == Placing::kAsGiven || m.placing == Placing::kEvery;
 }
 
-std::string method_names_placing(Placing placing) {
-  std::vector<const char*> names;
-  for (const Method& m : methods())
-    if (m.placing == placing) names.push_back(m.name);
-  std::string out;
-  for (size_t i = 0; i < names.size(); ++i)
-    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + std::string(names[i]);
-  return out;
+std::string interleaves_chunks_text(const std::string& method) {
+  return method + " interleaves chunks: give --chunks V with V >= 2";
 }
 
 const char* placing_name(Placing placing) {

@@ -62,10 +62,11 @@ const std::vector<std::string>& plan_methods();
 bool is_v_method(const std::string& method);
 /// The methods that refine their search's pick with the ILP.
 bool is_ilp(const std::string& method);
-/// The methods that plan one chunk per stage (the partition search gives each stage one range of layers).
-bool plans_one_chunk(const std::string& method);
-/// The names of the methods that place chunks as `placing` does, "a, b and c".
-std::string method_names_placing(Placing placing);
+/// Whether `m` plans one chunk per stage (the partition search gives each stage one range of layers).
+bool plans_one_chunk(const Method& m);
+/// "1f1b-i interleaves chunks: give --chunks V with V >= 2": what an interleaving method says of a
+/// problem without chunks to interleave.
+std::string interleaves_chunks_text(const std::string& method);
 /// "one chunk per stage", "V (2 chunks)", ...: a placing in words.
 const char* placing_name(Placing placing);
 /// "generator", "search", ...: what a method runs, in words.

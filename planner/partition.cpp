@@ -279,7 +279,7 @@ std::optional<PartitionShape> partition_shape(const std::string& method, int p, 
   }
   if (m->placing == Placing::kInterleaved || (any_placement && chunks > 1)) {
     if (chunks < 2) {
-      *why = method + " interleaves chunks: give --chunks V with V >= 2";
+      *why = interleaves_chunks_text(method);
       return std::nullopt;
     }
     const auto interleaved = interleaved_placement(p, chunks);

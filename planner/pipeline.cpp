@@ -116,10 +116,6 @@ std::string bound_line(const SolverReport& report) {
   return line;
 }
 
-}  // namespace
-
-namespace {
-
 // How a method's searches rank their candidates: the compute cost that stands for the objective,
 // or, where it would rank them otherwise than the true cost, the true cost itself.
 struct Ranking {
@@ -160,7 +156,7 @@ bool shape_for(const Method& m, const Problem& original, Problem* pr, std::vecto
 // A fixed order: the table's generator, on the chunks its placing takes.
 std::optional<Schedule> run_generator(const Method& m, const Problem& pr, std::vector<Diag>* diags) {
   if (m.placing == Placing::kInterleaved && pr.chunks < 2) {
-    diags->push_back({"", "", -1, -1, "", std::string(m.name) + " interleaves chunks: give --chunks V with V >= 2"});
+    diags->push_back({"", "", -1, -1, "", interleaves_chunks_text(m.name)});
     return std::nullopt;
   }
   if (m.placing != Placing::kInterleaved && !check_shape(pr, m.name, m.placing == Placing::kV ? 2 : 1, diags))
@@ -294,7 +290,7 @@ std::optional<Generated> generate(const Problem& original, const std::string& me
   // differ, they plan within the tightest on every stage (the schedule then fits each), and the
   // problem keeps its own limits for the validator and the file.
   std::vector<Mem> stage_limits;
-  if (!pr.stage_mem_limits.empty() && (!plans_one_chunk(method) || pr.chunks > 1)) {
+  if (!pr.stage_mem_limits.empty() && (!plans_one_chunk(*m) || pr.chunks > 1)) {
     stage_limits = std::move(pr.stage_mem_limits);
     pr.stage_mem_limits.clear();
     pr.mem_limit = *std::min_element(stage_limits.begin(), stage_limits.end());

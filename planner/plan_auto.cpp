@@ -74,7 +74,7 @@ std::vector<AutoCandidate> auto_candidates(const Problem& pr, const PlanOptions&
     if (m.placing == Placing::kV && m.runs != Runs::kGenerator && pr.chunks > 1) continue;
     const bool split = m.placing == Placing::kInterleaved && pr.chunks == 1;
     if (split && !interleaved) continue;
-    if ((options.single_chunk || !pr.stage_mem_limits.empty()) && !plans_one_chunk(method)) {
+    if ((options.single_chunk || !pr.stage_mem_limits.empty()) && !plans_one_chunk(m)) {
       leave_out(method, options.single_chunk ? "this plan is of one chunk per stage (a partition's; the V and interleaved "
                                                "shapes are searched apart)"
                                              : "the stages' memory limits differ, which the one-chunk methods plan as they are");

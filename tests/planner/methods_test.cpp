@@ -50,9 +50,8 @@ TEST_CASE("methods: one row per name, auto last, aliases and the name list from 
   CHECK(!is_v_method("heuristic"));
   CHECK(is_ilp("ilp-v"));
   CHECK(!is_ilp("heuristic-v"));
-  CHECK(plans_one_chunk("auto"));
-  CHECK(!plans_one_chunk("1f1b-i"));
-  CHECK(method_names_placing(Placing::kOneChunk) == "1f1b, zb-h1 and zb-h2");
+  CHECK(plans_one_chunk(*find_method("auto")));
+  CHECK(!plans_one_chunk(*find_method("1f1b-i")));
 }
 
 TEST_CASE("methods: every row plans the placement its row says, through plan_schedule") {
