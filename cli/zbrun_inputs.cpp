@@ -168,11 +168,19 @@ void add_flags(CLI::App* app, Options* o) {
   app->add_option("--clip-norm", o->run.adamw.clip_norm, "global gradient-norm clip (<= 0: off)")
       ->check(real_in(-kAnyReal, kAnyReal));
   app->add_flag("--local", o->local, "run all ranks as threads in this process (no mpirun)");
+  // The names are backend_name's and Interpreter::fault_name's: one spelling each.
+  constexpr Backend kBackends[] = {Backend::kCpu, Backend::kCuda};
+  std::vector<std::string> backends;
+  for (Backend b : kBackends) backends.push_back(backend_name(b));
   app->add_option_function<std::string>(
-         "--backend", [o](const std::string& v) { o->backend = v == "cuda" ? Backend::kCuda : Backend::kCpu; },
+         "--backend",
+         [o, kBackends](const std::string& v) {
+           for (Backend b : kBackends)
+             if (v == backend_name(b)) o->backend = b;
+         },
          "compute backend: cpu, or cuda (bf16 on GPUs; NCCL under mpirun)")
-      ->transform(one_of({"cpu", "cuda"}, "backend"))
-      ->default_str("cpu");
+      ->transform(one_of(backends, "backend"))
+      ->default_str(backend_name(Backend::kCpu));
   app->add_flag("--single-gpu", o->single_gpu,
                "--backend cuda with every stage in this process on GPU 0, each on its own SM partition "
                "(green contexts) or, where those are unavailable, its own stream");
@@ -188,16 +196,20 @@ void add_flags(CLI::App* app, Options* o) {
   app->add_option("--fail-at", o->fail_at,
                  "make that rank fail at that op of that step (default step 0), to test error handling")
       ->type_name("RANK:OP[@STEP]");
+  using Fault = Interpreter::Fault;
+  constexpr Fault kFaults[] = {Fault::kError, Fault::kHang, Fault::kTruncate};
+  std::vector<std::string> faults;
+  for (Fault f : kFaults) faults.push_back(Interpreter::fault_name(f));
   app->add_option_function<std::string>(
          "--fault",
-         [o](const std::string& v) {
-           o->run.fault = v == "hang" ? Interpreter::Fault::kHang
-                          : v == "truncate" ? Interpreter::Fault::kTruncate : Interpreter::Fault::kError;
+         [o, kFaults](const std::string& v) {
+           for (Fault f : kFaults)
+             if (v == Interpreter::fault_name(f)) o->run.fault = f;
          },
          "how --fail-at fails: error (the op fails), hang (the rank stops answering), truncate (a send op "
          "sends half its message)")
-      ->transform(one_of({"error", "hang", "truncate"}, "fault"))
-      ->default_str("error");
+      ->transform(one_of(faults, "fault"))
+      ->default_str(Interpreter::fault_name(Fault::kError));
   app->add_option("--pace", o->run.pace,
                  "every compute op lasts at least S seconds per time unit of its planned duration (sleeping the "
                  "rest), so a run follows the plan's timing where cores are too few for one rank each (default: off)")
