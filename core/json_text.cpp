@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -34,45 +35,34 @@ void locate(const std::string& text, size_t offset, int* line, int* col, std::st
 // The DOM builder nlohmann::json::parse uses, following the path to each key: nlohmann keeps the
 // last of two equal keys silently, and a file that says "p" twice is refused. (parse()'s callback
 // variant would do, but it rescans a list after each element: quadratic in a file's op count.)
+// Elements an ElementSink names are built apart, one at a time, and handed to it.
 class KeyCheckingParser : public nlohmann::detail::json_sax_dom_parser<nlohmann::json> {
  public:
   using Base = nlohmann::detail::json_sax_dom_parser<nlohmann::json>;
   using json = nlohmann::json;
-  explicit KeyCheckingParser(json& root) : Base(root, true) {}
+  KeyCheckingParser(json& root, const ElementSink* sink) : Base(root, true), sink_(sink) {}
 
   std::string duplicate;  ///< pointer of the first repeated key; empty when none
 
-  bool null() { return element() && Base::null(); }
-  bool boolean(bool v) { return element() && Base::boolean(v); }
-  bool number_integer(json::number_integer_t v) { return element() && Base::number_integer(v); }
-  bool number_unsigned(json::number_unsigned_t v) { return element() && Base::number_unsigned(v); }
-  bool number_float(json::number_float_t v, const json::string_t& s) { return element() && Base::number_float(v, s); }
-  bool string(json::string_t& v) { return element() && Base::string(v); }
-  bool binary(json::binary_t& v) { return element() && Base::binary(v); }
-  bool start_object(std::size_t n) {
-    element();
-    path_.push_back({true, 0, "", {}});
-    return Base::start_object(n);
+  bool null() { return value([](Base& to) { return to.null(); }); }
+  bool boolean(bool v) { return value([&](Base& to) { return to.boolean(v); }); }
+  bool number_integer(json::number_integer_t v) { return value([&](Base& to) { return to.number_integer(v); }); }
+  bool number_unsigned(json::number_unsigned_t v) { return value([&](Base& to) { return to.number_unsigned(v); }); }
+  bool number_float(json::number_float_t v, const json::string_t& s) {
+    return value([&](Base& to) { return to.number_float(v, s); });
   }
+  bool string(json::string_t& v) { return value([&](Base& to) { return to.string(v); }); }
+  bool binary(json::binary_t& v) { return value([&](Base& to) { return to.binary(v); }); }
+  bool start_object(std::size_t n) { return start(true, n); }
+  bool start_array(std::size_t n) { return start(false, n); }
+  bool end_object() { return end(true); }
+  bool end_array() { return end(false); }
   bool key(json::string_t& k) {
     Frame& f = path_.back();
     f.key = k;
     if (!f.keys.insert(k).second && duplicate.empty())
       for (const Frame& at : path_) duplicate += "/" + escaped(at.object ? at.key : std::to_string(at.count - 1));
-    return Base::key(k);
-  }
-  bool end_object() {
-    path_.pop_back();
-    return Base::end_object();
-  }
-  bool start_array(std::size_t n) {
-    element();
-    path_.push_back({false, 0, "", {}});
-    return Base::start_array(n);
-  }
-  bool end_array() {
-    path_.pop_back();
-    return Base::end_array();
+    return sub_ ? sub_->key(k) : Base::key(k);
   }
 
  private:
@@ -83,7 +73,54 @@ class KeyCheckingParser : public nlohmann::detail::json_sax_dom_parser<nlohmann:
     std::set<std::string> keys;  // objects: the keys read so far
   };
   std::vector<Frame> path_;
+  const ElementSink* sink_;
+  json item_;                // the sink's element being built
+  std::optional<Base> sub_;  // its builder, while inside it
+  size_t depth_ = 0;         // objects and lists open inside it
 
+  template <class Event>
+  bool value(Event event) {
+    element();
+    if (sub_) return event(*sub_);
+    if (!taking_here()) return event(*this);
+    json item;
+    Base one(item, true);
+    const bool ok = event(one);
+    give(item);
+    return ok;
+  }
+  bool start(bool object, std::size_t n) {
+    element();
+    if (!sub_ && taking_here()) {
+      item_ = json();
+      sub_.emplace(item_, true);
+    }
+    path_.push_back({object, 0, "", {}});
+    if (!sub_) return object ? Base::start_object(n) : Base::start_array(n);
+    ++depth_;
+    return object ? sub_->start_object(n) : sub_->start_array(n);
+  }
+  bool end(bool object) {
+    path_.pop_back();
+    if (!sub_) return object ? Base::end_object() : Base::end_array();
+    const bool ok = object ? sub_->end_object() : sub_->end_array();
+    if (--depth_ == 0) {
+      sub_.reset();
+      give(item_);
+      item_ = json();
+    }
+    return ok;
+  }
+  // At an element of the sink's lists: the root object's key, then `depth` lists.
+  bool taking_here() const {
+    if (!sink_ || path_.size() != sink_->depth + 1 || !path_[0].object || path_[0].key != sink_->key) return false;
+    return std::none_of(path_.begin() + 1, path_.end(), [](const Frame& f) { return f.object; });
+  }
+  void give(const json& element) {
+    std::vector<size_t> indices;
+    for (size_t i = 1; i < path_.size(); ++i) indices.push_back(path_[i].count - 1);
+    sink_->take(element, indices);
+  }
   bool element() {
     if (!path_.empty() && !path_.back().object) ++path_.back().count;
     return true;
@@ -110,13 +147,19 @@ bool read_text_file(const std::string& path, std::string* text, std::vector<Diag
     diags->push_back({path, "", -1, -1, "", std::string(kCannotOpen) + (why ? std::string(": ") + std::strerror(why) : "")});
     return false;
   }
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  *text = buf.str();
+  // Read into a string of the file's size: a stringstream would hold the text twice over, and a
+  // schedule file of hundreds of MB is read within about its own size (issue 34, class 8).
+  text->clear();
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec) text->reserve(size);
+  std::vector<char> block(1 << 16);
+  while (in.read(block.data(), static_cast<std::streamsize>(block.size())) || in.gcount() > 0)
+    text->append(block.data(), static_cast<size_t>(in.gcount()));
   return true;
 }
 
-std::optional<nlohmann::json> parse_json_text(const std::string& text, const std::string& file, std::vector<Diag>* diags) {
+std::optional<nlohmann::json> parse_json_text(const std::string& text, const std::string& file, std::vector<Diag>* diags,
+                                              const ElementSink* sink) {
   // `file:line:col: message`, then the line and a caret under the column.
   auto located = [&](size_t offset, const std::string& msg) {
     int line = 0, col = 0;
@@ -149,7 +192,7 @@ std::optional<nlohmann::json> parse_json_text(const std::string& text, const std
   };
   try {
     nlohmann::json j;
-    KeyCheckingParser parser(j);
+    KeyCheckingParser parser(j, sink);
     nlohmann::json::sax_parse(text, &parser);
     if (parser.duplicate.empty()) return j;
     size_t slash = parser.duplicate.rfind('/');

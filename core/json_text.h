@@ -4,6 +4,8 @@
 // trace.h, runtime/model.h) build on it.
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,8 +21,21 @@ namespace zbpp {
 constexpr const char* kCannotOpen = "cannot open file";
 bool read_text_file(const std::string& path, std::string* text, std::vector<Diag>* diags);
 
+/// The elements of the lists nested `depth` deep under the root object's `key` (a schedule's ops:
+/// key "stages", depth 2), handed to `take` one by one as the parser completes them instead of
+/// kept in the DOM, which holds those lists empty. A file's bulk then costs what `take` keeps of
+/// it, not a DOM node per element (about ten times the text). `take` gets the element and its index
+/// in each list on the way (stage, op).
+struct ElementSink {
+  std::string key;
+  size_t depth = 1;
+  std::function<void(const nlohmann::json& element, const std::vector<size_t>& indices)> take;
+};
+
 /// Parses JSON text; a syntax error becomes `file:line:col: message` followed by the line and a caret.
-std::optional<nlohmann::json> parse_json_text(const std::string& text, const std::string& file, std::vector<Diag>* diags);
+/// With a sink, the elements it names go to it rather than into the result.
+std::optional<nlohmann::json> parse_json_text(const std::string& text, const std::string& file, std::vector<Diag>* diags,
+                                              const ElementSink* sink = nullptr);
 
 /// A JSON value as error messages show it: at most about 80 characters, ending in "..." when cut.
 /// Unlike dump() it does not recurse through the whole value (a file may nest 100000 lists deep).

@@ -269,8 +269,30 @@ void read_placement(const nlohmann::json& j, FileReader& r, Schedule* s) {
   }
 }
 
-// "stages": each stage's ops. False when it is not a list.
-bool read_stages(const nlohmann::json& j, FileReader& r, Schedule* s) {
+// A schedule's ops as the parser meets them (json_text.h's ElementSink): the file's bulk becomes
+// Ops at once, not a DOM node each. Each stage keeps its ops' errors, which read_stages reports
+// in the order it reports a DOM's.
+struct StreamedOps {
+  std::vector<std::vector<Op>> stages;
+  std::vector<std::vector<Diag>> diags;
+
+  ElementSink sink(const std::string& file) {
+    return {"stages", 2, [this, &file](const nlohmann::json& element, const std::vector<size_t>& at) {
+              const size_t st = at[0];
+              if (stages.size() <= st) {
+                stages.resize(st + 1);
+                diags.resize(st + 1);
+              }
+              FileReader r{file, &diags[st]};
+              if (auto op = r.op(element, "/stages/" + std::to_string(st) + "/" + std::to_string(at[1])))
+                stages[st].push_back(*op);
+            }};
+  }
+};
+
+// "stages": each stage's ops, from the DOM or, where the parser streamed them, from `streamed`.
+// False when it is not a list.
+bool read_stages(const nlohmann::json& j, FileReader& r, StreamedOps* streamed, Schedule* s) {
   const auto& stages = j["stages"];
   if (!stages.is_array()) {
     r.error("/stages", "expected a list of per-stage op lists, got " + std::string(stages.type_name()));
@@ -283,7 +305,14 @@ bool read_stages(const nlohmann::json& j, FileReader& r, Schedule* s) {
       continue;
     }
     std::vector<Op> ops;
-    ops.reserve(stages[st].size());
+    if (streamed && st < streamed->stages.size()) {
+      ops = std::move(streamed->stages[st]);
+      for (Diag& d : streamed->diags[st]) {
+        add_diag(r.diags, std::move(d));
+        r.ok = false;
+      }
+    }
+    ops.reserve(ops.size() + stages[st].size());
     for (size_t i = 0; i < stages[st].size(); ++i) {
       auto op = r.op(stages[st][i], ptr + "/" + std::to_string(i));
       if (op) ops.push_back(*op);
@@ -310,7 +339,10 @@ bool names_its_optimizer(const nlohmann::json& j, FileReader& r, const Schedule&
 
 }  // namespace
 
-std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const std::string& file, std::vector<Diag>* diags) {
+namespace {
+
+std::optional<ScheduleFile> read_schedule(const nlohmann::json& j, const std::string& file, StreamedOps* streamed,
+                                          std::vector<Diag>* diags) {
   FileReader r{file, diags};
   size_t diags_before = diags->size();
   if (!check_header(j, r)) return std::nullopt;
@@ -350,7 +382,7 @@ std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const st
     else r.error("/objective", "expected \"period\" or \"wall\", got " + json_excerpt(o));
   }
   read_placement(j, r, &s);
-  if (!read_stages(j, r, &s)) return std::nullopt;
+  if (!read_stages(j, r, streamed, &s)) return std::nullopt;
   if (r.ok && !names_its_optimizer(j, r, s)) return std::nullopt;
   if (!r.ok) return std::nullopt;
 
@@ -367,13 +399,24 @@ std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const st
   return out;
 }
 
+}  // namespace
+
+std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const std::string& file, std::vector<Diag>* diags) {
+  return read_schedule(j, file, nullptr, diags);
+}
+
 std::optional<ScheduleFile> load_schedule_file(const std::string& path, std::vector<Diag>* diags, std::string* text) {
-  std::string own;
-  std::string& t = text ? *text : own;
-  if (!read_text_file(path, &t, diags)) return std::nullopt;
-  auto j = parse_json_text(t, path, diags);
+  std::optional<nlohmann::json> j;
+  StreamedOps streamed;
+  {
+    std::string own;  // the text, freed before the schedule is checked unless the caller keeps it
+    std::string& t = text ? *text : own;
+    if (!read_text_file(path, &t, diags)) return std::nullopt;
+    const ElementSink sink = streamed.sink(path);
+    j = parse_json_text(t, path, diags, &sink);
+  }
   if (!j) return std::nullopt;
-  return schedule_from_json(*j, path, diags);
+  return read_schedule(*j, path, &streamed, diags);
 }
 
 }  // namespace zbpp

@@ -1,6 +1,10 @@
 // Tests for core/schedule_json.cpp: round trip, and errors located by line/column or JSON pointer.
 #include "core/schedule_json.h"
 
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -133,4 +137,60 @@ TEST_CASE("schedule file: an unreadable path is an error, not a crash") {
   CHECK_FALSE(load_schedule_file("/nonexistent/s.json", &diags));
   REQUIRE(diags.size() == 1);
   CHECK(format_diag(diags[0]) == "/nonexistent/s.json: cannot open file: No such file or directory");
+}
+
+TEST_CASE("schedule file: read from disk, its ops streamed from the parser, it gives and says what the DOM reader does") {
+  // load_schedule_file hands each op to the reader as the parser completes it (issue 34, class 8:
+  // a DOM node per op cost ten times the text); the errors and the schedule must not change.
+  const nlohmann::json good = nlohmann::json::parse(written_zb_h1());
+  std::vector<std::pair<std::string, std::string>> cases = {{"valid", good.dump(1)}};
+  auto edited = [&](const std::string& name, const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json j = good;
+    edit(j);
+    cases.emplace_back(name, j.dump(1));
+  };
+  edited("ops wrong in two stages", [](nlohmann::json& j) {
+    j["stages"][2][1]["mb"] = -3;
+    j["stages"][0][4]["type"] = "Q";
+    j["stages"][0][5] = 7;
+    j["stages"][1][0] = nlohmann::json::array({1, 2});
+  });
+  edited("a stage that is not a list, beside a bad op", [](nlohmann::json& j) {
+    j["stages"][1] = "F0";
+    j["stages"][2][0]["extra"] = true;
+  });
+  edited("a bad header and a bad op", [](nlohmann::json& j) {
+    j["colour"] = "blue";
+    j["stages"][0][0]["mb"] = "x";
+  });
+  edited("stages not a list", [](nlohmann::json& j) { j["stages"] = {{"0", nlohmann::json::array()}}; });
+  edited("more errors than are kept (1000), most in one stage", [](nlohmann::json& j) {
+    j["stages"][0][0]["mb"] = "x";
+    for (int i = 0; i < 1500; ++i) j["stages"][1].push_back({{"type", "F"}, {"mb", "x"}});
+    j["stages"][2][3]["mb"] = "x";
+  });
+  // A key given twice inside an op, which only the text can hold.
+  std::string twice = good.dump(1);
+  twice.replace(twice.find("\"mb\": 1,"), 8, "\"mb\": 1, \"mb\": 2,");
+  cases.emplace_back("a key twice in an op", twice);
+
+  const std::string path = (std::filesystem::temp_directory_path() / "zbpp-streamed-s.json").string();
+  for (const auto& [name, text] : cases) {
+    INFO(name);
+    std::ofstream(path) << text;
+    std::vector<Diag> dom_diags, streamed_diags;
+    std::optional<ScheduleFile> dom;
+    if (auto j = parse_json_text(text, path, &dom_diags)) dom = schedule_from_json(*j, path, &dom_diags);
+    std::string read_back;
+    auto streamed = load_schedule_file(path, &streamed_diags, &read_back);
+    CHECK(read_back == text);
+    CHECK(format_diags(streamed_diags) == format_diags(dom_diags));
+    CHECK(diag_count(streamed_diags) == diag_count(dom_diags));
+    if (name.find("1000") != std::string::npos) CHECK(diag_count(dom_diags) == 1502);
+    REQUIRE(streamed.has_value() == dom.has_value());
+    if (name == "valid") REQUIRE(streamed);
+    else CHECK_FALSE(streamed);
+    if (streamed) CHECK(streamed->schedule.stages == dom->schedule.stages);
+  }
+  std::filesystem::remove(path);
 }
