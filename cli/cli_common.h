@@ -4,7 +4,6 @@
 // what to do, with exit code 2.
 #pragma once
 
-#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -40,11 +39,6 @@ int parse_command_line(CLI::App* app, int argc, const char* const* argv, std::os
 /// problem): prints it as parse errors are printed and returns 2. `sub` names the subcommand for
 /// the help hint ("" for none).
 int usage_error(std::ostream& err, const std::string& program, const std::string& sub, const std::string& message);
-
-/// Runs a program's body as both mains do: what escapes it is reported with the command line and
-/// exit 1 instead of std::terminate. Running out of memory (ulimit -v, the machine's) is said as
-/// such, with what to do; anything else is a bug to report.
-int run_main(const std::string& program, int argc, const char* const* argv, const std::function<int()>& body);
 
 /// "zbplan 0.1.0 (git 1234abcd5678)" and what the build found: CBC, OpenBLAS, MPI, CUDA, NCCL.
 std::string version_text(const std::string& program);

@@ -3,7 +3,7 @@
 
 #include <iostream>
 
-#include "cli/cli_common.h"
+#include "cli/run_main.h"
 #include "cli/zbplan_cli.h"
 
 int main(int argc, char** argv) {

@@ -2,7 +2,7 @@
 // --local). All logic lives in zbrun_cli.cpp and the runtime library.
 #include <iostream>
 
-#include "cli/cli_common.h"
+#include "cli/run_main.h"
 #include "cli/zbrun_cli.h"
 #include "runtime/backend/cpu/compute_cpu.h"
 

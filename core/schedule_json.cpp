@@ -405,18 +405,19 @@ std::optional<ScheduleFile> schedule_from_json(const nlohmann::json& j, const st
   return read_schedule(j, file, nullptr, diags);
 }
 
-std::optional<ScheduleFile> load_schedule_file(const std::string& path, std::vector<Diag>* diags, std::string* text) {
-  std::optional<nlohmann::json> j;
+std::optional<ScheduleFile> schedule_from_text(const std::string& text, const std::string& file, std::vector<Diag>* diags) {
   StreamedOps streamed;
-  {
-    std::string own;  // the text, freed before the schedule is checked unless the caller keeps it
-    std::string& t = text ? *text : own;
-    if (!read_text_file(path, &t, diags)) return std::nullopt;
-    const ElementSink sink = streamed.sink(path);
-    j = parse_json_text(t, path, diags, &sink);
-  }
+  const ElementSink sink = streamed.sink(file);
+  auto j = parse_json_text(text, file, diags, &sink);
   if (!j) return std::nullopt;
-  return read_schedule(*j, path, &streamed, diags);
+  return read_schedule(*j, file, &streamed, diags);
+}
+
+std::optional<ScheduleFile> load_schedule_file(const std::string& path, std::vector<Diag>* diags, std::string* text) {
+  std::string own;  // the text, freed on return unless the caller keeps it
+  std::string& t = text ? *text : own;
+  if (!read_text_file(path, &t, diags)) return std::nullopt;
+  return schedule_from_text(t, path, diags);
 }
 
 }  // namespace zbpp

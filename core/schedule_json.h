@@ -69,6 +69,10 @@ std::vector<Diag> check_recorded_figures(const ScheduleFile& file, const Timelin
 /// the schedule is valid, it replays, and each figure it records equals the recomputed one.
 /// Returns the planned timeline, or nothing with the errors in *diags.
 std::optional<Timeline> check_schedule_file(const ScheduleFile& file, const std::string& path, std::vector<Diag>* diags);
+/// A schedule file's text read as load_schedule_file reads it: the ops streamed from the parser
+/// (json_text.h's ElementSink) rather than held as a DOM. The same schedule and the same
+/// diagnostics, in the same order, as parse_json_text + schedule_from_json (fuzz_schedule checks).
+std::optional<ScheduleFile> schedule_from_text(const std::string& text, const std::string& file, std::vector<Diag>* diags);
 /// Reads and parses a schedule file from disk; `text`, when given, receives the file's text.
 std::optional<ScheduleFile> load_schedule_file(const std::string& path, std::vector<Diag>* diags,
                                                std::string* text = nullptr);

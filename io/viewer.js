@@ -230,13 +230,16 @@
     ctx.clip();
     ctx.fillStyle = '#888888';
     ctx.fillRect(LEFT, AXIS - 1, plotW, 1);
-    ctx.textAlign = 'left';
     for (let k = Math.ceil((t0 - FIRST) / step); FIRST + k * step <= t1; ++k) {
-      const tick = FIRST + k * step, x = Math.round(xOf(tick));
+      const tick = FIRST + k * step, x = Math.round(xOf(tick)), text = (tick / UNIT).toFixed(decimals);
       ctx.fillStyle = '#888888';
       ctx.fillRect(x, AXIS - 7, 1, 6);
       ctx.fillStyle = '#000000';
-      ctx.fillText((tick / UNIT).toFixed(decimals), x + 3, AXIS - 9);
+      // Right of its tick, or left of it where the frame ends first (the last label, beside the
+      // memory column), so that no label is cut.
+      const fits = x + 3 + ctx.measureText(text).width <= LEFT + plotW;
+      ctx.textAlign = fits ? 'left' : 'right';
+      ctx.fillText(text, fits ? x + 3 : x - 3, AXIS - 9);
     }
     ctx.restore();
   }

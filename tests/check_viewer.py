@@ -255,6 +255,9 @@ def check_common(img, v, name, centres=True):
     c = v.canvas
     axis = count(text, (c[0] + LEFT, c[1], c[0] + LEFT + v.plot_w, c[1] + AXIS))
     expect(axis >= 100, f"{name}: the time axis has labels ({axis} text px)")
+    # No label cut by the frame: none touches its right edge, beside the memory column.
+    edge = count(text, (c[0] + LEFT + v.plot_w - 2, c[1], c[0] + LEFT + v.plot_w + 1, c[1] + AXIS - 8))
+    expect(edge == 0, f"{name}: no time-axis label cut at the frame's right edge ({edge} text px there)")
     if not centres:
         return text
     # Blocks where their times put them: the colour below the label line at each block's centre

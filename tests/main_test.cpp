@@ -1,3 +1,4 @@
-// The Catch2 main of every test binary.
-#define CATCH_CONFIG_MAIN
-#include <catch2/catch.hpp>
+// The Catch2 main of planner_tests (Catch2's implementation: catch_impl.cpp).
+#include "tests/catch_run.h"
+
+int main(int argc, char** argv) { return zbpp::test::run_catch(argc, argv); }

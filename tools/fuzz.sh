@@ -3,6 +3,7 @@
 # seeds made of real files: docs/examples problems, schedules zbplan writes and their PyTorch
 # CSVs, the bad-input corpus, and zbplan and zbrun command lines. New inputs accumulate in
 # BUILD/fuzz/corpus/HARNESS; a crash leaves its input in BUILD/fuzz/artifacts and fails the script.
+# ZBPP_JOBS harnesses run at once (default 2), each one process on one core.
 # Usage: tools/fuzz.sh BUILD [SECONDS] [HARNESS...] [-- LIBFUZZER_FLAGS...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -73,21 +74,39 @@ run c.json --inject-nonfinite 0:1 --pace 0.5
 run s.json --metrics m.jsonl --trace t.json --profile p.json --dump-weights . --resume
 run v.json --backend cuda --timeout 0.5 --lr 1e-3 --clip-norm 0
 
-status=0
-for h in "${harnesses[@]}"; do
+# One harness: its figures, or its log's end when it failed (non-zero).
+fuzz_one() {
+  local h=$1 dict=$src/tests/fuzz/json.dict
   mkdir -p "$work/corpus/$h"
   echo "== $h: ${seconds} s"
   # -timeout: one input may take 10 s at most; -rss_limit_mb: 2 GiB; both count as failures.
   # Absolute paths: the CLI harnesses work in their own temporary directories.
-  dict=$src/tests/fuzz/json.dict; [ "$h" = fuzz_zbplan_cli ] && dict=$src/tests/fuzz/cli.dict
+  [ "$h" = fuzz_zbplan_cli ] && dict=$src/tests/fuzz/cli.dict
   [ "$h" = fuzz_csv_import ] && dict=$src/tests/fuzz/csv.dict
   [ "$h" = fuzz_zbrun_cli ] && dict=$src/tests/fuzz/zbrun.dict
   if ! "$build/tests/fuzz/$h" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
       -dict="$dict" -artifact_prefix="$work/artifacts/$h-" "${extra[@]}" \
       "$work/corpus/$h" "$seeds/$h" > "$work/$h.log" 2>&1; then
-    status=1
     echo "$h FAILED; its log ($work/$h.log) ends:"; tail -40 "$work/$h.log"
+    return 1
   fi
   grep -E "^(stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+ +DONE)" "$work/$h.log" || true
+}
+
+# ZBPP_JOBS harnesses at a time (default 2: each is one process on one core); their reports in order.
+jobs=${ZBPP_JOBS:-2}
+status=0 running=0
+for h in "${harnesses[@]}"; do
+  if [ "$running" -ge "$jobs" ]; then
+    wait -n || status=1
+    running=$((running - 1))
+  fi
+  fuzz_one "$h" > "$work/$h.report" 2>&1 &
+  running=$((running + 1))
 done
+while [ "$running" -gt 0 ]; do
+  wait -n || status=1
+  running=$((running - 1))
+done
+for h in "${harnesses[@]}"; do cat "$work/$h.report"; done
 exit $status

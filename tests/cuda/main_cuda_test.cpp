@@ -2,8 +2,7 @@
 // no GPU, so CI without one reports them as skipped rather than passed. Where nvidia-smi lists a
 // GPU but CUDA sees none (a driver too old for this CUDA, a container without the device), or the
 // driver cannot be used, the tests FAIL: a GPU machine must never pass them by skipping.
-#define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
+#include "tests/catch_run.h"
 
 #include <cstdio>
 #include <string>
@@ -39,5 +38,5 @@ int main(int argc, char** argv) {
     std::printf("no GPU visible: the CUDA tests are skipped\n");
     return 77;
   }
-  return Catch::Session().run(argc, argv);
+  return zbpp::test::run_catch(argc, argv);
 }

@@ -1,4 +1,4 @@
-// libFuzzer harness: schedule JSON -> ScheduleFile -> validate; a schedule that validates must
+// libFuzzer harness: schedule JSON -> ScheduleFile (streamed and DOM readers alike) -> validate; a schedule that validates must
 // simulate (zbrun dereferences that timeline) and survive a write/read round trip.
 #include <cstddef>
 #include <cstdint>
@@ -17,12 +17,21 @@ using namespace zbpp;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   std::vector<Diag> diags;
+  // What the programs read (the ops streamed from the parser) against the DOM reader: the same
+  // schedule, the same diagnostics.
+  std::vector<Diag> streamed_diags;
+  auto streamed = schedule_from_text(text, "fuzz.json", &streamed_diags);
   auto j = parse_json_text(text, "fuzz.json", &diags);
+  std::optional<ScheduleFile> file;
+  if (j) file = schedule_from_json(*j, "fuzz.json", &diags);
+  fuzz::require(format_diags(streamed_diags) == format_diags(diags) && diag_count(streamed_diags) == diag_count(diags),
+                "the streamed reader says other than the DOM reader", streamed_diags);
+  fuzz::require(streamed.has_value() == file.has_value() && (!file || streamed->schedule.stages == file->schedule.stages),
+                "the streamed reader reads another schedule than the DOM reader");
   if (!j) {
     fuzz::require(!diags.empty(), "JSON rejected without a diagnostic");
     return 0;
   }
-  auto file = schedule_from_json(*j, "fuzz.json", &diags);
   if (!file) {
     fuzz::require(!diags.empty(), "schedule rejected without a diagnostic");
     (void)format_diags(diags);
