@@ -62,7 +62,7 @@ class Transport {
 /// peer, each next entry is the rank the previous one waits on.
 enum class WaitEnd {
   kNotWaiting,  ///< the chain's last rank waits for no message (stuck in an op, or gone)
-  kNoAnswer,    ///< the chain's last rank did not answer a query (hung, or busy for too long)
+  kNoAnswer,    ///< the chain's last rank did not answer a query (hung, busy for too long, or unreachable)
   kCycle,       ///< the chain's last rank is one already in it: the ranks wait on each other
   kAllReduce,   ///< the chain's last rank waits in the all-reduce, for every rank
 };
@@ -80,7 +80,8 @@ inline std::string blame_text(const std::vector<int>& chain, WaitEnd end) {
     case WaitEnd::kNotWaiting:
       return text + which + " waits for no message: " + last + " is stuck";
     case WaitEnd::kNoAnswer:
-      return text + which + " does not answer: " + last + " is stuck";
+      // Across hosts a rank behind a lost link answers no more than a hung one: both are said.
+      return text + which + " does not answer: " + last + " is stuck or out of reach (hung, or its host or the link to it is down)";
     case WaitEnd::kAllReduce:
       return text + which + " waits in the all-reduce";
     case WaitEnd::kCycle: {
