@@ -9,7 +9,6 @@
 #include <limits>
 #include <optional>
 #include <set>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -77,6 +76,7 @@ class KeyCheckingParser : public nlohmann::detail::json_sax_dom_parser<nlohmann:
   json item_;                // the sink's element being built
   std::optional<Base> sub_;  // its builder, while inside it
   size_t depth_ = 0;         // objects and lists open inside it
+  std::vector<size_t> indices_;  // the element's index in each of the sink's lists
 
   template <class Event>
   bool value(Event event) {
@@ -117,13 +117,12 @@ class KeyCheckingParser : public nlohmann::detail::json_sax_dom_parser<nlohmann:
     return std::none_of(path_.begin() + 1, path_.end(), [](const Frame& f) { return f.object; });
   }
   void give(const json& element) {
-    std::vector<size_t> indices;
-    for (size_t i = 1; i < path_.size(); ++i) indices.push_back(path_[i].count - 1);
-    sink_->take(element, indices);
+    indices_.clear();  // reused: this runs once per op of a schedule
+    for (size_t i = 1; i < path_.size(); ++i) indices_.push_back(path_[i].count - 1);
+    sink_->take(element, indices_);
   }
-  bool element() {
+  void element() {
     if (!path_.empty() && !path_.back().object) ++path_.back().count;
-    return true;
   }
   static std::string escaped(std::string part) {  // RFC 6901: ~ is ~0, / is ~1
     for (size_t at = 0; (at = part.find_first_of("~/", at)) != std::string::npos; at += 2)

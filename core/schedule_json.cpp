@@ -202,10 +202,6 @@ struct FileReader {
   }
 };
 
-}  // namespace
-
-namespace {
-
 // The header of a schedule object: its type, its version, its fields known and present. False
 // when the rest cannot be read.
 bool check_header(const nlohmann::json& j, FileReader& r) {
@@ -336,10 +332,6 @@ bool names_its_optimizer(const nlohmann::json& j, FileReader& r, const Schedule&
       }
   return true;
 }
-
-}  // namespace
-
-namespace {
 
 std::optional<ScheduleFile> read_schedule(const nlohmann::json& j, const std::string& file, StreamedOps* streamed,
                                           std::vector<Diag>* diags) {

@@ -81,7 +81,8 @@ inline std::string blame_text(const std::vector<int>& chain, WaitEnd end) {
       return text + which + " waits for no message: " + last + " is stuck";
     case WaitEnd::kNoAnswer:
       // Across hosts a rank behind a lost link answers no more than a hung one: both are said.
-      return text + which + " does not answer: " + last + " is stuck or out of reach (hung, or its host or the link to it is down)";
+      return text + which + " does not answer: " + last +
+             " is stuck or out of reach (hung, or its host or the link to it is down)";
     case WaitEnd::kAllReduce:
       return text + which + " waits in the all-reduce";
     case WaitEnd::kCycle: {

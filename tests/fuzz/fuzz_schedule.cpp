@@ -1,5 +1,6 @@
-// libFuzzer harness: schedule JSON -> ScheduleFile (streamed and DOM readers alike) -> validate; a schedule that validates must
-// simulate (zbrun dereferences that timeline) and survive a write/read round trip.
+// libFuzzer harness: schedule JSON -> ScheduleFile (the streamed and the DOM reader alike) ->
+// validate; a schedule that validates must simulate (zbrun dereferences that timeline) and survive
+// a write/read round trip.
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -37,7 +37,9 @@ TEST_CASE("blame_text names the rank at the end of the chain of waits") {
   CHECK(blame_text({0}, WaitEnd::kNotWaiting) == "rank 0 waits for no message: rank 0 is stuck");
   CHECK(blame_text({2, 1, 0}, WaitEnd::kNotWaiting) ==
         "rank 2 waits on rank 1, rank 1 waits on rank 0, which waits for no message: rank 0 is stuck");
-  CHECK(blame_text({1, 0}, WaitEnd::kNoAnswer) == "rank 1 waits on rank 0, which does not answer: rank 0 is stuck or out of reach (hung, or its host or the link to it is down)");
+  CHECK(blame_text({1, 0}, WaitEnd::kNoAnswer) ==
+        "rank 1 waits on rank 0, which does not answer: rank 0 is stuck or out of reach (hung, or its host or the "
+        "link to it is down)");
   CHECK(blame_text({3, 1, 2, 1}, WaitEnd::kCycle) ==
         "rank 3 waits on rank 1, rank 1 waits on rank 2, rank 2 waits on rank 1: ranks 1, 2 wait on each other (deadlock)");
   // The asking rank closes the loop: everybody in the chain waits on the next.
