@@ -10,6 +10,7 @@
 // (the swap polish and the greedy's knobs), search_v.cpp (the searches).
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -50,7 +51,12 @@ struct VFamilyMember {
   Schedule schedule;
 };
 /// Past `deadline` no further block is made (*made counts those that were, of *blocks); `ticker`
-/// says how far it got.
+/// says how far it got. `take` gets each member as it is made (the search keeps a few, so the
+/// family is never held whole: thousands of schedules at p = 32).
+void for_each_v_block(const Problem& problem, Mem limit, const std::function<void(VFamilyMember&&)>& take,
+                      const Deadline& deadline = {}, int* made = nullptr, int* blocks = nullptr,
+                      ProgressTicker* ticker = nullptr);
+/// Every member, in the order made.
 std::vector<VFamilyMember> generate_v_block_family(const Problem& problem, Mem limit, const Deadline& deadline = {},
                                                    int* made = nullptr, int* blocks = nullptr,
                                                    ProgressTicker* ticker = nullptr);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <deque>
 #include <limits>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -95,6 +96,10 @@ class SlotGrid {
     // In slot order, stage by stage within a slot (ops only move to earlier slots, already passed).
     long long end = 0;
     for (int s = 0; s < p_; ++s) end = std::max<long long>(end, cells_[s].size());
+    // Without the W's, each try is checked against each stage's cached walk where every W of a
+    // stage frees the same memory (chunks alike); else by walking the stage again.
+    std::optional<Walks> walks;
+    if (!with_ws && !pr_.chunks_differ()) walks.emplace(*this);
     int phase = 0;
     for (long long slot = 0; slot < end; ++slot)
       for (int s = 0; s < p_; ++s) {
@@ -128,6 +133,13 @@ class SlotGrid {
         }
         for (long long t = from; t < at; ++t) {
           if (cell(s, t) >= 0) continue;
+          if (walks) {
+            if (walks->exceeds_if_moved(*this, s, k, t, at, limit)) continue;
+            clear(s, k, j);
+            set(s, k, j, t);
+            walks->moved(*this, s, t, at);
+            break;
+          }
           clear(s, k, j);
           set(s, k, j, t);
           if (!peak_exceeds(s, with_ws, limit)) break;
@@ -450,6 +462,93 @@ class SlotGrid {
     return true;
   }
 
+  // Each stage's memory walk without explicit W's (each free slot runs the oldest pending W), kept
+  // so that a try (one F or B moved to an earlier free slot) walks only from its new slot until
+  // the walk meets the kept one again: where the memory and the number of pending W's agree past
+  // the op's old slot, the rest is the same (every W of the stage frees the same memory). Exactly
+  // what walk_peak says of the moved stage, without walking all of it per try.
+  class Walks {
+   public:
+    explicit Walks(const SlotGrid& g) : stages_(g.p_) {
+      for (int s = 0; s < g.p_; ++s) {
+        auto& w = stages_[s];
+        const size_t n = g.cells_[s].size();
+        w.mem_before.resize(n + 1);
+        w.queue_before.resize(n + 1);
+        w.top_from.resize(n + 1);
+        for (int k = 0; k < kFB; ++k) w.delta[k] = memory_delta(op_of(k, 0), s, g.pr_);
+        w.w_delta = memory_delta(op_of(kW0, 0), s, g.pr_);
+        refresh(g, s, 0, -1);
+      }
+    }
+
+    // Whether moving the op of kind k in slot `at` of stage s to the free slot t < at takes the
+    // stage's memory over `limit` at some slot.
+    bool exceeds_if_moved(const SlotGrid& g, int s, int k, long long t, long long at, Mem limit) const {
+      const auto& w = stages_[s];
+      Mem mem = w.mem_before[t];
+      int queue = w.queue_before[t];
+      const long long n = static_cast<long long>(g.cells_[s].size());
+      for (long long u = t; u < n; ++u) {
+        if (u > at && mem == w.mem_before[u] && queue == w.queue_before[u]) return w.top_from[u] > limit;
+        const int kind = u == t ? k : u == at ? -1 : cell_kind(g, s, u);
+        step(w, kind, &mem, &queue);
+        if (mem > limit) return true;
+      }
+      return false;
+    }
+
+    // After a move into slot t from slot `at` on stage s: the kept walk again.
+    void moved(const SlotGrid& g, int s, long long t, long long at) { refresh(g, s, t, at); }
+
+   private:
+    struct Stage {
+      std::vector<Mem> mem_before;   // [slot]: the memory before the slot (and after the last, at n)
+      std::vector<int> queue_before; // [slot]: the W's pending before it
+      std::vector<Mem> top_from;     // [slot]: the highest memory after this slot or any later one
+      std::array<Mem, kFB> delta{};  // an F's or B's memory, by kind
+      Mem w_delta = 0;               // a W's
+    };
+
+    static int cell_kind(const SlotGrid& g, int s, long long u) {
+      const int id = g.cells_[s][u];
+      return id < 0 ? -1 : id / g.m_;
+    }
+    static void step(const Stage& w, int kind, Mem* mem, int* queue) {
+      if (kind >= 0) {
+        *mem += w.delta[kind];
+        if (kind == kB1 || kind == kB0) ++*queue;
+      } else if (*queue > 0) {
+        *mem += w.w_delta;
+        --*queue;
+      }
+    }
+
+    // The walk again from slot t (the slots before it unchanged) until, past `after`, it meets the
+    // kept one; then the highest levels from there back to slot 0.
+    void refresh(const SlotGrid& g, int s, long long t, long long after) {
+      auto& w = stages_[s];
+      const long long n = static_cast<long long>(g.cells_[s].size());
+      Mem mem = t == 0 ? 0 : w.mem_before[t];
+      int queue = t == 0 ? 0 : w.queue_before[t];
+      long long u = t;
+      for (; u < n; ++u) {
+        if (u > after && after >= 0 && mem == w.mem_before[u] && queue == w.queue_before[u]) break;
+        w.mem_before[u] = mem;
+        w.queue_before[u] = queue;
+        step(w, cell_kind(g, s, u), &mem, &queue);
+      }
+      if (u == n) {
+        w.mem_before[n] = mem;
+        w.queue_before[n] = queue;
+        w.top_from[n] = std::numeric_limits<Mem>::min();
+      }
+      for (long long v = u - 1; v >= 0; --v) w.top_from[v] = std::max(w.mem_before[v + 1], w.top_from[v + 1]);
+    }
+
+    std::vector<Stage> stages_;
+  };
+
   const Problem& pr_;
   int p_, m_;
   std::vector<std::array<std::vector<long long>, kKinds>> slot_;  // [stage][kind][microbatch]
@@ -511,16 +610,15 @@ std::vector<FamilyBlock> block_family(int p) {
 
 }  // namespace
 
-std::vector<VFamilyMember> generate_v_block_family(const Problem& pr, Mem limit, const Deadline& deadline, int* made,
-                                                   int* blocks, ProgressTicker* ticker) {
-  std::vector<VFamilyMember> out;
+void for_each_v_block(const Problem& pr, Mem limit, const std::function<void(VFamilyMember&&)>& take,
+                      const Deadline& deadline, int* made, int* blocks, ProgressTicker* ticker) {
   std::set<uint64_t> seen;  // blocks that end in the same order, once (by a 64-bit FNV-1a hash)
   auto keep = [&](std::string name, VBlockForm form, Schedule s) {
     uint64_t h = 14695981039346656037ull;
     for (const auto& ops : s.stages)
       for (const Op& op : ops)
         for (int v : {static_cast<int>(op.type), op.mb, op.chunk, -1}) h = (h ^ static_cast<uint32_t>(v)) * 1099511628211ull;
-    if (seen.insert(h).second) out.push_back({std::move(name), form, std::move(s)});
+    if (seen.insert(h).second) take({std::move(name), form, std::move(s)});
   };
   const std::vector<FamilyBlock> family = block_family(pr.p);
   if (blocks) *blocks = static_cast<int>(family.size());
@@ -532,7 +630,7 @@ std::vector<VFamilyMember> generate_v_block_family(const Problem& pr, Mem limit,
     if (ticker)
       ticker->tick([&](double seconds) {
         return "V-shape search: the family of blocks, " + std::to_string(done) + " of " + std::to_string(family.size()) +
-               " made, " + std::to_string(out.size()) + " distinct kept (" + std::to_string(static_cast<int>(seconds)) +
+               " made, " + std::to_string(seen.size()) + " distinct kept (" + std::to_string(static_cast<int>(seconds)) +
                " s)";
       });
     ++done;
@@ -564,6 +662,13 @@ std::vector<VFamilyMember> generate_v_block_family(const Problem& pr, Mem limit,
       keep(name, form, g.schedule("v-block"));
     }
   }
+}
+
+std::vector<VFamilyMember> generate_v_block_family(const Problem& pr, Mem limit, const Deadline& deadline, int* made,
+                                                   int* blocks, ProgressTicker* ticker) {
+  std::vector<VFamilyMember> out;
+  for_each_v_block(pr, limit, [&](VFamilyMember&& member) { out.push_back(std::move(member)); }, deadline, made, blocks,
+                   ticker);
   return out;
 }
 

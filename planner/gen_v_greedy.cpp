@@ -1,6 +1,7 @@
 // The greedy list scheduler under a per-stage memory budget, on the V or interleaved placement (see gen_v.h).
 #include <algorithm>
 #include <deque>
+#include <limits>
 #include <optional>
 
 #include "core/deps.h"
@@ -30,7 +31,8 @@ class ChunkGreedy {
   ChunkGreedy(const Problem& pr, const std::vector<std::vector<int>>& placement, const VGreedyOptions& opt)
       : pr_(pr), opt_(opt), p_(pr.p), m_(pr.m), chunks_(static_cast<int>(placement[0].size())),
         vstages_(chunks_ * pr.p), placement_(placement), map_(placement),
-        done_(static_cast<size_t>(kProducts) * vstages_ * m_, kNever), st_(p_) {
+        done_(static_cast<size_t>(kProducts) * vstages_ * m_, kNever), st_(p_), free_at_(p_, 0), key_(p_, 0),
+        left_(p_, static_cast<size_t>(3) * chunks_ * m_) {
     for (int s = 0; s < p_; ++s) {
       st_[s].next_f.assign(chunks_, 0);
       st_[s].next_b.assign(chunks_, 0);
@@ -53,10 +55,12 @@ class ChunkGreedy {
     }
     size_t left = static_cast<size_t>(p_) * 3 * chunks_ * m_;  // F, B and W of every chunk;
     while (left > 0) {
-      int s = -1;
-      for (int k = 0; k < p_; ++k)
-        if (!finished(k) && (s < 0 || st_[k].free_at < st_[s].free_at)) s = k;
-      if (st_[s].free_at >= kNever) {
+      // The unfinished stage free first (the lowest index of equals): a scan of a compact array,
+      // which at p <= 128 beats a heap's bookkeeping.
+      int s = 0;
+      for (int k = 1; k < p_; ++k)
+        if (key_[k] < key_[s]) s = k;
+      if (free_at_[s] >= kNever) {
         *why = "the greedy found no runnable op (deadlock)";
         return std::nullopt;
       }
@@ -67,7 +71,7 @@ class ChunkGreedy {
         if (next >= kNever && !st_[s].pending_w.empty()) {
           op = st_[s].pending_w.front();
         } else {
-          st_[s].free_at = next;
+          set_free_at(s, next);
           continue;
         }
       }
@@ -78,17 +82,21 @@ class ChunkGreedy {
   }
 
  private:
+  // free_at_[s], key_[s] and left_[s] live apart from the rest of a stage's state: the loops over
+  // every stage (which is free first, the next event, who waits for nothing) read only them.
   struct StageState {
-    Ticks free_at = 0;
     Mem mem = 0, budget = 0;
     std::vector<int> next_f, next_b;  // [chunk]: the next microbatch
     std::deque<Op> pending_w;
     bool last_was_b = false;  // the last F or B this stage ran was a B (for VOrder::kAlternate)
   };
 
-  bool finished(int s) const {
-    const auto& st = st_[s];
-    return st.pending_w.empty() && std::all_of(st.next_b.begin(), st.next_b.end(), [&](int b) { return b >= m_; });
+  // A finished stage (every op placed) keeps its free_at, an event for the others, but is never picked.
+  void set_free_at(int s, Ticks t) {
+    if (free_at_[s] >= kNever) --waiting_for_nothing_;
+    if (t >= kNever) ++waiting_for_nothing_;
+    free_at_[s] = t;
+    key_[s] = left_[s] == 0 ? kFinished : t;
   }
 
   Ticks& done(Product what, int vs, int mb) { return done_[product_key(what, vs, mb, vstages_, m_)]; }
@@ -131,7 +139,7 @@ class ChunkGreedy {
 
   std::optional<Op> pick(int s) {
     auto& st = st_[s];
-    const Ticks t = st.free_at;
+    const Ticks t = free_at_[s];
     if (opt_.w_after_b && !st.pending_w.empty()) return st.pending_w.front();
     // The earliest ready B.
     std::optional<Op> b_op;
@@ -173,7 +181,7 @@ class ChunkGreedy {
   // The earliest time an input of stage s's next F's and B's can arrive: known, or, where its
   // producer has not run yet, that producer starting when its stage is next free.
   Ticks next_arrival(int s) {
-    const Ticks t = st_[s].free_at;
+    const Ticks t = free_at_[s];
     Ticks next = kNever;
     auto consider = [&](const std::optional<Op>& op) {
       if (!op) return;
@@ -182,7 +190,7 @@ class ChunkGreedy {
         auto dep = dependency_of(*op, s, map_);
         const int k = map_.stage_of[dep->vs];
         const Ticks made = dep->what == Product::Forward ? pr_.t_f[k] : pr_.t_b[k];
-        at = std::max(t, st_[k].free_at) + made + (dep->remote ? pr_.t_comm : 0);
+        at = std::max(t, free_at_[k]) + made + (dep->remote ? pr_.t_comm : 0);
       }
       next = std::min(next, at);
     };
@@ -211,18 +219,19 @@ class ChunkGreedy {
 
   // Where an idle stage looks again: when its input arrives or another stage finishes an op.
   Ticks next_event(int s) {
-    const Ticks t = st_[s].free_at;
+    const Ticks t = free_at_[s];
     Ticks next = next_ready_after(s, t);
     for (int k = 0; k < p_; ++k)
-      if (k != s && st_[k].free_at > t) next = std::min(next, st_[k].free_at);
+      if (k != s && free_at_[k] > t) next = std::min(next, free_at_[k]);
     return next;
   }
 
   void place(int s, const Op& op, Schedule* out) {
     auto& st = st_[s];
-    const Ticks start = std::max(st.free_at, op.type == OpType::W ? Ticks{0} : ready(s, op));
+    const Ticks start = std::max(free_at_[s], op.type == OpType::W ? Ticks{0} : ready(s, op));
     const Ticks end = start + op_duration(op, s, pr_);
-    st.free_at = end;
+    --left_[s];
+    set_free_at(s, end);
     st.mem += memory_delta(op, s, pr_);
     const int vs = map_.vs(s, op.chunk);
     switch (op.type) {
@@ -242,8 +251,9 @@ class ChunkGreedy {
     }
     out->stages[s].push_back(op);
     // Stages that saw nothing to wait for look again when this op's output is there.
-    for (auto& other : st_)
-      if (other.free_at >= kNever) other.free_at = end;
+    if (waiting_for_nothing_ > 0)
+      for (int k = 0; k < p_; ++k)
+        if (free_at_[k] >= kNever) set_free_at(k, end);
   }
 
   const Problem& pr_;
@@ -253,6 +263,10 @@ class ChunkGreedy {
   VirtualStageMap map_;
   std::vector<Ticks> done_;
   std::vector<StageState> st_;
+  static constexpr Ticks kFinished = std::numeric_limits<Ticks>::max();
+  std::vector<Ticks> free_at_, key_;  // [stage]: when it is next free; that, or kFinished once finished
+  std::vector<size_t> left_;          // [stage]: ops not yet placed
+  int waiting_for_nothing_ = 0;       // stages whose free_at is kNever
 };
 
 }  // namespace

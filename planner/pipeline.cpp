@@ -210,7 +210,11 @@ std::optional<Schedule> run_search(const Method& m, const Problem& pr, const Ran
                    std::to_string(found->candidates) + " candidates fit the memory limit (greedy budgets and knobs; " +
                    (v ? "v-min, v-half (blocks and reordered), the authors' family of blocks (the 4 best of each form), v-zb, zb-v, dualpipe-v"
                       : "1f1b-i and 1f1b-i split") +
-                   " seeds); best by " + ranking.ranked_by + ": " + found->winner);
+                   " seeds)" +
+                   (found->pruned > 0 ? "; " + std::to_string(found->pruned) +
+                                            " grid points left out, their budgets' bound above the best found"
+                                      : std::string()) +
+                   "; best by " + ranking.ranked_by + ": " + found->winner);
   return std::move(found->schedule);
 }
 

@@ -5,6 +5,7 @@
 #include <thread>
 #include <tuple>
 
+#include "core/bounds.h"
 #include "core/deps.h"
 #include "core/simulate.h"
 #include "core/validate.h"
@@ -19,67 +20,75 @@ namespace {
 
 using Seeds = std::vector<std::pair<std::string, std::optional<Schedule>>>;
 
-// The greedy over its grid (budgets from `chunks` to `most` chunk activations, every knob), in two
-// threads on big problems: each keeps its best (ties to the lower grid index), so the result never
-// depends on which thread ran which point. Past `deadline` no further point is taken.
+// The greedy over its grid (budgets from `chunks` to `most` chunk activations, every knob), a
+// budget at a time from the largest down (smaller budgets rarely win, and they are the slow ones:
+// their stages wait most), the knobs of a budget in two threads on big problems. Each point keeps
+// its grid index (budgets rising, then knobs) and the best is the least (cost, index), so the
+// result never depends on which thread ran which point, nor on the order. `bound_at(budget)`, where
+// given, is a certified lower bound on the cost of every schedule within that budget: a budget
+// whose bound exceeds the best found is left out (its points are `pruned`; none of them could
+// win). Past `deadline` no further point is taken.
 struct GridResult {
   std::optional<SearchResult> best;
-  size_t points = 0, taken = 0;
+  size_t points = 0, taken = 0, pruned = 0;
   int feasible = 0;
 };
 GridResult run_greedy_grid(const Problem& pr, const std::vector<std::vector<int>>& placement, int most,
-                           const std::function<Ticks(const Schedule&)>& cost_of_candidate, const std::string& shape,
+                           const std::function<Ticks(const Schedule&)>& cost_of_candidate,
+                           const std::function<Ticks(int)>& bound_at, const std::string& shape,
                            const Deadline& deadline, ProgressTicker* ticker) {
   const int chunks = static_cast<int>(placement[0].size());
-  std::vector<VGreedyOptions> grid;
-  for (int in_flight = chunks; in_flight <= most; ++in_flight)
-    for (const auto& o : knobs_at(in_flight)) grid.push_back(o);
-  struct Worker {
-    std::optional<Schedule> best;
-    Ticks best_cost = -1;
-    size_t best_index = 0;
-    int feasible = 0;
-  };
-  const int threads = std::clamp(pr.p * pr.m >= 1024 ? 2 : 1, 1, std::max<int>(1, static_cast<int>(grid.size())));
-  std::vector<Worker> workers(threads);
-  std::atomic<size_t> next_point{0};
-  std::atomic<size_t> taken{0};  // grid points a worker took before the deadline
-  auto work = [&](Worker& wk) {
-    const bool says = &wk == &workers[0];  // the calling thread's worker reports progress
-    for (size_t k; !deadline.passed() && (k = next_point.fetch_add(1)) < grid.size();) {
-      ++taken;
-      if (says)
-        ticker->tick([&](double seconds) {
-          return shape + " search: the greedy's grid, " + std::to_string(k) + " of " + std::to_string(grid.size()) +
-                 " points (" + std::to_string(static_cast<int>(seconds)) + " s)";
-        });
-      std::string why;
-      auto s = generate_greedy_on(pr, placement, grid[k], &why);
-      if (!s) continue;
-      const Ticks cost = cost_of_candidate(*s);
-      if (cost < 0) continue;
-      ++wk.feasible;
-      if (wk.best_cost < 0 || cost < wk.best_cost || (cost == wk.best_cost && k < wk.best_index))
-        wk.best = std::move(s), wk.best_cost = cost, wk.best_index = k;
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work, std::ref(workers[t]));
-  work(workers[0]);
-  for (auto& th : pool) th.join();
+  const size_t per_budget = knobs_at(chunks).size();
   GridResult out;
-  out.points = grid.size();
-  out.taken = taken.load();
-  const Worker* winner = nullptr;
-  for (const Worker& wk : workers) {
-    out.feasible += wk.feasible;
-    if (wk.best_cost >= 0 && (!winner || wk.best_cost < winner->best_cost ||
-                              (wk.best_cost == winner->best_cost && wk.best_index < winner->best_index)))
-      winner = &wk;
+  out.points = most >= chunks ? per_budget * static_cast<size_t>(most - chunks + 1) : 0;
+  struct Point {
+    std::optional<Schedule> schedule;
+    Ticks cost = -1;
+  };
+  const int threads = pr.p * pr.m >= 1024 ? 2 : 1;
+  Ticks best_cost = -1;
+  size_t best_index = 0;
+  for (int budget = most; budget >= chunks && !deadline.passed(); --budget) {
+    if (bound_at && best_cost >= 0 && bound_at(budget) > best_cost) {
+      out.pruned += per_budget;
+      continue;
+    }
+    const std::vector<VGreedyOptions> knobs = knobs_at(budget);
+    std::vector<Point> points(knobs.size());
+    std::atomic<size_t> next{0};
+    auto work = [&](bool says) {
+      for (size_t k; !deadline.passed() && (k = next.fetch_add(1)) < knobs.size();) {
+        if (says)
+          ticker->tick([&](double seconds) {
+            return shape + " search: the greedy's grid, budget " + std::to_string(budget) + " of " +
+                   std::to_string(chunks) + ".." + std::to_string(most) + ", " + std::to_string(out.taken + k) +
+                   " of " + std::to_string(out.points) + " points (" + std::to_string(static_cast<int>(seconds)) +
+                   " s)";
+          });
+        std::string why;
+        auto s = generate_greedy_on(pr, placement, knobs[k], &why);
+        if (!s) continue;
+        points[k].cost = cost_of_candidate(*s);
+        if (points[k].cost >= 0) points[k].schedule = std::move(s);
+      }
+    };
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads; ++t) pool.emplace_back(work, false);
+    work(true);
+    for (auto& th : pool) th.join();
+    out.taken += std::min(next.load(), knobs.size());
+    const size_t first_index = per_budget * static_cast<size_t>(budget - chunks);
+    for (size_t k = 0; k < points.size(); ++k) {
+      if (points[k].cost < 0) continue;
+      ++out.feasible;
+      const size_t index = first_index + k;
+      if (best_cost >= 0 && std::tie(points[k].cost, index) >= std::tie(best_cost, best_index)) continue;
+      best_cost = points[k].cost;
+      best_index = index;
+      out.best = SearchResult{std::move(*points[k].schedule), 0, best_cost, knobs[k].name(), 0, 0, 0, {}};
+    }
   }
-  if (winner)
-    out.best = SearchResult{*winner->best, simulate_span(*winner->best, pr), winner->best_cost,
-                            grid[winner->best_index].name(), 0, 0, 0, {}};
+  if (out.best) out.best->span = simulate_span(out.best->schedule, pr);
   return out;
 }
 
@@ -98,7 +107,7 @@ std::optional<SearchResult> search_placement(const Problem& pr, const std::vecto
   if (pr.mem_limit && smallest_b > 0)
     most = static_cast<int>(std::min<Mem>(most, *pr.mem_limit / smallest_b));
   std::optional<SearchResult> best;
-  int candidates = 0, feasible = 0;
+  int candidates = 0, feasible = 0, pruned = 0;
   // A candidate within the memory limit: its cost, or -1.
   // (Interleaved: also one whose stages take their inputs in the order sent, or it cannot be lowered.)
   auto cost_of_candidate = [&](const Schedule& s) -> Ticks {
@@ -115,10 +124,25 @@ std::optional<SearchResult> search_placement(const Problem& pr, const std::vecto
     const Ticks span = simulate_span(s, pr);
     *into = SearchResult{std::move(s), span, cost, name, 0, 0, 0, {}};
   };
-  GridResult grid = run_greedy_grid(pr, placement, most, cost_of_candidate, shape, deadline, ticker);
+  // Ranked by a compute cost, a budget's points cost at least the bound on that cost within the
+  // budget (the greedy keeps every stage within it); the true cost has no such bound here.
+  std::function<Ticks(int)> bound_at;
+  if (!true_cost)
+    bound_at = [&](int budget) {
+      Problem within = pr;
+      within.mem_limit.reset();
+      within.stage_mem_limits.assign(pr.p, 0);
+      for (int s = 0; s < pr.p; ++s) {
+        const Mem mine = static_cast<Mem>(budget) * pr.mem_b[s];
+        within.stage_mem_limits[s] = pr.limit(s) ? std::min(mine, *pr.limit(s)) : mine;
+      }
+      return cost_lower_bound(within, cost_kind, placement);
+    };
+  GridResult grid = run_greedy_grid(pr, placement, most, cost_of_candidate, bound_at, shape, deadline, ticker);
   feasible += grid.feasible;
   candidates += static_cast<int>(grid.taken);
-  if (grid.taken < grid.points)
+  pruned = static_cast<int>(grid.pruned);
+  if (grid.taken + grid.pruned < grid.points)
     cut += std::string(cut.empty() ? "" : "; ") + "the greedy ran " + std::to_string(grid.taken) + " of its " +
            std::to_string(grid.points) + " grid points";
   best = std::move(grid.best);
@@ -165,6 +189,7 @@ std::optional<SearchResult> search_placement(const Problem& pr, const std::vecto
   }
   best->candidates = candidates;
   best->feasible = feasible;
+  best->pruned = pruned;
   best->cut = cut;
   best->schedule.method = "heuristic";
   return best;
@@ -218,28 +243,37 @@ std::optional<SearchResult> search_v(const Problem& pr, std::vector<Diag>* diags
   apart[0].emplace_back("v-half reordered", generate_v_block_reordered(pr, VBlock::kHalf));
   const Mem most = pr.mem_limit ? *pr.mem_limit : std::numeric_limits<Mem>::max();
   const Cost compute = is_compute_cost(cost_kind) ? cost_kind : Cost::kSpan;
-  std::vector<std::vector<std::tuple<Ticks, size_t, std::string, Schedule>>> family(apart.size());
+  // Only the few best of each group by the compute cost go on to be ranked (the true cost lowers
+  // each candidate and runs iterations back to back: hundreds of blocks would cost more than the
+  // greedy's whole grid); kept as they are made, by cost, then in the order made (ties go to the
+  // first, as consider() keeps them), so the family is never held whole.
+  constexpr size_t kFamilyKept = 4;
+  struct Kept {
+    Ticks cost;
+    size_t order;
+    std::string name;
+    Schedule schedule;
+  };
+  std::vector<std::vector<Kept>> family(apart.size());
+  std::vector<size_t> made_in(apart.size(), 0);
   int made = 0, blocks = 0;
   // At most a third of the time left: the greedy's grid, which finds most winners, comes after.
   const Deadline family_deadline = deadline.at ? deadline.within(deadline.left() / 3) : deadline;
-  for (auto& [name, form, block] : generate_v_block_family(pr, most, family_deadline, &made, &blocks, &ticker)) {
-    const Ticks cost = simulate_cost(block, pr, compute);
-    auto& group = family[form == VBlockForm::kAsTheirs ? 3 : form == VBlockForm::kSteadyFree ? 2 : 1];
-    if (cost >= 0) group.emplace_back(cost, group.size(), name, std::move(block));
-  }
-  // Only the few best of each group by the compute cost go on to be ranked (the true cost lowers
-  // each candidate and runs iterations back to back: hundreds of blocks would cost more than the
-  // greedy's whole grid).
-  constexpr size_t kFamilyKept = 4;
-  for (size_t g = 1; g < family.size(); ++g) {
+  auto take = [&](VFamilyMember&& member) {
+    const Ticks cost = simulate_cost(member.schedule, pr, compute);
+    const size_t g = member.form == VBlockForm::kAsTheirs ? 3 : member.form == VBlockForm::kSteadyFree ? 2 : 1;
+    if (cost < 0) return;
+    const size_t order = made_in[g]++;
     auto& group = family[g];
-    const size_t kept = std::min(kFamilyKept, group.size());
-    // By cost, then in the order made (ties go to the first, as consider() keeps them).
-    std::partial_sort(group.begin(), group.begin() + kept, group.end(), [](const auto& a, const auto& b) {
-      return std::tie(std::get<0>(a), std::get<1>(a)) < std::tie(std::get<0>(b), std::get<1>(b));
-    });
-    for (size_t i = 0; i < kept; ++i) apart[g].emplace_back(std::get<2>(group[i]), std::move(std::get<3>(group[i])));
-  }
+    auto worse = [](const Kept& a, Ticks cost, size_t order) { return std::tie(a.cost, a.order) > std::tie(cost, order); };
+    if (group.size() == kFamilyKept && !worse(group.back(), cost, order)) return;
+    auto at = std::find_if(group.begin(), group.end(), [&](const Kept& k) { return worse(k, cost, order); });
+    group.insert(at, Kept{cost, order, std::move(member.name), std::move(member.schedule)});
+    if (group.size() > kFamilyKept) group.pop_back();
+  };
+  for_each_v_block(pr, most, take, family_deadline, &made, &blocks, &ticker);
+  for (size_t g = 1; g < family.size(); ++g)
+    for (Kept& k : family[g]) apart[g].emplace_back(std::move(k.name), std::move(k.schedule));
   std::string cut = skipped_seeds.empty() ? "" : "seeds " + skipped_seeds + " not made";
   if (made < blocks)
     cut += (cut.empty() ? "" : "; ") + std::string("the family of blocks made ") + std::to_string(made) + " of its " +
