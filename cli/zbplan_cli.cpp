@@ -82,11 +82,12 @@ void add_plan(CLI::App* app, Args* a) {
   a->flags.add_to(plan);
   plan->add_option("-o,--output", a->output, "schedule file to write")->required()->check(file_name());
   PlanOptions& plan_options = a->plan_options;
+  plan_options.time_limit = kTimeLimitNotGiven;
   plan->add_option("--time-limit", plan_options.time_limit,
                    "seconds for the whole call: the searches stop then with the best found so far (the output says "
-                   "what they left out) and the ILP refinement gets what they leave (method ilp: 10 s for the ILP "
-                   "when not given; auto runs the ILP only when given)")
-      ->check(real_in(0.01, 86400))
+                   "what they left out) and the ILP refinement gets what they leave (default: 4 s for the searches; "
+                   "ilp and ilp-v: none, and 10 s for the ILP; auto runs the ILP only when given); 0: no limit")
+      ->check(real_in(0, 86400))
       ->default_str("");
   // The older spelling: seconds for the ILP refinement alone, the searches before it unbounded.
   plan->add_option("--ilp-seconds", plan_options.ilp_seconds,

@@ -220,7 +220,14 @@ int cmd_plan(const std::string& method, const ProblemFlags& flags, const Iterati
     if (!problem) return fail(err, diags);
   }
   PlanOptions with_objective = options;
-  if (options.time_limit > 0) with_objective.deadline = Deadline::in(options.time_limit);
+  // --time-limit S: the whole call; 0: no limit; not given: the searches' default (not the ILPs').
+  if (options.time_limit > 0) {
+    with_objective.deadline = Deadline::in(options.time_limit);
+  } else if (options.time_limit == kTimeLimitNotGiven && options.ilp_seconds <= 0 && !is_ilp(method)) {
+    with_objective.deadline = Deadline::in(kDefaultSearchSeconds);
+    with_objective.default_deadline = true;
+  }
+  with_objective.time_limit = std::max(0.0, options.time_limit);
   if (options.ilp_seconds > 0) with_objective.time_limit = options.ilp_seconds;  // the ILP's alone
   with_objective.objective = iteration_flags.objective_or_default();
   with_objective.iterations = iteration_flags.options();

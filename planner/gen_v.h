@@ -84,13 +84,17 @@ struct VGreedyOptions {
 /// F), else a pending W; the budget is the smaller of the problem's limit
 /// and in_flight chunk activations. Nothing (with *why) when in_flight < 2 or the problem's limit
 /// leaves no room for one microbatch's two chunks.
-std::optional<Schedule> generate_v_greedy(const Problem& problem, const VGreedyOptions& options, std::string* why);
+/// Past `deadline` the run stops unfinished (nothing, and *why is kGreedyStopped).
+std::optional<Schedule> generate_v_greedy(const Problem& problem, const VGreedyOptions& options, std::string* why,
+                                          const Deadline& deadline = {});
 
 /// The same greedy on any placement whose stages hold their chunks in rising virtual-stage order
 /// (V, interleaved); a microbatch is admitted only with room left for its later chunks' F's.
 /// With more than 2 chunks it may stall (nothing, with *why).
+inline constexpr const char* kGreedyStopped = "the time limit stopped the greedy";
 std::optional<Schedule> generate_greedy_on(const Problem& problem, const std::vector<std::vector<int>>& placement,
-                                           const VGreedyOptions& options, std::string* why);
+                                           const VGreedyOptions& options, std::string* why,
+                                           const Deadline& deadline = {});
 
 /// The authors' V-ZB (their repository's zbv.py, read for its method; this is our own code): each
 /// stage (last first) fills its wait for its first chunk-1 F with chunk-0 F's on the stages up to

@@ -42,7 +42,7 @@ class ChunkGreedy {
     }
   }
 
-  std::optional<Schedule> run(std::string* why) {
+  std::optional<Schedule> run(std::string* why, const Deadline& deadline) {
     Schedule out = empty_schedule_on(pr_, placement_, "v-greedy");
     for (int s = 0; s < p_; ++s) {
       if (st_[s].budget < chunks_ * pr_.mem_b[s]) {
@@ -54,7 +54,12 @@ class ChunkGreedy {
       out.stages[s].reserve(3 * static_cast<size_t>(chunks_) * m_);
     }
     size_t left = static_cast<size_t>(p_) * 3 * chunks_ * m_;  // F, B and W of every chunk;
-    while (left > 0) {
+    for (size_t step = 0; left > 0; ++step) {
+      // A run at p = 128 takes seconds: the deadline is looked at every few thousand steps.
+      if (deadline.at && step % 4096 == 0 && deadline.passed()) {
+        *why = kGreedyStopped;
+        return std::nullopt;
+      }
       // The unfinished stage free first (the lowest index of equals): a scan of a compact array,
       // which at p <= 128 beats a heap's bookkeeping.
       int s = 0;
@@ -272,15 +277,16 @@ class ChunkGreedy {
 }  // namespace
 
 std::optional<Schedule> generate_greedy_on(const Problem& pr, const std::vector<std::vector<int>>& placement,
-                                           const VGreedyOptions& options, std::string* why) {
+                                           const VGreedyOptions& options, std::string* why, const Deadline& deadline) {
   ChunkGreedy greedy(pr, placement, options);
-  auto s = greedy.run(why);
+  auto s = greedy.run(why, deadline);
   if (s) s->method = "v-greedy";
   return s;
 }
 
-std::optional<Schedule> generate_v_greedy(const Problem& pr, const VGreedyOptions& options, std::string* why) {
-  return generate_greedy_on(pr, v_shape_placement(pr.p), options, why);
+std::optional<Schedule> generate_v_greedy(const Problem& pr, const VGreedyOptions& options, std::string* why,
+                                          const Deadline& deadline) {
+  return generate_greedy_on(pr, v_shape_placement(pr.p), options, why, deadline);
 }
 
 }  // namespace zbpp

@@ -38,6 +38,7 @@ Mem peak_memory_of(const Schedule& s, const Problem& pr);
 /// Hill climbing by swaps of neighbouring ops (the paper's reordering, done on exact times): keeps a
 /// swap that lowers `cost_kind` and keeps the memory limit; at most `passes` sweeps over all stages,
 /// and about kPolishWork simulated ops in all; stops at `deadline` with the swaps kept so far.
-void improve_by_swaps(Schedule* s, const Problem& pr, Cost cost_kind, int passes, const Deadline& deadline = {});
+/// False where the deadline stopped it.
+bool improve_by_swaps(Schedule* s, const Problem& pr, Cost cost_kind, int passes, const Deadline& deadline = {});
 
 }  // namespace zbpp

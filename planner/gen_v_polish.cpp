@@ -82,7 +82,7 @@ Mem peak_memory_of(const Schedule& s, const Problem& pr) {
 // swap is tried only where the later op's input was there before the earlier op ended (else
 // nothing can start sooner), and the simulations stop after about kPolishWork ops in all, so big
 // problems stay fast.
-void improve_by_swaps(Schedule* s, const Problem& pr, Cost cost_kind, int passes, const Deadline& deadline) {
+bool improve_by_swaps(Schedule* s, const Problem& pr, Cost cost_kind, int passes, const Deadline& deadline) {
   const VirtualStageMap map(s->placement);
   Ticks best = simulate_cost(*s, pr, cost_kind);
   size_t ops_total = 0;
@@ -92,12 +92,12 @@ void improve_by_swaps(Schedule* s, const Problem& pr, Cost cost_kind, int passes
     bool improved = false;
     std::vector<Diag> unused;
     auto timeline = simulate_timeline(*s, pr, &unused);
-    if (!timeline) return;
+    if (!timeline) return true;
     auto ready = input_ready_times(*s, pr, *timeline);
     for (int st = 0; st < pr.p && work_left > 0; ++st) {
       auto& ops = s->stages[st];
       for (size_t i = 0; i + 1 < ops.size() && work_left > 0; ++i) {
-        if (deadline.at && i % 64 == 0 && deadline.passed()) return;  // each swap kept so far is an improvement
+        if (deadline.at && i % 64 == 0 && deadline.passed()) return false;  // each swap kept so far is an improvement
         if (ready[st][i + 1] >= timeline->ops[st][i].end || !may_swap(ops[i], ops[i + 1], st, map)) continue;
         std::swap(ops[i], ops[i + 1]);
         work_left -= static_cast<long long>(ops_total);
@@ -113,8 +113,9 @@ void improve_by_swaps(Schedule* s, const Problem& pr, Cost cost_kind, int passes
         }
       }
     }
-    if (!improved) return;
+    if (!improved) return true;
   }
+  return true;
 }
 
 

@@ -8,14 +8,29 @@ namespace zbpp {
 
 namespace {
 
-// The generators as the table calls them: those that cannot fail wrapped.
-std::optional<Schedule> run_1f1b(const Problem& pr, std::string*) { return generate_1f1b(pr); }
-std::optional<Schedule> run_zb_h1(const Problem& pr, std::string*) { return generate_zb_h1(pr); }
-std::optional<Schedule> run_zb_h2(const Problem& pr, std::string*) { return generate_zb_h2(pr); }
-std::optional<Schedule> run_zb_v(const Problem& pr, std::string*) { return generate_zb_v_handcrafted(pr); }
-std::optional<Schedule> run_v_min(const Problem& pr, std::string*) { return generate_v_block(pr, VBlock::kMin); }
-std::optional<Schedule> run_v_half(const Problem& pr, std::string*) { return generate_v_block(pr, VBlock::kHalf); }
-std::optional<Schedule> run_v_zb(const Problem& pr, std::string* why) { return generate_v_zb_best(pr, why); }
+// The generators as the table calls them: those that cannot fail wrapped; only V-ZB, which
+// searches, stops at the deadline.
+std::optional<Schedule> run_1f1b(const Problem& pr, std::string*, const Deadline&) { return generate_1f1b(pr); }
+std::optional<Schedule> run_1f1b_i(const Problem& pr, std::string* why, const Deadline&) {
+  return generate_1f1b_interleaved(pr, why);
+}
+std::optional<Schedule> run_zb_h1(const Problem& pr, std::string*, const Deadline&) { return generate_zb_h1(pr); }
+std::optional<Schedule> run_zb_h2(const Problem& pr, std::string*, const Deadline&) { return generate_zb_h2(pr); }
+std::optional<Schedule> run_zb_v(const Problem& pr, std::string*, const Deadline&) {
+  return generate_zb_v_handcrafted(pr);
+}
+std::optional<Schedule> run_dualpipe_v(const Problem& pr, std::string* why, const Deadline&) {
+  return generate_dualpipe_v(pr, why);
+}
+std::optional<Schedule> run_v_min(const Problem& pr, std::string*, const Deadline&) {
+  return generate_v_block(pr, VBlock::kMin);
+}
+std::optional<Schedule> run_v_half(const Problem& pr, std::string*, const Deadline&) {
+  return generate_v_block(pr, VBlock::kHalf);
+}
+std::optional<Schedule> run_v_zb(const Problem& pr, std::string* why, const Deadline& deadline) {
+  return generate_v_zb_best(pr, why, deadline);
+}
 
 }  // namespace
 
@@ -25,7 +40,7 @@ const std::vector<Method>& methods() {
   static const std::vector<Method> table = {
       {"1f1b", P::kOneChunk, R::kGenerator, run_1f1b, "p M_B",
        "1F1B: warm-up F's, then an F and a fused backward (B with its W) in turn"},
-      {"1f1b-i", P::kInterleaved, R::kGenerator, generate_1f1b_interleaved, "a little over p M_B",
+      {"1f1b-i", P::kInterleaved, R::kGenerator, run_1f1b_i, "a little over p M_B",
        "Megatron's interleaved 1F1B; m a multiple of p"},
       {"zb-h1", P::kOneChunk, R::kGenerator, run_zb_h1, "p M_B",
        "ZB-H1 (section 2): 1F1B's order, B and W split, stage s's W's s B's later"},
@@ -36,7 +51,7 @@ const std::vector<Method>& methods() {
       {"ilp", P::kAsGiven, R::kSearchIlp, nullptr, "--mem-limit",
        "heuristic's pick refined by the appendix-G ILP in CBC within --time-limit"},
       {"zb-v", P::kV, R::kGenerator, run_zb_v, "p M_B", "ZB-V: the authors' handcrafted V order"},
-      {"dualpipe-v", P::kV, R::kGenerator, generate_dualpipe_v, "about p M_B",
+      {"dualpipe-v", P::kV, R::kGenerator, run_dualpipe_v, "about p M_B",
        "DualPipe-V's order (PyTorch's ScheduleDualPipeV), its paired ops one after the other; m >= 2p"},
       {"v-min", P::kV, R::kGenerator, run_v_min, "about p M_B / 3",
        "V-Min: the building block of 'Controllable Memory', repeated every 6 slots"},

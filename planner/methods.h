@@ -10,6 +10,7 @@
 
 #include "core/ir.h"
 #include "core/problem.h"
+#include "planner/deadline.h"
 
 namespace zbpp {
 
@@ -32,7 +33,7 @@ enum class Runs {
 
 /// A fixed-order generator: the schedule for a problem it can take (the table's placing checked
 /// first), or nothing with the reason in *why.
-using Generator = std::optional<Schedule> (*)(const Problem& problem, std::string* why);
+using Generator = std::optional<Schedule> (*)(const Problem& problem, std::string* why, const Deadline& deadline);
 
 struct Method {
   const char* name;      ///< as --method takes it (any case) and the schedule file records it

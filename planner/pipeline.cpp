@@ -153,8 +153,17 @@ bool shape_for(const Method& m, const Problem& original, Problem* pr, std::vecto
   return true;
 }
 
-// A fixed order: the table's generator, on the chunks its placing takes.
-std::optional<Schedule> run_generator(const Method& m, const Problem& pr, std::vector<Diag>* diags) {
+// "time limit: ", or where it was zbplan's default, what it was and how to give more.
+std::string time_limit_note(const PlanOptions& options) {
+  if (!options.default_deadline) return "time limit: ";
+  return "time limit (the default " + format_quanta(*to_quanta(kDefaultSearchSeconds)) +
+         " s; --time-limit SECONDS gives more): ";
+}
+
+// A fixed order: the table's generator, on the chunks its placing takes. A generator that
+// searches (V-ZB) says in *cut what the deadline left out.
+std::optional<Schedule> run_generator(const Method& m, const Problem& pr, const Deadline& deadline,
+                                      std::vector<Diag>* diags, std::string* cut) {
   if (m.placing == Placing::kInterleaved && pr.chunks < 2) {
     diags->push_back({"", "", -1, -1, "", interleaves_chunks_text(m.name)});
     return std::nullopt;
@@ -162,8 +171,9 @@ std::optional<Schedule> run_generator(const Method& m, const Problem& pr, std::v
   if (m.placing != Placing::kInterleaved && !check_shape(pr, m.name, m.placing == Placing::kV ? 2 : 1, diags))
     return std::nullopt;
   std::string err;
-  auto s = m.generator(pr, &err);
+  auto s = m.generator(pr, &err, deadline);
   if (!s) diags->push_back({"", "", -1, -1, "", err});
+  else *cut = err;
   return s;
 }
 
@@ -204,7 +214,7 @@ std::optional<Schedule> run_search(const Method& m, const Problem& pr, const Ran
   auto found = v ? search_v(pr, diags, ranking.compute, ranking.true_cost, searching, options.progress)
                  : search_interleaved(pr, diags, ranking.compute, ranking.true_cost, searching, options.progress);
   if (!found) return std::nullopt;
-  if (!found->cut.empty()) notes->push_back("time limit: the search stopped early (" + found->cut + ")");
+  if (!found->cut.empty()) notes->push_back(time_limit_note(options) + "the search stopped early (" + found->cut + ")");
   *warm_start = v ? "the V search" : "the interleaved search";
   notes->push_back(std::string(v ? "V search: " : "interleaved search: ") + std::to_string(found->feasible) + " of " +
                    std::to_string(found->candidates) + " candidates fit the memory limit (greedy budgets and knobs; " +
@@ -305,9 +315,11 @@ std::optional<Generated> generate(const Problem& original, const std::string& me
   const Ranking ranking = ranking_for(pr, options);
   std::optional<Schedule> s;
   std::string warm_start;  // what the ILP refines
-  s = m->runs == Runs::kGenerator ? run_generator(*m, pr, diags)
+  std::string cut;
+  s = m->runs == Runs::kGenerator ? run_generator(*m, pr, options.deadline, diags, &cut)
                                   : run_search(*m, pr, ranking, options, &notes, &warm_start, diags);
   if (!s) return std::nullopt;
+  if (!cut.empty()) notes.push_back(time_limit_note(options) + method + " stopped early (" + cut + ")");
   std::optional<SolverReport> ilp_report;
   if (m->runs == Runs::kSearchIlp) {
 #ifdef ZBPP_HAVE_CBC

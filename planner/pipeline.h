@@ -50,12 +50,22 @@ struct PlanOptions {
   /// When the whole call must end (zbplan plan --time-limit): the searches stop there with the
   /// best so far, the ILP gets what the search left (the lowering's share kept back).
   Deadline deadline;
+  /// The deadline is zbplan's default (kDefaultSearchSeconds), not one the user gave: the notes
+  /// say so, and how to give more.
+  bool default_deadline = false;
   int threads = 1;        ///< CBC threads
   std::function<void(const std::string&)> progress;  ///< ILP progress lines (nothing when empty)
   /// auto: only the candidates with one chunk per stage (a layer partition gives each stage one
   /// range of layers: zbplan plan --layers).
   bool single_chunk = false;
 };
+
+/// Seconds zbplan plan gives the searches when --time-limit is not given (not the ILP methods',
+/// whose ILP has its own default): a few seconds at any p, and every search of p <= 16 with
+/// m <= 4p in full on a 2-core machine.
+inline constexpr double kDefaultSearchSeconds = 4;
+/// PlanOptions::time_limit as zbplan plan's parser leaves it without --time-limit (0 is "no limit").
+inline constexpr double kTimeLimitNotGiven = -1;
 
 /// Runs the passes for `method`. Returns a validated schedule, or nothing with diagnostics
 /// (an unknown method, a problem the method cannot take, or a result over the memory limit).

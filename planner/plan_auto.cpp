@@ -31,13 +31,22 @@ std::string shape_and_memory(const PlanResult& result, const Timeline& t) {
          (pr.limited() ? " of " + mem_limit_text(pr) : std::string(" (no limit)"));
 }
 
+// "; time limit: ... stopped early (...)" where the time limit cut the candidate's search, else "".
+std::string cut_of(const PlanResult& result) {
+  for (const std::string& note : result.notes)
+    if (note.rfind("time limit", 0) == 0) return "; " + note;
+  return "";
+}
+
 // One of auto's candidates: a method on the problem as given, or on it placed interleaved.
 struct AutoCandidate {
   std::string name;    // as auto's notes name it
   std::string method;  // what runs
   Problem problem;
   bool split = false;        // auto split each stage into 2 chunks
-  bool search_once = false;  // searched once, ranked for the first lowering, then lowered under each
+  bool search_once = false;  // searched once (on a thread of its own), ranked for the first lowering,
+                             // then lowered under each
+  bool generate_once = false;  // a generator: its order does not depend on the lowering
 };
 
 // auto's candidates in the order it prints them: every method but the ILPs without a time budget,
@@ -81,7 +90,7 @@ std::vector<AutoCandidate> auto_candidates(const Problem& pr, const PlanOptions&
       continue;
     }
     const bool v_search = m.placing == Placing::kV && m.runs == Runs::kSearch;
-    candidates.push_back({method, method, split ? *interleaved : pr, split, v_search});
+    candidates.push_back({method, method, split ? *interleaved : pr, split, v_search, m.runs == Runs::kGenerator});
   }
   for (const auto& [why, names] : left_out) skipped->push_back("auto: " + names + ": left out: " + why);
   if (options.single_chunk || !pr.stage_mem_limits.empty()) interleaved.reset();
@@ -127,6 +136,15 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
   };
   PlanOptions first = options;
   first.lowerings.resize(std::min<size_t>(first.lowerings.size(), 1));
+  // Under a time limit the searches and generators stop early enough for every candidate to be
+  // lowered and timed once within it: a tenth of the time (0.1 to 2 s) and about 150 ns per op
+  // and candidate (measured at p = 128, m = 1024), at most half the time.
+  if (options.deadline.at) {
+    const double left = options.deadline.left();
+    const double ops = 3.0 * pr.p * pr.m * std::max(pr.chunks, 2);
+    const double lowering = std::clamp(0.1 * left, 0.1, 2.0) + 150e-9 * ops * static_cast<double>(candidates.size());
+    first.deadline = options.deadline.within(std::max(0.0, left - std::min(lowering, left / 2)));
+  }
   std::vector<std::future<Search>> searches(candidates.size());
   for (size_t i = 0; i < candidates.size(); ++i)
     if (candidates[i].search_once)
@@ -141,6 +159,7 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
     std::vector<std::string> parts, failures;  // a note per lowering; why it failed, where it did
     std::optional<Generated> searched;  // a search run once
     std::vector<Diag> search_failed;
+    if (candidate.generate_once) searched = generate(candidate.problem, method, &search_failed, first);
     if (candidate.search_once) {
       Search search = searches[i].get();
       searched = std::move(search.generated);
@@ -150,16 +169,25 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
                         ", and lowered under each optimizer placement");
     }
     for (const auto& lowering : lowerings) {
+      // Past the time limit each candidate is still lowered once (its figures are then known), not
+      // under every optimizer placement.
+      if (&lowering != &lowerings.front() && options.deadline.passed()) {
+        parts.push_back("auto: " + candidate.name + " under " + lowering_name(*lowering) +
+                        ": left out: the time limit passed");
+        continue;
+      }
       PlanOptions one = options;
+      one.deadline = first.deadline;
       one.lowerings.clear();
       if (lowering) one.lowerings.push_back(*lowering);
       // The ILP's time limit is auto's in all, shared among the placements it plans for and the
       // ILPs it runs (ilp, ilp-v on a one-chunk problem, ilp on the interleaved placement).
       one.time_limit = options.time_limit / static_cast<double>(lowerings.size() * std::max<size_t>(ilps, 1));
       std::vector<Diag> why = search_failed;
-      auto result = !candidate.search_once ? plan_schedule(candidate.problem, method, &why, one)
-                    : searched             ? validate_and_lower(*searched, &why, one)
-                                           : std::nullopt;
+      const bool once = candidate.search_once || candidate.generate_once;
+      auto result = !once    ? plan_schedule(candidate.problem, method, &why, one)
+                    : searched ? validate_and_lower(*searched, &why, one)
+                               : std::nullopt;
       const std::string name = lowering ? lowering_name(*lowering) : "";
       const std::string head = "auto: " + candidate.name + (lowering ? " under " + name : "") + ": ";
       if (!result) {
@@ -179,14 +207,15 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
       const std::string shape = shape_and_memory(*result, *t) + ", ";
       if (!lowering) {
         parts.push_back(head + shape + with_bubble(Cost::kSpan, t->span, t->span_bubble_rate) + ", " +
-                        with_bubble(Cost::kMakespan, t->makespan, bubble_rate_of(result->problem, t->makespan)));
+                        with_bubble(Cost::kMakespan, t->makespan, bubble_rate_of(result->problem, t->makespan)) +
+                        cut_of(*result));
         consider(std::move(*result), cost_of(*t, compute), candidate.name);
         continue;
       }
       const IterationTimeline& it = *result->iterations;  // plan_schedule timed the lowered plan
       parts.push_back(head + shape + "span " + format_quanta(t->span) + ", " +
                       with_bubble(Cost::kPeriod, it.period, it.period_bubble_rate) + ", " +
-                      with_bubble(Cost::kWall, it.wall, it.wall_bubble_rate));
+                      with_bubble(Cost::kWall, it.wall, it.wall_bubble_rate) + cut_of(*result));
       consider(std::move(*result), true_cost_in(it, options.objective), candidate.name + " (" + name + ")");
     }
     // A method that fits under no lowering, for the same reason each time, says so once.

@@ -115,7 +115,7 @@ def compare(authors, zbplan, work, setting):
         if err:
             rows.append((name, None, "zbplan import refused it: " + err))
             continue
-        ours_fig, err = zbplan_figures(zbplan, ["plan", "--method", "heuristic", "--placement", "v", *flags,
+        ours_fig, err = zbplan_figures(zbplan, ["plan", "--method", "heuristic", "--placement", "v", "--time-limit", "0", *flags,
                                                 "--mem-limit", f"{theirs_fig[1]:g}", "-o", csv + ".ours.json"])
         rows.append((name, theirs_fig, ours_fig if not err else "zbplan plan failed: " + err))
     return rows

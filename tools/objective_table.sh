@@ -31,7 +31,7 @@ wall=(--optimizer sync --allreduce-latency 0 --objective wall)
 score() {
   local busy=$1
   shift
-  "$zbplan" plan -o "$tmp/s.json" "$@" |
+  "$zbplan" plan --time-limit 0 -o "$tmp/s.json" "$@" |
     awk -v busy="$busy" '$1 == "span" && $2 != "bubble" {span = $2} $1 == "makespan" {mk = $2}
       $1 == "ramp" && $2 == "bound" {bound = $3}
       END {printf "%.4f %.4f %.4f\n", (span - busy) / span, (mk - busy) / mk, (bound - busy) / bound}'

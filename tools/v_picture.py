@@ -37,7 +37,9 @@ def table5_times(model, p, m):
 def plan(zbplan, args, command="plan"):
     """(span bubble rate, largest stage peak) of one plan (or import), or None when nothing fits."""
     with tempfile.TemporaryDirectory() as tmp:
-        run = subprocess.run([zbplan, command, "--compute-only", "-o", os.path.join(tmp, "s.json")] + args,
+        # Searches run whole (--time-limit 0), so the picture is the same on any machine.
+        limit = ["--time-limit", "0"] if command == "plan" else []
+        run = subprocess.run([zbplan, command, "--compute-only", "-o", os.path.join(tmp, "s.json")] + limit + args,
                              capture_output=True, text=True)
     if run.returncode != 0:
         if command == "import":

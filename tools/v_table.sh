@@ -14,7 +14,8 @@ trap 'rm -rf "$tmp"' EXIT
 # "RATE PEAK GAP" of one plan (GAP: "12.34 % (memory)", its certified bound's gap and which bound),
 # or "- - -" when nothing fits the limit.
 plan() {
-  if "$zbplan" plan --compute-only -o "$tmp/s.json" "$@" > "$tmp/out" 2> /dev/null; then
+  # Searches run whole (--time-limit 0): the table is the same on any machine.
+  if "$zbplan" plan --compute-only --time-limit 0 -o "$tmp/s.json" "$@" > "$tmp/out" 2> /dev/null; then
     awk '$1 == "span" && $2 == "bubble" {r = $4} $1 == "peak" {gsub(/[\[\],]/, " "); m = 0;
          for (i = 3; i <= NF && $i ~ /^[0-9.]+$/; i++) if ($i + 0 > m) m = $i + 0; pk = m}
          $1 == "bound:" {src = $5; gsub(/[(),]/, "", src); for (i = 1; i < NF; i++) if ($i == "gap") g = $(i + 1)}

@@ -446,7 +446,7 @@ TEST_CASE("a deadline cuts the V and interleaved searches short: a valid schedul
   auto cut = search_v(pr, &diags, Cost::kSpan, {}, passed);
   REQUIRE(cut);
   CHECK(validate(cut->schedule, pr).empty());
-  CHECK(cut->cut.find("seeds v-zb, zb-v, dualpipe-v not made") != std::string::npos);
+  CHECK(cut->cut.find("seeds v-zb not made") != std::string::npos);  // the handcrafted seeds are always made
   CHECK(cut->cut.find("the greedy ran 0 of its") != std::string::npos);
   CHECK(cut->cut.find("the polish by swaps skipped") != std::string::npos);
   CHECK(cut->candidates < full->candidates);

@@ -9,6 +9,7 @@
 
 #include "core/lowered.h"
 #include "core/validate.h"
+#include "planner/pipeline_internal.h"
 #include "planner/search_heuristic.h"
 #include "test_util.h"
 
@@ -215,6 +216,45 @@ TEST_CASE("auto: says which methods it left out and why (the ILPs without a time
   CHECK(std::none_of(best->notes.begin(), best->notes.end(),
                      [](const std::string& n) { return n.find("left out: the ILP") != std::string::npos; }));
 #endif
+}
+
+// Issue 35: zbplan plan's default time limit. A deadline already passed stands for one that cuts
+// a big search: what is cut is said, with the default's words, and auto still lowers each
+// candidate once.
+TEST_CASE("time limit: at zbplan's default the cut searches and V-ZB say so, and auto lowers each candidate once") {
+  const Problem pr = test::make_problem(4, 8, 1, 1, 1, 0, 1, 0.5, "1p");
+  PlanOptions options;
+  options.lowerings = {kPlacements[0]};
+  options.deadline = Deadline::in(0);
+  options.default_deadline = true;
+  const std::string said = "time limit (the default 4 s; --time-limit SECONDS gives more): ";
+  std::vector<Diag> diags;
+  auto has = [](const PlanResult& r, const std::string& text) {
+    return std::any_of(r.notes.begin(), r.notes.end(), [&](const std::string& n) { return n.find(text) != std::string::npos; });
+  };
+  auto v = plan_schedule(pr, "heuristic-v", &diags, options);
+  REQUIRE(v);
+  CHECK(has(*v, said + "the search stopped early (seeds v-zb not made; the family of blocks made 0 of its"));
+  auto zb = plan_schedule(pr, "v-zb", &diags, options);
+  REQUIRE(zb);
+  CHECK(validate(zb->schedule, zb->problem).empty());
+  CHECK(has(*zb, said + "v-zb stopped early (made 2 of its 42 candidates; the polish by swaps cut)"));
+  options.default_deadline = false;
+  zb = plan_schedule(pr, "v-zb", &diags, options);
+  REQUIRE(zb);
+  CHECK(has(*zb, "time limit: v-zb stopped early (made 2 of its 42 candidates"));
+  // Without a deadline nothing is cut.
+  zb = plan_schedule(pr, "v-zb", &diags, PlanOptions{.lowerings = {kPlacements[0]}});
+  REQUIRE(zb);
+  CHECK(!has(*zb, "time limit"));
+
+  options.lowerings = {kPlacements[0], kPlacements[1], kPlacements[2]};
+  auto best = plan_schedule(pr, "auto", &diags, options);
+  REQUIRE(best);
+  CHECK(has(*best, "auto: zb-h1 under " + lowering_name(kPlacements[0]) + ": 1 chunk, peak memory"));
+  CHECK(has(*best, "auto: zb-h1 under " + lowering_name(kPlacements[1]) + ": left out: the time limit passed"));
+  CHECK(has(*best, "auto: v-zb under " + lowering_name(kPlacements[0]) + ": V (2 chunks)"));
+  CHECK(has(*best, "v-zb stopped early (made 2 of its 42 candidates"));
 }
 
 TEST_CASE("auto: with V and one-chunk candidates at tight memory, never worse than one it printed") {
