@@ -61,8 +61,8 @@ struct PlanOptions {
 };
 
 /// Seconds zbplan plan gives the searches when --time-limit is not given (not the ILP methods',
-/// whose ILP has its own default): a few seconds at any p, and every search of p <= 16 with
-/// m <= 4p in full on a 2-core machine.
+/// whose ILP has its own default): a few seconds at any p; on Table 5's settings up to p = 16 auto
+/// then picks what the whole search picks (tools/auto_compare.sh, docs/benchmarks.md).
 inline constexpr double kDefaultSearchSeconds = 4;
 /// PlanOptions::time_limit as zbplan plan's parser leaves it without --time-limit (0 is "no limit").
 inline constexpr double kTimeLimitNotGiven = -1;

@@ -169,10 +169,11 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
                         ", and lowered under each optimizer placement");
     }
     for (const auto& lowering : lowerings) {
-      // Past the time limit each candidate is still lowered once (its figures are then known), not
-      // under every optimizer placement.
-      if (&lowering != &lowerings.front() && options.deadline.passed()) {
-        parts.push_back("auto: " + candidate.name + " under " + lowering_name(*lowering) +
+      // Once the searches' share of the time limit is spent, each candidate is still lowered once
+      // (its figures are then known), not under every optimizer placement; nor does an ILP start
+      // (building its model alone takes seconds at p = 64).
+      if ((&lowering != &lowerings.front() || is_ilp(method)) && options.deadline.at && first.deadline.passed()) {
+        parts.push_back("auto: " + candidate.name + (lowering ? " under " + lowering_name(*lowering) : "") +
                         ": left out: the time limit passed");
         continue;
       }

@@ -20,10 +20,10 @@ for method in 1f1b zb-h1 zb-h2 zb-v 1f1b-i heuristic ilp auto; do
   case $method in
     1f1b-i) args+=(--chunks 2) ;;
     heuristic) args+=(--mem-limit 2p) ;;
-    ilp|auto) args+=(--mem-limit 2p --ilp-seconds 10) ;;
+    ilp|auto) args+=(--mem-limit 2p --time-limit 10) ;;
   esac
   planned=$(measure "$zbplan" "${args[@]}")
-  note=$(cat "$tmp/out" "$tmp/err" | grep -o 'auto: best is .*\|ilp: the model would need [0-9]* order variables' | tail -1 || true)
+  note=$(cat "$tmp/out" "$tmp/err" | grep -o 'auto: best by .*\|ilp: the model would need [0-9]* order variables' | tail -1 || true)
   if [ -f "$tmp/s.json" ]; then
     size=$(awk "BEGIN {printf \"%.1f\", $(stat -c %s "$tmp/s.json") / 1048576}")
     ops=$(grep -c '"type"' "$tmp/s.json")

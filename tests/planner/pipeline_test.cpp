@@ -244,7 +244,9 @@ TEST_CASE("time limit: at zbplan's default the cut searches and V-ZB say so, and
   REQUIRE(zb);
   CHECK(has(*zb, "time limit: v-zb stopped early (made 2 of its 42 candidates"));
   // Without a deadline nothing is cut.
-  zb = plan_schedule(pr, "v-zb", &diags, PlanOptions{.lowerings = {kPlacements[0]}});
+  PlanOptions unlimited;
+  unlimited.lowerings = {kPlacements[0]};
+  zb = plan_schedule(pr, "v-zb", &diags, unlimited);
   REQUIRE(zb);
   CHECK(!has(*zb, "time limit"));
 
