@@ -184,7 +184,7 @@ void add_flags(CLI::App* app, Options* o) {
   app->add_flag("--single-gpu", o->single_gpu,
                "--backend cuda with every stage in this process on GPU 0, each on its own SM partition "
                "(green contexts) or, where those are unavailable, its own stream");
-  app->add_flag("--quiet", o->quiet, "print only the summary");
+  app->add_flag("--quiet", o->quiet, "print the result in one line (and a line per file written), no step lines or summary");
   app->add_flag("--check", o->check,
                "check the schedule, model, data, output paths and rank count, say what would run, and exit (0: ok)");
   app->add_option("--layer-split", o->layer_split,

@@ -89,7 +89,7 @@ def main():
         path, _, period = plan(name, ["--partition", ",".join(map(str, counts))])
         measured = []
         for _ in range(a.runs):
-            out = run([zbrun, path, "--local", "--model", a.model, "--steps", str(a.steps), "--quiet"])
+            out = run([zbrun, path, "--local", "--model", a.model, "--steps", str(a.steps)])
             m = re.search(r"measured per iteration: period ([0-9.]+) s", out)
             measured.append(float(m.group(1)))
         note = " = ".join(n for n, c in (("searched", searched[1]), ("default", default)) if list(counts) == c)

@@ -152,9 +152,9 @@ for opt in sync post-validation; do
   "$zbplan" plan --method heuristic --mem-limit 2p -p 4 -m 8 --tf 1 --tb 1 --tw 1 --optimizer "$opt" --objective period \
     -o "$tmp/mpi_paced_$opt.json" > /dev/null
 done
-sync_out=$(timeout 120 mpirun -n 4 "$zbrun" "$tmp/mpi_paced_sync.json" --steps 6 --quiet --pace 0.05 --clip-norm 100 2>&1)
+sync_out=$(timeout 120 mpirun -n 4 "$zbrun" "$tmp/mpi_paced_sync.json" --steps 6 --pace 0.05 --clip-norm 100 2>&1)
 sync_code=$?
-pv_out=$(timeout 120 mpirun -n 4 "$zbrun" "$tmp/mpi_paced_post-validation.json" --steps 6 --quiet --pace 0.05 --clip-norm 100 2>&1)
+pv_out=$(timeout 120 mpirun -n 4 "$zbrun" "$tmp/mpi_paced_post-validation.json" --steps 6 --pace 0.05 --clip-norm 100 2>&1)
 pv_code=$?
 sync_p=$(echo "$sync_out" | period); pv_p=$(echo "$pv_out" | period)
 planned() { grep -o 'measured per iteration: .*' | awk '{print $NF}'; }

@@ -3,6 +3,7 @@
 // input or a failing rank ends the run with a located message instead of a hang.
 #include "cli/zbrun_cli.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -224,7 +225,7 @@ TEST_CASE("zbrun: profile -> plan -> run, and the plan's peak memory is the meas
   Run p = call(run_zbplan, {"zbplan", "plan", "--method", "heuristic", "--problem", problem, "--mem-limit", "2p", "-o", planned});
   INFO(p.err);
   REQUIRE(p.code == 0);
-  Run run = call(zbrun_local, {"zbrun", planned, "--local", "--steps", "2", "--quiet"});
+  Run run = call(zbrun_local, {"zbrun", planned, "--local", "--steps", "2"});
   REQUIRE(run.code == 0);
   // "measured [a MiB, b MiB], planned [a', b']": the same numbers to the printed precision.
   auto line_at = run.out.find("peak activation memory per rank: measured [");
@@ -469,4 +470,25 @@ TEST_CASE("zbrun: a RECV moved earlier makes the paced run wait as planned (trac
   }
   CHECK(planned_end == Approx(8e3));  // 8 units, drawn as ms
   CHECK((last - first) / 1e6 >= 8 * pace * 0.999);
+}
+
+// Issue 37: --quiet is quiet: the result in one line, with the same digest as the whole report's.
+TEST_CASE("zbrun: --quiet prints the result in one line, the digest of the full report") {
+  const std::string s = plan("quiet_line", "zb-h1", 2, 4);
+  Run quiet = call(zbrun_local, {"zbrun", s, "--local", "--steps", "3", "--quiet"});
+  Run full = call(zbrun_local, {"zbrun", s, "--local", "--steps", "3"});
+  INFO(quiet.err);
+  REQUIRE(quiet.code == 0);
+  REQUIRE(full.code == 0);
+  CHECK(quiet.err.empty());
+  CHECK(std::count(quiet.out.begin(), quiet.out.end(), '\n') == 1);
+  CHECK(quiet.out.rfind("done: 3 steps of zb-h1 on 2 ranks, iteration time ", 0) == 0);
+  CHECK(quiet.out.find(" planned), weights digest ") != std::string::npos);
+  auto digest = [](const std::string& out) {
+    const auto at = out.find("weights digest ");
+    return at == std::string::npos ? std::string() : out.substr(at + 15, out.find_first_of(" \n", at + 15) - at - 15);
+  };
+  CHECK(!digest(quiet.out).empty());
+  CHECK(digest(quiet.out) == digest(full.out));
+  CHECK(full.out.find("step 2: loss ") != std::string::npos);  // the full report has its step lines
 }
