@@ -164,7 +164,11 @@ int cmd_show(const std::string& path, const std::string& output, int width, cons
   std::string text = html ? render_html(drawn, file.problem, timeline, options)
                           : render_svg(drawn, file.problem, timeline, options);
   if (!write_file(output, text, err)) return kExitInvalid;
-  out << "wrote " << output << "\n";
+  out << "wrote " << output;
+  if (!html && svg_overview(drawn, options))
+    out << " (an overview: neighbouring blocks under 5 px drawn as one; --width PX draws every block, an .html page "
+           "zooms to each)";
+  out << "\n";
   return 0;
 }
 

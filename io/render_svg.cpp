@@ -172,6 +172,7 @@ namespace {
 // Where things go on the picture: the plot's place and size, the rows' pitch, the time scale.
 struct Geometry {
   int plot_w, row_h, left, top, measured_h, pitch, swatch_w, key_w, shades_w;
+  bool overview = false;  // neighbouring blocks under kMergeBelow px drawn as one (svg_overview)
   Ticks first;
   double total;
   double x_of(Ticks v) const { return left + (static_cast<double>(v - first) / total) * plot_w; }
@@ -203,6 +204,37 @@ void draw_legend(std::ostream& svg, const Drawing& d, const Schedule& s, const G
   svg << "<text x=\"" << g.left + g.plot_w + 8 << "\" y=\"" << g.top - 6 << "\" font-size=\"11\">peak memory</text>\n";
 }
 
+// The overview's merging: from op `first`, the last op of the run drawn as one block, where the
+// run spans under kMergeBelow px and shows no gap of a pixel (first itself where it stands alone).
+constexpr double kMergeBelow = 5;
+size_t merged_run(const std::vector<Op>& ops, const std::vector<OpTiming>& timed, size_t first, const Geometry& g) {
+  size_t last = first;
+  while (last + 1 < ops.size() && g.x_of(timed[last + 1].end) - g.x_of(timed[first].start) < kMergeBelow &&
+         g.x_of(timed[last + 1].start) - g.x_of(timed[last].end) < 1)
+    ++last;
+  return last;
+}
+
+// A merged run: one block in the colour of the kind (and chunk) that takes most of its time.
+void draw_run(std::ostream& svg, const Schedule& s, const std::vector<Op>& ops, const std::vector<OpTiming>& timed,
+              int st, size_t first, size_t last, int y, const Geometry& g) {
+  std::vector<std::pair<Ticks, std::pair<OpType, int>>> time_of;  // (time, (kind, chunk))
+  for (size_t i = first; i <= last; ++i) {
+    const auto key = std::pair{ops[i].type, ops[i].chunk};
+    auto at = std::find_if(time_of.begin(), time_of.end(), [&](const auto& e) { return e.second == key; });
+    if (at == time_of.end()) time_of.push_back({0, key}), at = time_of.end() - 1;
+    at->first += timed[i].end - timed[i].start;
+  }
+  const auto most = std::max_element(time_of.begin(), time_of.end(),
+                                     [](const auto& a, const auto& b) { return a.first < b.first; });
+  const double x0 = g.x_of(timed[first].start), x1 = g.x_of(timed[last].end);
+  svg << "<rect class=\"run\" x=\"" << fmt(x0) << "\" y=\"" << y << "\" width=\"" << fmt(std::max(0.5, x1 - x0))
+      << "\" height=\"" << g.row_h << "\" fill=\"" << fill_of(most->second.first, most->second.second, s.chunks)
+      << "\"><title>" << op_short(ops[first]) << " to " << op_short(ops[last]) << " (" << last - first + 1
+      << " ops) on stage " << st << ": " << format_quanta(timed[first].start) << " to " << format_quanta(timed[last].end)
+      << "</title></rect>\n";
+}
+
 // One stage's row: its label, its blocks (each with its microbatch where it fits), the
 // instructions lowering added, the measured run under it, its peak memory.
 void draw_stage(std::ostream& svg, const Drawing& d, const Schedule& s, const Timeline& t, const MeasuredRun* measured,
@@ -215,6 +247,14 @@ void draw_stage(std::ostream& svg, const Drawing& d, const Schedule& s, const Ti
       << "\" fill=\"#eeeeee\"/>\n";
   const auto& ops = d.compute.stages[st];
   for (size_t i = 0; i < ops.size(); ++i) {
+    if (g.overview) {
+      const size_t last = merged_run(ops, t.ops[st], i, g);
+      if (last > i) {
+        draw_run(svg, s, ops, t.ops[st], st, i, last, y, g);
+        i = last;
+        continue;
+      }
+    }
     const Op& op = ops[i];
     const OpTiming& o = t.ops[st][i];
     double x0 = g.x_of(o.start), x1 = g.x_of(o.end);
@@ -232,10 +272,12 @@ void draw_stage(std::ostream& svg, const Drawing& d, const Schedule& s, const Ti
       break;
     }
   }
-  for (const Instruction& in : d.instructions[st])
+  for (const Instruction& in : d.instructions[st]) {
+    if (g.overview && !in.bar()) continue;  // thousands of send/recv ticks: the overview keeps the bars
     svg << "<rect class=\"instr\" x=\"" << fmt(g.x_of(in.at)) << "\" y=\"" << y - 2 << "\" width=\"" << (in.bar() ? 3 : 1)
         << "\" height=\"" << (in.bar() ? row_h + 4 : 5) << "\" fill=\"" << in.colour() << "\"><title>" << in.title()
         << "</title></rect>\n";
+  }
   if (measured && st < static_cast<int>(measured->ops.size())) {
     // The measured run: same colours, a thinner band right under the plan.
     const int my = y + row_h + 1, measured_h = g.measured_h;
@@ -278,15 +320,43 @@ void draw_axis(std::ostream& svg, const Drawing& d, int axis_y, const Geometry& 
   }
 }
 
+// Without --width, a picture whose stages hold more than this many ops (about 6 px each would not
+// fit a screen) is drawn as an overview this wide.
+constexpr size_t kOverviewOps = 500;
+constexpr int kOverviewWidth = 1600;
+
+size_t most_ops_of(const Schedule& s) {
+  size_t most = 1;
+  for (const auto& ops : s.stages)
+    most = std::max<size_t>(most, std::count_if(ops.begin(), ops.end(), [](const Op& op) { return is_compute(op.type); }));
+  return most;
+}
+
+// The closing line: the time range, and what an overview left out.
+std::string closing_line(const Drawing& d, bool overview) {
+  std::string line = "time " + format_quanta(d.first) + " to " + format_quanta(d.last) + " (grey: idle)";
+  if (overview)
+    line += "; an overview: neighbouring blocks under 5 px drawn as one, in the colour of most of their time, "
+            "send/recv ticks left out; every block: --width PX, or an .html page";
+  return line;
+}
+
 }  // namespace
+
+bool svg_overview(const Schedule& s, const RenderOptions& options) {
+  return options.width <= 0 && most_ops_of(s) > kOverviewOps;
+}
 
 std::string render_svg(const Schedule& s, const Problem& pr, const Timeline& t, const RenderOptions& options) {
   const Drawing d = drawing_of(s, pr, t, options);
-  size_t most_ops = 1;
-  for (const auto& ops : d.compute.stages) most_ops = std::max(most_ops, ops.size());
+  const size_t most_ops = most_ops_of(s);
   Geometry g;
-  // Wide enough that the average block is at least 6 px, so every block stays visible.
-  g.plot_w = options.width > 0 ? options.width : static_cast<int>(std::clamp<size_t>(most_ops * 6, 900, 30000));
+  g.overview = svg_overview(s, options);
+  // Wide enough that the average block is at least 6 px, so every block stays visible; an
+  // overview fits a screen.
+  g.plot_w = options.width > 0 ? options.width
+             : g.overview      ? kOverviewWidth
+                               : static_cast<int>(std::clamp<size_t>(most_ops * 6, 900, 30000));
   g.first = d.first;
   g.total = static_cast<double>(std::max<Ticks>(1, d.last - d.first));
   g.row_h = s.p <= 16 ? 22 : 14;
@@ -312,8 +382,8 @@ std::string render_svg(const Schedule& s, const Problem& pr, const Timeline& t, 
   draw_legend(svg, d, s, g);
   for (int st = 0; st < s.p; ++st) draw_stage(svg, d, s, t, options.measured, st, g);
   draw_axis(svg, d, g.top + s.p * g.pitch + 2, g);
-  svg << "<text x=\"" << g.left << "\" y=\"" << height - 10 << "\" font-size=\"11\">time " << format_quanta(d.first)
-      << " to " << format_quanta(d.last) << " (grey: idle)</text>\n";
+  svg << "<text x=\"" << g.left << "\" y=\"" << height - 10 << "\" font-size=\"11\">" << escape(closing_line(d, g.overview))
+      << "</text>\n";
   svg << "</svg>\n";
   return svg.str();
 }

@@ -29,6 +29,10 @@ struct RenderOptions {
 /// A standalone SVG document. `timeline` must come from simulate_timeline(schedule, problem).
 std::string render_svg(const Schedule& schedule, const Problem& problem, const Timeline& timeline,
                        const RenderOptions& options = {});
+/// Whether render_svg draws an overview: without a width, where a stage holds more than 500 ops
+/// (6 px each would not fit a screen), the picture is 1600 px wide and neighbouring blocks under
+/// 5 px are drawn as one, in the colour of most of their time (send/recv ticks left out).
+bool svg_overview(const Schedule& schedule, const RenderOptions& options);
 /// A single self-contained HTML page: the schedule as data and a canvas viewer (io/viewer.js)
 /// with wheel zoom at the cursor, drag to pan, stage labels and a time axis that stay in view,
 /// microbatch numbers once blocks are wide enough, a hover card, and the view in the URL fragment
