@@ -387,7 +387,7 @@ TEST_CASE("zbplan: --post-validation-at places VALIDATE, and its old spelling --
 
 // Issue 37: at p = 32, m = 256 every block at 6 px made a 4600 px, 7.9 MB picture that fitted to a
 // screen showed nothing; without --width it is an overview, which says so.
-TEST_CASE("zbplan: show draws a big schedule as an overview that says so; --width draws every block") {
+TEST_CASE("zbplan: show draws a big schedule as an overview that says so, and every block at --width") {
   const std::string s = tmp("cli_show_big.json"), overview = tmp("cli_show_big.svg"), every = tmp("cli_show_all.svg");
   REQUIRE(zbplan({"plan", "--method", "zb-h1", "-p", "32", "-m", "256", "--tf", "1", "--tb", "1", "--tw", "1", "-o", s})
               .code == 0);
