@@ -86,7 +86,8 @@ void add_plan(CLI::App* app, Args* a) {
   plan->add_option("--time-limit", plan_options.time_limit,
                    "seconds for the whole call: the searches stop then with the best found so far (the output says "
                    "what they left out) and the ILP refinement gets what they leave (default: 4 s for the searches; "
-                   "ilp and ilp-v: none, and 10 s for the ILP; auto runs the ILP only when given); 0: no limit")
+                   "ilp and ilp-v: none, and 10 s for the ILP; auto runs the ILP only when given); 0: the searches run "
+                   "whole (the ILP still takes its 10 s)")
       ->check(real_in(0, 86400))
       ->default_str("");
   // The older spelling: seconds for the ILP refinement alone, the searches before it unbounded.
