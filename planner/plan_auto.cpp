@@ -137,8 +137,9 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
   PlanOptions first = options;
   first.lowerings.resize(std::min<size_t>(first.lowerings.size(), 1));
   // Under a time limit the searches and generators stop early enough for every candidate to be
-  // lowered and timed once within it: a tenth of the time (0.1 to 2 s) and about 150 ns per op
-  // and candidate (measured at p = 128, m = 1024), at most half the time.
+  // lowered and timed once within it: a tenth of the time (0.1 to 2 s) and 150 ns per op and
+  // candidate, at most half the time. (At p = 128, m = 1024 a lowering takes about twice that, and
+  // 4 s are overrun by 1.5 s: docs/benchmarks.md.)
   if (options.deadline.at) {
     const double left = options.deadline.left();
     const double ops = 3.0 * pr.p * pr.m * std::max(pr.chunks, 2);
