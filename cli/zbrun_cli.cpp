@@ -305,10 +305,7 @@ class Printer : public RunObserver {
       out_ << (over ? ": measured ABOVE plan on some rank" : ": every rank within its plan");
     }
     out_ << "\n";
-    out_ << "  weights digest " << sum.weights_digest;
-    // The bits depend on the BLAS kernels, so the line says which gave them.
-    if (o_.backend == Backend::kCpu) out_ << " (" << cpu_kernels() << ")";
-    out_ << "\n";
+    out_ << "  " << digest_text(sum) << "\n";
   }
 
   // --quiet: the run's result in one line (what runs, the time per iteration and its bubble, the
@@ -320,9 +317,13 @@ class Printer : public RunObserver {
     if (sum.measured_steps > 0)
       out_ << ", iteration time " << f4(sum.mean_seconds) << " s (span bubble rate " << f4(sum.mean_span_bubble_rate)
            << " measured / " << f4(planned_.span_bubble_rate) << " planned)";
-    out_ << ", weights digest " << sum.weights_digest;
-    if (o_.backend == Backend::kCpu) out_ << " (" << cpu_kernels() << ")";
-    out_ << "\n";
+    out_ << ", " << digest_text(sum) << "\n";
+  }
+
+  // "weights digest 6f1c... (OpenBLAS SkylakeX kernels)": the bits depend on the BLAS kernels, so
+  // the CPU backend's digest says which gave them.
+  std::string digest_text(const RunSummary& sum) const {
+    return "weights digest " + sum.weights_digest + (o_.backend == Backend::kCpu ? " (" + cpu_kernels() + ")" : "");
   }
 
   const Options& o_;

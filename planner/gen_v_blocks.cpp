@@ -137,7 +137,7 @@ class SlotGrid {
             if (walks->exceeds_if_moved(*this, s, k, t, at, limit)) continue;
             clear(s, k, j);
             set(s, k, j, t);
-            walks->moved(*this, s, t, at);
+            walks->refresh(*this, s, t, at);
             break;
           }
           clear(s, k, j);
@@ -498,8 +498,28 @@ class SlotGrid {
       return false;
     }
 
-    // After a move into slot t from slot `at` on stage s: the kept walk again.
-    void moved(const SlotGrid& g, int s, long long t, long long at) { refresh(g, s, t, at); }
+    // After a move into slot t from slot `at` on stage s (or, with `after` -1, from scratch): the
+    // walk again from slot t (the slots before it unchanged) until, past `after`, it meets the kept
+    // one; then the highest levels from there back to slot 0.
+    void refresh(const SlotGrid& g, int s, long long t, long long after) {
+      auto& w = stages_[s];
+      const long long n = static_cast<long long>(g.cells_[s].size());
+      Mem mem = t == 0 ? 0 : w.mem_before[t];
+      int queue = t == 0 ? 0 : w.queue_before[t];
+      long long u = t;
+      for (; u < n; ++u) {
+        if (u > after && after >= 0 && mem == w.mem_before[u] && queue == w.queue_before[u]) break;
+        w.mem_before[u] = mem;
+        w.queue_before[u] = queue;
+        step(w, cell_kind(g, s, u), &mem, &queue);
+      }
+      if (u == n) {
+        w.mem_before[n] = mem;
+        w.queue_before[n] = queue;
+        w.top_from[n] = std::numeric_limits<Mem>::min();
+      }
+      for (long long v = u - 1; v >= 0; --v) w.top_from[v] = std::max(w.mem_before[v + 1], w.top_from[v + 1]);
+    }
 
    private:
     struct Stage {
@@ -522,28 +542,6 @@ class SlotGrid {
         *mem += w.w_delta;
         --*queue;
       }
-    }
-
-    // The walk again from slot t (the slots before it unchanged) until, past `after`, it meets the
-    // kept one; then the highest levels from there back to slot 0.
-    void refresh(const SlotGrid& g, int s, long long t, long long after) {
-      auto& w = stages_[s];
-      const long long n = static_cast<long long>(g.cells_[s].size());
-      Mem mem = t == 0 ? 0 : w.mem_before[t];
-      int queue = t == 0 ? 0 : w.queue_before[t];
-      long long u = t;
-      for (; u < n; ++u) {
-        if (u > after && after >= 0 && mem == w.mem_before[u] && queue == w.queue_before[u]) break;
-        w.mem_before[u] = mem;
-        w.queue_before[u] = queue;
-        step(w, cell_kind(g, s, u), &mem, &queue);
-      }
-      if (u == n) {
-        w.mem_before[n] = mem;
-        w.queue_before[n] = queue;
-        w.top_from[n] = std::numeric_limits<Mem>::min();
-      }
-      for (long long v = u - 1; v >= 0; --v) w.top_from[v] = std::max(w.mem_before[v + 1], w.top_from[v + 1]);
     }
 
     std::vector<Stage> stages_;

@@ -155,8 +155,8 @@ bool shape_for(const Method& m, const Problem& original, Problem* pr, std::vecto
 
 // "time limit: ", or where it was zbplan's default, what it was and how to give more.
 std::string time_limit_note(const PlanOptions& options) {
-  if (!options.default_deadline) return "time limit: ";
-  return "time limit (the default " + format_quanta(*to_quanta(kDefaultSearchSeconds)) +
+  if (!options.default_deadline) return std::string(kTimeLimitNote) + ": ";
+  return std::string(kTimeLimitNote) + " (the default " + format_quanta(*to_quanta(kDefaultSearchSeconds)) +
          " s; --time-limit SECONDS gives more): ";
 }
 

@@ -34,6 +34,8 @@ std::string lowering_name(const LowerOptions& l);
 Ticks true_cost_in(const IterationTimeline& it, Objective objective);
 // The compute cost the searches rank by (a compute-only plan is ranked as for overlapping iterations).
 Cost ranking_cost(const PlanOptions& o);
+// How a note that the time limit cut a plan's search begins (auto repeats it on the candidate's line).
+inline constexpr const char* kTimeLimitNote = "time limit";
 // The note a plan on a problem split into 2 chunks carries.
 std::string split_note(const std::string& method);
 // --method auto: every method, each under every lowering given (plan_auto.cpp).

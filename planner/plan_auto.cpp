@@ -34,7 +34,7 @@ std::string shape_and_memory(const PlanResult& result, const Timeline& t) {
 // "; time limit: ... stopped early (...)" where the time limit cut the candidate's search, else "".
 std::string cut_of(const PlanResult& result) {
   for (const std::string& note : result.notes)
-    if (note.rfind("time limit", 0) == 0) return "; " + note;
+    if (note.rfind(kTimeLimitNote, 0) == 0) return "; " + note;
   return "";
 }
 
@@ -173,7 +173,7 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
       // Once the searches' share of the time limit is spent, each candidate is still lowered once
       // (its figures are then known), not under every optimizer placement; nor does an ILP start
       // (building its model alone takes seconds at p = 64).
-      if ((&lowering != &lowerings.front() || is_ilp(method)) && options.deadline.at && first.deadline.passed()) {
+      if ((&lowering != &lowerings.front() || is_ilp(method)) && first.deadline.passed()) {
         parts.push_back("auto: " + candidate.name + (lowering ? " under " + lowering_name(*lowering) : "") +
                         ": left out: the time limit passed");
         continue;
