@@ -139,7 +139,7 @@ void add_readers(CLI::App* app, Args* a) {
       ->required()
       ->check(file_name());
   a->import_flags.add_times(import_cmd, "time of one F (default 1), as for plan", "time of one B", "time of one W",
-                            "latency of one hop", "M_B", "M_W", "memory limit");
+                            "latency of one hop, as for plan", "M_B", "M_W", "memory limit");
   import_cmd->add_option("-o,--output", a->import_out, "schedule file to write")->required()->check(file_name());
   import_cmd->add_flag("--compute-only", a->import_compute_only, "do not lower");
   import_cmd->add_flag("--per-chunk", a->import_per_chunk,
@@ -194,7 +194,6 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
   add_plan(&app, &a);
   add_readers(&app, &a);
   if (int code = parse_command_line(&app, argc, argv, out, err); code >= 0) return code;
-  a.flags.tcomm_given = a.plan->count("--tcomm") > 0;
   a.plan_iterations.optimizer_given =
       a.plan->count("--optimizer") + a.plan->count("--post-validation-at") + a.plan->count("--validate-at") > 0;
   if (std::string bad = apply_alias(&a); !bad.empty()) return usage_error(err, "zbplan", "plan", bad);
@@ -220,7 +219,6 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
                     a.show->count("--iterations") > 0, said, err);
   if (a.export_cmd->parsed()) return cmd_export(a.file, a.export_format, a.export_out, said, err);
   if (a.import_cmd->parsed()) {
-    a.import_flags.tcomm_given = a.import_cmd->count("--tcomm") > 0;
     return cmd_import(a.file, a.import_flags, a.import_iterations, a.import_out, a.import_compute_only,
                       a.import_per_chunk, said, err);
   }

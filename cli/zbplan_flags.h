@@ -69,11 +69,12 @@ struct IterationFlags {
       app->add_option("--iterations", iterations, "iterations simulated back to back for the period")
           ->check(integer_in(2, 100));
     // At most half the exact range (ticks.h), the other half being the iteration's.
-    app->add_option("--state-latency", state_latency, "time of one optimizer-state message between neighbours (default T_comm)")
+    app->add_option("--state-latency", state_latency,
+                    "time of one optimizer-state message between neighbours (default the slowest link's T_comm)")
         ->check(real_in(0, 5e8))
         ->default_str("");
     app->add_option("--allreduce-latency", allreduce_latency,
-                    "time of the synchronous optimizer's all-reduce (default 2*ceil(log2 p)*T_comm)")
+                    "time of the synchronous optimizer's all-reduce (default 2*ceil(log2 p)*the slowest T_comm)")
         ->check(real_in(0, 5e8))
         ->default_str("");
   }
@@ -107,9 +108,7 @@ struct ProblemFlags {
   std::string device_memory;  ///< plan --device-memory: with --layers, bytes per device ("80GiB" or a list)
   static constexpr int kUnset = std::numeric_limits<int>::min();  // flag not given: keep the file's value
   int p = kUnset, m = kUnset, chunks = kUnset;
-  std::string tf, tb, tw, mem_b, mem_w, mem_limit, placement;
-  double tcomm = -1;
-  bool tcomm_given = false;
+  std::string tf, tb, tw, tcomm, mem_b, mem_w, mem_limit, placement;
   bool require_times = true;  ///< plan needs real times; import may use placeholders
 
   void add_to(CLI::App* app) {
@@ -123,7 +122,8 @@ struct ProblemFlags {
         ->default_str("");
     add_times(app, "time of one F: one number, or one per stage \"a,b,c,...\" (without --problem: required)",
               "time of one B (input gradient), as --tf", "time of one W (weight gradient), as --tf",
-              "latency of one hop between neighbouring stages (default 0)",
+              "latency of one hop between neighbouring stages: one number, one per link \"a,b,...\" (p - 1: link s joins "
+              "stages s and s+1), or p with the last for stage p-1 back to 0 (default 0)",
               "activation memory one F adds (M_B), as --tf (default 1)",
               "memory kept from B until W (M_W), as --tf (default 0.5)",
               "activation memory limit per stage: a number, or a multiple of p*M_B like 1p, 1.5p, 2p (default: none)");
@@ -172,7 +172,7 @@ struct ProblemFlags {
     app->add_option("--tf", tf, tf_help)->check(list);
     app->add_option("--tb", tb, tb_help)->check(list);
     app->add_option("--tw", tw, tw_help)->check(list);
-    app->add_option("--tcomm", tcomm, tcomm_help)->check(real_in(-kAnyReal, kAnyReal))->default_str("");
+    app->add_option("--tcomm", tcomm, tcomm_help)->check(list);
     app->add_option("--mem-b", mem_b, mem_b_help)->check(list);
     app->add_option("--mem-w", mem_w, mem_w_help)->check(list);
     app->add_option("--mem-limit", mem_limit, mem_limit_help)->transform(memory_limit_value());
@@ -225,7 +225,7 @@ struct ProblemFlags {
     list(tw, "--tw", &in->t_w);
     list(mem_b, "--mem-b", &in->mem_b);
     list(mem_w, "--mem-w", &in->mem_w);
-    if (tcomm_given) in->t_comm = tcomm;
+    list(tcomm, "--tcomm", &in->t_comm);
     if (!mem_limit.empty()) in->mem_limit = mem_limit;
     return ok;
   }

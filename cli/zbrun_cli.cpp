@@ -70,7 +70,10 @@ std::string write_profile(const Options& o, const ScheduleFile& file, const GptC
       list.push_back(round6(std::max(sum.profile[static_cast<size_t>(r) * fields + f], f < 2 ? 1e-6 : 0.0)));
     j[names[f]] = list;
   }
-  j["t_comm"] = round6(sum.comm_seconds * 1e3);
+  // One latency per link (problem.h); one number where there is at most one link.
+  nlohmann::json links = nlohmann::json::array();
+  for (double l : sum.link_seconds) links.push_back(round6(l * 1e3));
+  j["t_comm"] = links.size() > 1 ? links : links.empty() ? nlohmann::json(0.0) : links[0];
   std::string why;
   if (!write_file_replacing(o.profile, j.dump(2) + "\n", &why)) return "--profile: cannot write " + why;
   out << "wrote profile " << o.profile << " (plan with: zbplan plan --problem " << o.profile << " ...)\n";

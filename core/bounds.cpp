@@ -38,7 +38,7 @@ struct Chains {
     return reach[last] - reach[lo] + last_f + climb[last] - climb[hi];
   }
   // Hop latency between two adjacent virtual stages (v-1, v).
-  Ticks hop(const Problem& pr, int v) const { return stage_of[v - 1] != stage_of[v] ? pr.t_comm : 0; }
+  Ticks hop(const Problem& pr, int v) const { return pr.hop(stage_of[v - 1], stage_of[v]); }
 };
 
 Chains chains_of(const Problem& pr, const VirtualStageMap& map) {
@@ -172,7 +172,7 @@ Ticks wall_lower_bound(const Problem& pr, const std::vector<std::vector<int>>& p
   std::vector<Ticks> reach(map.virtual_stages(), 0);
   for (int vs = 1; vs < map.virtual_stages(); ++vs) {
     int prev = map.stage_of[vs - 1];
-    reach[vs] = reach[vs - 1] + pr.f_time(prev, map.chunk_of[vs - 1]) + (prev != map.stage_of[vs] ? pr.t_comm : 0);
+    reach[vs] = reach[vs - 1] + pr.f_time(prev, map.chunk_of[vs - 1]) + pr.hop(prev, map.stage_of[vs]);
   }
   Ticks bound = 0;
   for (int st = 0; st < static_cast<int>(placement.size()); ++st) {

@@ -4,7 +4,7 @@
 // ask here; nobody restates it.
 // Semantics (paper, appendix G): F(vs,j) waits for F(vs-1,j); B(vs,j) waits for B(vs+1,j), the last
 // virtual stage's B waits for its own F; W(vs,j) waits for B(vs,j). A dependency between two
-// different stages arrives T_comm after its producer ends.
+// different stages arrives the hop's T_comm after its producer ends (arrival_latency).
 #pragma once
 
 #include <cstddef>
@@ -30,7 +30,7 @@ struct Dependency {
   Product what;
   int vs;       ///< virtual stage of the producer
   int mb;
-  bool remote;  ///< the producer runs on another stage: add T_comm
+  bool remote;  ///< the producer runs on another stage: add the hop's T_comm (arrival_latency)
 };
 
 // Inline: these run for every op placed or simulated, in the planner's hottest loops. GCC left
@@ -62,6 +62,13 @@ struct Dependency {
       return std::nullopt;
   }
   return Dependency{what, producer, op.mb, map.stage_of[producer] != stage};
+}
+
+/// How long `dep`, which an op on `stage` waits for, takes to arrive after its producer ends: the
+/// hop between the two stages (problem.h), 0 on the same stage.
+[[gnu::always_inline]] inline Ticks arrival_latency(const Dependency& dep, int stage, const VirtualStageMap& map,
+                                                    const Problem& pr) {
+  return dep.remote ? pr.hop(map.stage_of[dep.vs], stage) : 0;
 }
 
 /// Where the product of `op` (run by `stage`) goes: the virtual stage that consumes it, which

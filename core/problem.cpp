@@ -159,6 +159,39 @@ bool per_stage(const std::vector<double>& values, int p, const std::string& name
   return true;
 }
 
+// T_comm: one value for every hop, one per link between neighbours (p - 1), or p with the link
+// from the last stage back to the first; stored as p links (problem.h), the missing last one
+// taking the slowest listed.
+bool read_links(const std::vector<double>& values, int p, const std::string& file, std::vector<Ticks>* out,
+                std::vector<Diag>* diags) {
+  const size_t n = values.size();
+  if (n != 1 && (p < 3 || (static_cast<int>(n) != p - 1 && static_cast<int>(n) != p))) {
+    diags->push_back({file, "", -1, -1, "",
+                      "t_comm has " + std::to_string(n) + " values; give one" +
+                          (p < 3 ? " (p = " + std::to_string(p) + " has at most one link)"
+                                 : ", one per link between neighbouring stages (p - 1 = " + std::to_string(p - 1) +
+                                       "), or p = " + std::to_string(p) +
+                                       " where the last is the link from stage " + std::to_string(p - 1) +
+                                       " back to stage 0")});
+    return false;
+  }
+  out->clear();
+  for (size_t i = 0; i < n; ++i) {
+    auto q = to_quanta(values[i]);
+    if (!q || *q < 0) {
+      diags->push_back({file, "", -1, -1, "",
+                        (n == 1 ? std::string("t_comm") : "t_comm of link " + std::to_string(i)) +
+                            " must be non-negative and finite, got " + number_text(values[i]) +
+                            (!q && std::isfinite(values[i]) && values[i] >= 0 ? " (at most 1e12)" : "")});
+      return false;
+    }
+    out->push_back(*q);
+  }
+  const Ticks slowest = *std::max_element(out->begin(), out->end());
+  out->resize(static_cast<size_t>(std::max(p, 1)), n == 1 ? (*out)[0] : slowest);
+  return true;
+}
+
 }  // namespace
 
 namespace {
@@ -236,13 +269,7 @@ bool read_figures(const ProblemInput& in, const std::string& file, Problem* pr, 
       }
     }
   }
-  auto comm = to_quanta(in.t_comm);
-  if (!comm || *comm < 0) {
-    fail("t_comm must be non-negative and finite, got " + number_text(in.t_comm));
-    ok = false;
-  } else {
-    pr->t_comm = *comm;
-  }
+  ok = read_links(in.t_comm, in.p, file, &pr->t_comm, diags) && ok;
   if (!ok) return false;
   if (!per_vs) {
     for (size_t f = 0; f < std::size(figures); ++f) *figures[f].staged = std::move(values[f]);
@@ -285,7 +312,7 @@ bool check_exact_total(const Problem& pr, const Fail& fail) {
       one += static_cast<long double>(pr.f_time(s, c)) + pr.b_time(s, c) + pr.w_time(s, c);
     total += static_cast<long double>(pr.m) * one;
   }
-  total += 2.0L * pr.m * pr.chunks * pr.p * pr.t_comm;
+  total += 2.0L * pr.m * pr.chunks * pr.p * pr.slowest_hop();
   if (total <= static_cast<long double>(kMaxExactQuanta / 2)) return true;
   fail("times too large: one iteration could last " + std::to_string(static_cast<double>(total / kQuantaPerUnit)) +
        " time units (m x chunks x (T_F + T_B + T_W) over the stages, plus the hops), more than the " +
@@ -373,7 +400,8 @@ struct Reader {
     return true;
   }
 
-  bool number_or_list(const nlohmann::json& v, const std::string& pointer, std::vector<double>* out) {
+  bool number_or_list(const nlohmann::json& v, const std::string& pointer, std::vector<double>* out,
+                      const char* one_per = "stage") {
     out->clear();
     if (v.is_number()) {
       out->push_back(v.get<double>());
@@ -389,7 +417,8 @@ struct Reader {
       }
       return true;
     }
-    error(pointer, "expected a number or a non-empty list of numbers (one per stage), got " + json_excerpt(v));
+    error(pointer, std::string("expected a number or a non-empty list of numbers (one per ") + one_per + "), got " +
+                       json_excerpt(v));
     return false;
   }
 };
@@ -426,12 +455,7 @@ bool problem_input_from_json(const nlohmann::json& j, const std::string& file, c
   ok = r.number_or_list(j["t_b"], pointer + "/t_b", &out->t_b) && ok;
   ok = r.number_or_list(j["t_w"], pointer + "/t_w", &out->t_w) && ok;
   if (j.contains("t_comm")) {
-    if (j["t_comm"].is_number()) {
-      out->t_comm = j["t_comm"].get<double>();
-    } else {
-      r.error(pointer + "/t_comm", "expected a number, got " + json_excerpt(j["t_comm"]));
-      ok = false;
-    }
+    ok = r.number_or_list(j["t_comm"], pointer + "/t_comm", &out->t_comm, "link") && ok;
   }
   if (j.contains("mem_b")) ok = r.number_or_list(j["mem_b"], pointer + "/mem_b", &out->mem_b) && ok;
   if (j.contains("mem_w")) ok = r.number_or_list(j["mem_w"], pointer + "/mem_w", &out->mem_w) && ok;
@@ -505,7 +529,7 @@ nlohmann::json problem_to_json(const Problem& pr) {
   j["t_f"] = figure(pr.t_f, pr.per_chunk.t_f);
   j["t_b"] = figure(pr.t_b, pr.per_chunk.t_b);
   j["t_w"] = figure(pr.t_w, pr.per_chunk.t_w);
-  j["t_comm"] = from_quanta(pr.t_comm);
+  j["t_comm"] = compact(pr.t_comm);
   j["mem_b"] = figure(pr.mem_b, pr.per_chunk.mem_b);
   j["mem_w"] = figure(pr.mem_w, pr.per_chunk.mem_w);
   if (!pr.stage_mem_limits.empty()) {

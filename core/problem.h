@@ -3,6 +3,8 @@
 // and turns it into a Problem in exact integer units (core/ticks.h).
 #pragma once
 
+#include <algorithm>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,7 +29,11 @@ struct ProblemInput {
   /// Time of one op of one chunk: one value, one per stage, or (chunks > 1, with a placement) one per
   /// virtual stage, in virtual-stage order (a partition of layers into virtual stages gives those).
   std::vector<double> t_f{1.0}, t_b{1.0}, t_w{1.0};
-  double t_comm = 0.0;                       ///< latency of one hop between two stages
+  /// Latency of one hop between two stages: one value for every hop, one per link between neighbours
+  /// (p - 1 values, link s joins stages s and s + 1), or p values where the last is the link that
+  /// joins stage p - 1 back to stage 0 (interleaved placements send over it). A hop between stages
+  /// that are not neighbours takes that last link; without it, the slowest link listed.
+  std::vector<double> t_comm{0.0};
   std::vector<double> mem_b{1.0};            ///< activation memory one F adds (per chunk op); listed as the times
   std::vector<double> mem_w{0.5};            ///< memory kept after B until W (per chunk op); listed as the times
   std::string mem_limit;                     ///< "" (none), an absolute value ("12.5") or a multiple of p*M_B ("2p")
@@ -43,7 +49,7 @@ struct Problem {
   /// Per stage, one op of one chunk. Where a stage's chunks differ (per_chunk), the largest over its
   /// chunks: what a generator budgets with stays on the safe side (the bounds relax to the least).
   std::vector<Ticks> t_f, t_b, t_w;
-  Ticks t_comm = 0;
+  std::vector<Ticks> t_comm;                ///< p links: [s] joins s and s + 1, [p - 1] the rest (see ProblemInput)
   std::vector<Mem> mem_b, mem_w;            ///< per stage, one op of one chunk (the largest, as the times)
   /// Where the chunks of a stage differ (times given per virtual stage): each figure per (stage,
   /// chunk), at [stage * chunks + chunk]; empty where every chunk takes its stage's figures.
@@ -64,6 +70,17 @@ struct Problem {
   bool limited() const { return mem_limit || !stage_mem_limits.empty(); }
 
   int virtual_stages() const { return p * chunks; }
+  /// Latency of a message from stage `from` to stage `to`: 0 on the same stage, the link between
+  /// neighbours, else the last link (the wrap from p - 1 to 0 and any other jump).
+  Ticks hop(int from, int to) const {
+    if (from == to) return 0;
+    const int lo = std::min(from, to);
+    return t_comm[static_cast<size_t>(std::max(from, to) - lo == 1 ? lo : p - 1)];
+  }
+  /// The slowest link: what a latency that is not tied to one pair of stages assumes.
+  Ticks slowest_hop() const { return *std::max_element(t_comm.begin(), t_comm.end()); }
+  /// Whether every link has the same latency.
+  bool uniform_hops() const { return std::adjacent_find(t_comm.begin(), t_comm.end(), std::not_equal_to<>()) == t_comm.end(); }
   /// The figures one op of `chunk` on `stage` takes: deps.h's op_duration and memory_delta ask here.
   bool chunks_differ() const { return !per_chunk.t_f.empty(); }
   Ticks f_time(int stage, int chunk) const { return at(per_chunk.t_f, t_f, stage, chunk); }

@@ -18,6 +18,7 @@ namespace {
 // them the receiver consumed.
 struct Channel {
   int to = 0;
+  Ticks latency = 0;  // a tensor message's hop between the two stages, or the state latency
   std::vector<Ticks> sent;
   size_t received = 0;
 };
@@ -103,7 +104,12 @@ struct Replay {
     std::sort(sorted.begin(), sorted.end());
     sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
     channels.resize(sorted.size());
-    for (size_t c = 0; c < sorted.size(); ++c) channels[c].to = static_cast<int>(sorted[c] / kMessageKinds / p);
+    for (size_t c = 0; c < sorted.size(); ++c) {
+      const int to = static_cast<int>(sorted[c] / kMessageKinds / p), from = static_cast<int>(sorted[c] % p);
+      const int kind = static_cast<int>(sorted[c] / p % kMessageKinds);
+      channels[c].to = to;
+      channels[c].latency = kind <= kGradient ? pr.hop(from, to) : options.state_latency;
+    }
     // The stages' own numbers become the channels' indices.
     std::vector<int> channel(keys.size());
     for (size_t j = 0; j < keys.size(); ++j) {
@@ -155,8 +161,6 @@ struct Replay {
     return -1;
   }
 
-  Ticks latency(OpType t) const { return message_kind(t) <= kGradient ? pr.t_comm : options.state_latency; }
-
   // Runs stage st until it blocks or finishes, queueing the stages its SENDs and steps release.
   void advance(int st) {
     const auto& ops = s.stages[st];
@@ -190,7 +194,7 @@ struct Replay {
             iter[st] = it, cursor[st] = i, free_at[st] = clock;
             return;
           }
-          start = end = std::max(start, ch.sent[ch.received++] + latency(type));
+          start = end = std::max(start, ch.sent[ch.received++] + ch.latency);
         } else if (is_send(type)) {
           Channel& ch = channels[channel[i]];
           ch.sent.push_back(start);

@@ -77,7 +77,7 @@ struct Sim {
           first_waiting[k] = st;
           break;
         }
-        start = std::max(start, produced_at[k] + (dep->remote ? problem.t_comm : 0));
+        start = std::max(start, produced_at[k] + arrival_latency(*dep, st, map, problem));
       }
       const Ticks duration = op_duration(op, st, problem);
       clock = start + duration;

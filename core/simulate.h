@@ -112,7 +112,7 @@ class TimelineBuilder {
     auto dep = dependency_of(op, stage, map_);
     if (!dep) return 0;
     Ticks t = produced_[key(dep->what, dep->vs, dep->mb)];
-    return t < 0 ? -1 : t + (dep->remote ? problem_.t_comm : 0);
+    return t < 0 ? -1 : t + arrival_latency(*dep, stage, map_, problem_);
   }
   Ticks stage_end(int stage) const { return end_[stage]; }
   /// Start of the stage's first op, or -1 when it has none.

@@ -14,10 +14,10 @@ std::optional<IterationTimeline> simulate_iterations(const Schedule& s, const Pr
   const int p = s.p, k = std::max(2, options.iterations);
   IterationTimeline out;
   out.iterations = k;
-  out.state_latency = options.state_latency >= 0 ? options.state_latency : pr.t_comm;
+  out.state_latency = options.state_latency >= 0 ? options.state_latency : pr.slowest_hop();
   int hops = 0;
   while ((1 << hops) < p) ++hops;
-  out.allreduce_latency = options.allreduce_latency >= 0 ? options.allreduce_latency : 2 * hops * pr.t_comm;
+  out.allreduce_latency = options.allreduce_latency >= 0 ? options.allreduce_latency : 2 * hops * pr.slowest_hop();
   ReplayOptions replay;
   replay.iterations = k;
   replay.op_times = options.op_times;

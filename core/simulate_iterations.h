@@ -17,8 +17,8 @@ namespace zbpp {
 
 struct IterationOptions {
   int iterations = 3;
-  Ticks state_latency = -1;      ///< one optimizer-state message between neighbours; -1: T_comm
-  Ticks allreduce_latency = -1;  ///< the synchronous all-reduce once all stages reached it; -1: 2*ceil(log2 p)*T_comm
+  Ticks state_latency = -1;      ///< one optimizer-state message between neighbours; -1: the slowest link's T_comm
+  Ticks allreduce_latency = -1;  ///< the synchronous all-reduce once all stages reached it; -1: 2*ceil(log2 p)*the slowest T_comm
   bool op_times = true;  ///< keep every op's times (IterationTimeline::ops); false: the figures only
 };
 

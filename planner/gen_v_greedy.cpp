@@ -112,7 +112,7 @@ class ChunkGreedy {
     if (!dep) return 0;
     const Ticks at = done(dep->what, dep->vs, dep->mb);
     if (at >= kNever) return kNever;
-    return at + (dep->remote ? pr_.t_comm : 0);
+    return at + arrival_latency(*dep, s, map_, pr_);
   }
 
   std::optional<Op> next_f(int s, int chunk) const {
@@ -195,7 +195,7 @@ class ChunkGreedy {
         auto dep = dependency_of(*op, s, map_);
         const int k = map_.stage_of[dep->vs];
         const Ticks made = dep->what == Product::Forward ? pr_.t_f[k] : pr_.t_b[k];
-        at = std::max(t, free_at_[k]) + made + (dep->remote ? pr_.t_comm : 0);
+        at = std::max(t, free_at_[k]) + made + arrival_latency(*dep, s, map_, pr_);
       }
       next = std::min(next, at);
     };

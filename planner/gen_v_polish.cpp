@@ -43,7 +43,7 @@ std::vector<std::vector<Ticks>> input_ready_times(const Schedule& s, const Probl
     for (const Op& op : s.stages[st]) {
       auto dep = dependency_of(op, st, map);
       ready[st].push_back(dep ? made[product_key(dep->what, dep->vs, dep->mb, vstages, s.m)] +
-                                    (dep->remote ? pr.t_comm : 0)
+                                    arrival_latency(*dep, st, map, pr)
                               : 0);
     }
   return ready;

@@ -83,7 +83,7 @@ class Rounds {
     const int from = feeder(kind, s);
     if (from < 0) return -1;
     const Ticks e = end_of(kind, from, st_[s].count[kind]);
-    return e < 0 ? kNever : e + pr_.t_comm;
+    return e < 0 ? kNever : e + pr_.hop(from, s);
   }
 
   bool fail(std::string why) {
@@ -148,7 +148,7 @@ class Rounds {
       if (!put(kFDown, s)) return false;
     for (int i = p_ - 1; i >= 0; --i) {
       if (i < p_ - 1) {
-        const Ticks arrives = end_of(kFUp, i + 1, 0) + pr_.t_comm;
+        const Ticks arrives = end_of(kFUp, i + 1, 0) + pr_.hop(i + 1, i);
         while (st_[i].mem + pr_.mem_b[i] * (2 + 2 * static_cast<Mem>(i)) <= budget(i) &&
                st_[i].now + pr_.t_f[i] <= arrives && st_[i].count[kFDown] < m_)
           for (int j = 0; j <= i; ++j)

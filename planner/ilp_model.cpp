@@ -31,7 +31,6 @@ Solve solve_window(const Problem& pr, const Incumbent& inc, const std::vector<in
                    Ticks t_drop, double seconds, int threads, double tie_weight, Ticks known_bound) {
   const auto built_from = Clock::now();
   const int p = pr.p, n = 3 * pr.m * pr.chunks;
-  const double comm = from_quanta(pr.t_comm);
   const double c_inc = from_quanta(inc.cost);
   auto dur = [&](int s, const Op& op) { return from_quanta(op_duration(op, s, pr)); };
   std::vector<double> stage_start(p, 0.0);  // the simulator's start of F_0, the same in every schedule
@@ -138,13 +137,13 @@ Solve solve_window(const Problem& pr, const Incumbent& inc, const std::vector<in
         }
       }
     }
-    // Dependencies between stages (deps.h), each a hop of T_comm.
+    // Dependencies between stages (deps.h), each a hop of its link's T_comm.
     for (int i = 0; i < n; ++i) {
       auto dep = dependency_of(ops[i], s, map);
       if (!dep || !dep->remote) continue;
       const int from = map.stage_of[dep->vs];
       const Op producer{dep->what == Product::Forward ? OpType::F : OpType::B, dep->mb, map.chunk_of[dep->vs]};
-      precede(from, pos[from][key(producer)], s, i, comm + dur(s, ops[i]));
+      precede(from, pos[from][key(producer)], s, i, from_quanta(pr.hop(from, s)) + dur(s, ops[i]));
     }
     // C >= E[last] + the rest of the stage - origin of stage s (its start, or the global start).
     const double rest = end_of(s, n - 1) - end_of(s, last[s]);

@@ -90,7 +90,7 @@ bool compute_cost_ranks_alike(Objective objective, const LowerOptions& l, const 
                               const IterationOptions& it) {
   if (l.optimizer == Optimizer::kSync) return true;
   return objective == Objective::kPeriod && l.post_validation_at == PostValidationAt::kFirstBackward && pr.uniform_times() &&
-         (it.state_latency < 0 || it.state_latency <= pr.t_comm);
+         pr.uniform_hops() && (it.state_latency < 0 || it.state_latency <= pr.t_comm[0]);
 }
 
 // A one-chunk schedule lowered and timed over iterations back to back: its true cost.

@@ -195,7 +195,7 @@ class Heuristic {
     for (int j = p_ - 2; j >= 0; --j) {
       Ticks clock = tl_.stage_end(j);
       Mem mem = mem_[j];
-      Ticks b_input = first_b_end + pr_.t_comm;
+      Ticks b_input = first_b_end + pr_.hop(j + 1, j);
       while (f_[j] + extra[j] < m_ && mem + delta(OpType::F, j) <= limit_[j]) {
         bool stop = opt_.allow_bubble_before_first_b ? clock + pr_.t_f[j] > b_input : clock >= b_input;
         if (stop) break;
@@ -243,7 +243,7 @@ class Heuristic {
   // With prioritize_b, a stage two or more F's ahead of the next skips its F when running it
   // would delay the B that the next stage will soon send back.
   bool f_worth_it(int j) const {
-    Ticks next_b_input = tl_.stage_end(j + 1) + pr_.t_f[j + 1] + pr_.t_b[j + 1] + pr_.t_comm;
+    Ticks next_b_input = tl_.stage_end(j + 1) + pr_.t_f[j + 1] + pr_.t_b[j + 1] + pr_.hop(j + 1, j);
     Ticks now = tl_.stage_end(j);
     if (now >= next_b_input) return false;
     Ticks w_time = 0;

@@ -121,7 +121,7 @@ class RankRun {
   bool start(int* first_step);
   bool claim_checkpoints();
   bool report_finished();
-  bool measure_comm(double* seconds);
+  bool measure_comm(std::vector<double>* link_seconds);
   bool summarise();
 
   const TrainInputs& in_;
@@ -176,7 +176,7 @@ bool RankRun::run_unguarded() {
                    " (from step" + std::to_string(first_step) + ".rank*.ckpt) and ends at --steps " +
                    std::to_string(o_.steps) + ", before the next multiple of --every " + std::to_string(o_.every));
   if (std::string why = observer_.started(rank_, first_step); !why.empty()) return stop(why);
-  if (o_.profile && !measure_comm(&result_.summary.comm_seconds)) return false;
+  if (o_.profile && !measure_comm(&result_.summary.link_seconds)) return false;
   for (int step = first_step; step < o_.steps; ++step) {
     std::string why;
     if (step == o_.inject_step && rank_ == o_.inject_rank) interp_->inject_nonfinite_next_step();
@@ -319,11 +319,12 @@ bool RankRun::report_finished() {
   return true;
 }
 
-// One-way latency of an activation-sized message between neighbours: rank r first answers its
-// left neighbour's pings, then pings its right neighbour, so the chain cannot deadlock. The first
-// rounds are not timed (the neighbour may still be setting up, the first transfers allocate), and
-// the median round is taken, so a late neighbour or one slow round does not count as latency.
-bool RankRun::measure_comm(double* seconds) {
+// One-way latency of an activation-sized message over each link r -> r + 1 (the profile's t_comm
+// per link, problem.h): rank r first answers its left neighbour's pings, then pings its right
+// neighbour, so the chain cannot deadlock. The first rounds are not timed (the neighbour may still
+// be setting up, the first transfers allocate), and the median round is taken, so a late neighbour
+// or one slow round does not count as latency.
+bool RankRun::measure_comm(std::vector<double>* link_seconds) {
   const int p = transport_->size(), warmup = 3, rounds = 20;
   std::string why;
   bool ok = true;
@@ -350,9 +351,8 @@ bool RankRun::measure_comm(double* seconds) {
   all[rank_] = one_way;
   if (ok) ok = transport_->allreduce_sum(&all, o_.timeout_s, &why);
   if (!ok) return stop_in("measuring T_comm", why);
-  double sum = 0;
-  for (int r = 0; r + 1 < p; ++r) sum += all[r];
-  *seconds = p > 1 ? sum / (p - 1) : 0.0;
+  all.pop_back();  // rank p - 1 has no next rank
+  *link_seconds = std::move(all);
   return true;
 }
 

@@ -70,7 +70,7 @@ struct RunSummary {
   /// one-way neighbour latency of an activation-sized message (seconds).
   static constexpr int kProfileFields = 5;
   std::vector<double> profile;
-  double comm_seconds = 0;
+  std::vector<double> link_seconds;  ///< --profile: one-way latency of each link r -> r + 1 (p - 1 values)
 };
 
 /// What one rank ran: its finished steps in order, and either its summary or its error.

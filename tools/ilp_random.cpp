@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
       in.mem_b.push_back(1);
       in.mem_w.push_back(uniform(0.3, 0.5));
     }
-    in.t_comm = uniform(0, 0.1);
+    in.t_comm = {uniform(0, 0.1)};
     in.mem_limit = limits[std::uniform_int_distribution<int>(0, 3)(rng)];
     std::vector<Diag> diags;
     auto pr = build_problem(in, "", &diags);

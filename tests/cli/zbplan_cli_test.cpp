@@ -71,6 +71,40 @@ TEST_CASE("zbplan: plan from a problem file, with flags overriding it") {
   CHECK(plan.out.find("(limit 4 = 1p)") != std::string::npos);
 }
 
+TEST_CASE("zbplan: --tcomm per link reaches every method's file, validated, and a slow link costs time") {
+  const std::vector<std::string> base = {"-p", "4", "-m", "8", "--tf", "1", "--tb", "1", "--tw", "0.5", "--time-limit", "0"};
+  for (const auto& method : std::vector<std::vector<std::string>>{{"--method", "zb-h1"},
+                                                                 {"--method", "heuristic", "--mem-limit", "2p"},
+                                                                 {"--method", "heuristic", "--chunks", "2"},
+                                                                 {"--method", "v-zb"},
+                                                                 {"--method", "1f1b-i", "--chunks", "2"}}) {
+    double period[2] = {0, 0};
+    for (int slow = 0; slow < 2; ++slow) {
+      std::vector<std::string> args = {"plan"};
+      args.insert(args.end(), method.begin(), method.end());
+      args.insert(args.end(), base.begin(), base.end());
+      // Link 1 (stages 1-2) slow, and the link from stage 3 back to 0 slower still.
+      for (const std::string& a : {std::string("--tcomm"), std::string(slow ? "0.1,1.5,0.1,2" : "0.1")}) args.push_back(a);
+      const std::string file = tmp("cli_links_" + std::to_string(slow) + ".json");
+      args.insert(args.end(), {"-o", file});
+      Run plan = zbplan(args);
+      INFO(method[1] << (method.size() > 2 ? " " + method[2] + " " + method[3] : "") << ": " << plan.err);
+      REQUIRE(plan.code == 0);
+      Run ok = zbplan({"validate", file});
+      CHECK(ok.code == 0);
+      auto j = nlohmann::json::parse(std::ifstream(file));
+      CHECK(j["problem"]["t_comm"].dump() == (slow ? "[0.1,1.5,0.1,2.0]" : "0.1"));
+      period[slow] = j["iterations"]["period"].get<double>();
+    }
+    CHECK(period[1] > period[0]);
+  }
+  Run bad = zbplan({"plan", "--method", "zb-h1", "-p", "4", "-m", "8", "--tf", "1", "--tb", "1", "--tw", "0.5", "--tcomm",
+                    "0.1,0.2", "-o", tmp("cli_links_bad.json")});
+  CHECK(bad.code == 1);
+  CHECK(bad.err == "zbplan: t_comm has 2 values; give one, one per link between neighbouring stages (p - 1 = 3), or p = 4 "
+                   "where the last is the link from stage 3 back to stage 0\n");
+}
+
 TEST_CASE("zbplan: bad flags and impossible inputs give one-line errors and non-zero exits") {
   std::string out = tmp("cli_bad.json");
   auto plan_with = [&](std::vector<std::string> extra) {
@@ -170,7 +204,7 @@ TEST_CASE("zbplan: usage errors exit 2 with the closest name for a typo and the 
       {{"--mem-limit", "0p"}, "zbplan: --mem-limit: '0p' must be above 0"},
       {{"-p", "two"}, "zbplan: --stages: 'two' is not a number; expected a decimal integer"},
       {{"--tf", "abc"}, "zbplan: --tf: 'abc' is not a number; expected a decimal number like 2 or 0.5"},
-      {{"--tcomm"}, "zbplan: --tcomm needs a value (NUMBER)"},
+      {{"--tcomm"}, "zbplan: --tcomm needs a value (LIST)"},
   };
   for (const auto& [extra, message] : cases) {
     INFO(extra[0]);
@@ -334,7 +368,7 @@ TEST_CASE("zbplan: --help lists the subcommands and exits 0") {
     CHECK(r.out.find(shown) != std::string::npos);
   for (const char* described : {"iterations simulated back to back for the period (default 3)\n",
                                 "CBC threads for the ILP (default 1)\n", "(M_W), as --tf (default 0.5)\n",
-                                "between neighbouring stages (default 0)\n"})
+                                "the last for stage p-1 back to 0 (default 0)\n"})
     CHECK(r.out.find(described) != std::string::npos);
   CHECK(r.out.find("TEXT") == std::string::npos);
   CHECK(r.out.find("INT:") == std::string::npos);

@@ -36,7 +36,8 @@ Problem random_problem(std::mt19937& rng, int p, int m, int chunks = 1) {
     in.mem_b.push_back(mb(rng));
     in.mem_w.push_back(std::min<double>(mw(rng), in.mem_b.back()));
   }
-  in.t_comm = c(rng);
+  in.t_comm.clear();  // one latency per link from p = 3 (problem.h), the wrap link included
+  for (int l = 0; l < (p >= 3 ? p : 1); ++l) in.t_comm.push_back(c(rng));
   // No limit, or room for 1..3 microbatches' activations (of one chunk) on the most demanding stage.
   int l = lim(rng);
   if (l > 0) in.mem_limit = std::to_string(l * 6 + (chunks > 1 ? 6 : 0));
@@ -213,7 +214,8 @@ TEST_CASE("bounds with chunks whose figures differ (a partition into virtual sta
           in.t_f.push_back(t(rng)), in.t_b.push_back(t(rng)), in.t_w.push_back(t(rng));
           in.mem_b.push_back(mb(rng)), in.mem_w.push_back(std::min<double>(mw(rng), in.mem_b.back()));
         }
-        in.t_comm = c(rng);
+        in.t_comm.clear();
+        for (int l = 0; l < (p >= 3 ? p : 1); ++l) in.t_comm.push_back(c(rng));
         if (int l = lim(rng); l > 0) in.mem_limit = std::to_string(l * 6 + 6);
         std::vector<Diag> diags;
         auto pr = build_problem(in, "", &diags);

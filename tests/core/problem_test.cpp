@@ -24,7 +24,7 @@ ProblemInput basic() {
   in.t_f = {18.522};
   in.t_b = {18.086};
   in.t_w = {9.337};
-  in.t_comm = 0.601;
+  in.t_comm = {0.601};
   return in;
 }
 }  // namespace
@@ -35,7 +35,7 @@ TEST_CASE("problem: decimals become exact ticks and scalars are broadcast") {
   REQUIRE(pr);
   CHECK(pr->t_f == std::vector<Ticks>(4, 18'522'000));
   CHECK(pr->t_w == std::vector<Ticks>(4, 9'337'000));
-  CHECK(pr->t_comm == 601'000);
+  CHECK(pr->t_comm == std::vector<Ticks>(4, 601'000));
   CHECK(pr->busy_time(0) == 8 * (18'522'000 + 18'086'000 + 9'337'000));
   CHECK_FALSE(pr->mem_limit);
   CHECK(format_quanta(pr->t_f[0]) == "18.522");
@@ -48,6 +48,53 @@ TEST_CASE("problem: per-stage times are kept per stage") {
   auto pr = build_problem(in, "", &diags);
   REQUIRE(pr);
   CHECK(pr->t_f == std::vector<Ticks>{20'000'000, 18'000'000, 18'000'000, 22'000'000});
+}
+
+TEST_CASE("problem: T_comm per link: neighbours take their link, the wrap and jumps the last or the slowest") {
+  ProblemInput in = basic();
+  in.t_comm = {0.1, 0.3, 0.2};  // p - 1 links: the wrap takes the slowest
+  std::vector<Diag> diags;
+  auto pr = build_problem(in, "", &diags);
+  REQUIRE(pr);
+  CHECK(pr->t_comm == std::vector<Ticks>{100'000, 300'000, 200'000, 300'000});
+  CHECK(pr->hop(0, 1) == 100'000);
+  CHECK(pr->hop(2, 1) == 300'000);  // either direction of link 1
+  CHECK(pr->hop(3, 2) == 200'000);
+  CHECK(pr->hop(3, 0) == 300'000);
+  CHECK(pr->hop(2, 2) == 0);
+  CHECK(pr->slowest_hop() == 300'000);
+  CHECK_FALSE(pr->uniform_hops());
+
+  in.t_comm = {0.1, 0.3, 0.2, 0.05};  // p links: the last joins stage 3 back to 0, and serves jumps
+  pr = build_problem(in, "", &diags);
+  REQUIRE(pr);
+  CHECK(pr->hop(3, 0) == 50'000);
+  CHECK(pr->hop(0, 2) == 50'000);
+  CHECK(pr->hop(1, 2) == 300'000);
+
+  // Written as read, read back the same; one number where the links agree.
+  nlohmann::json j = problem_to_json(*pr);
+  CHECK(j["t_comm"].dump() == "[0.1,0.3,0.2,0.05]");
+  ProblemInput back;
+  REQUIRE(problem_input_from_json(j, "", "", &back, &diags));
+  auto again = build_problem(back, "", &diags);
+  REQUIRE(again);
+  CHECK(again->t_comm == pr->t_comm);
+  in.t_comm = {0.2, 0.2, 0.2};
+  pr = build_problem(in, "", &diags);
+  REQUIRE(pr);
+  CHECK(problem_to_json(*pr)["t_comm"].dump() == "0.2");
+  CHECK(pr->uniform_hops());
+
+  in.t_comm = {0.1, 0.2};
+  CHECK(rejection(in) == "p.json: t_comm has 2 values; give one, one per link between neighbouring stages (p - 1 = 3), "
+                         "or p = 4 where the last is the link from stage 3 back to stage 0");
+  in.t_comm = {0.1, -0.2, 0.1};
+  CHECK(rejection(in) == "p.json: t_comm of link 1 must be non-negative and finite, got -0.2");
+  in = basic();
+  in.p = 2;
+  in.t_comm = {0.1, 0.2};
+  CHECK(rejection(in) == "p.json: t_comm has 2 values; give one (p = 2 has at most one link)");
 }
 
 TEST_CASE("problem: memory limits as multiples of p*M_B or absolute") {
@@ -84,7 +131,7 @@ TEST_CASE("problem: impossible or malformed inputs are rejected with the field n
   in.t_b = {1, 2, -3, 4};
   CHECK(rejection(in) == "p.json: t_b of stage 2 must be positive and finite, got -3.0");
   in = basic();
-  in.t_comm = -0.5;
+  in.t_comm = {-0.5};
   CHECK(rejection(in) == "p.json: t_comm must be non-negative and finite, got -0.5");
   in = basic();
   in.mem_limit = "0.2p";
@@ -127,6 +174,13 @@ TEST_CASE("problem: JSON type errors name the JSON pointer") {
   CHECK_FALSE(problem_input_from_json(j, "p.json", "", &in, &diags));
   REQUIRE(diags.size() == 1);
   CHECK(format_diag(diags[0]) == "p.json: /tw: unknown field 'tw'");
+
+  diags.clear();
+  j = nlohmann::json::parse(R"({"p": 4, "m": 8, "t_f": 1, "t_b": 1, "t_w": 1, "t_comm": "fast"})");
+  CHECK_FALSE(problem_input_from_json(j, "p.json", "", &in, &diags));
+  REQUIRE(diags.size() == 1);
+  CHECK(format_diag(diags[0]) ==
+        "p.json: /t_comm: expected a number or a non-empty list of numbers (one per link), got \"fast\"");
 
   diags.clear();
   j = nlohmann::json::parse(R"({"p": 4.5, "m": 8, "t_f": 1, "t_b": 1, "t_w": 1})");

@@ -96,10 +96,10 @@ std::optional<IterationTimeline> reference_iterations(const Schedule& s, const P
   const int p = s.p;
   const bool sync = s.optimizer != Optimizer::kPostValidation;
   IterationTimeline out;
-  out.state_latency = pr.t_comm;
+  out.state_latency = pr.slowest_hop();
   int hops = 0;
   while ((1 << hops) < p) ++hops;
-  out.allreduce_latency = 2 * hops * pr.t_comm;
+  out.allreduce_latency = 2 * hops * pr.slowest_hop();
   out.ops.assign(k, std::vector<std::vector<OpTiming>>(p));
   for (int it = 0; it < k; ++it)
     for (int st = 0; st < p; ++st) out.ops[it][st].resize(s.stages[st].size());
@@ -135,7 +135,7 @@ std::optional<IterationTimeline> reference_iterations(const Schedule& s, const P
       if (!skip && is_recv(op.type)) {
         auto ch = std::make_tuple(kind, op.peer, st);
         if (sent[ch].size() <= received[ch]) return moved;
-        start = end = std::max(start, sent[ch][received[ch]++] + (kind <= 1 ? pr.t_comm : out.state_latency));
+        start = end = std::max(start, sent[ch][received[ch]++] + (kind <= 1 ? pr.hop(op.peer, st) : out.state_latency));
       } else if (!skip && is_send(op.type)) {
         sent[{kind, st, op.peer}].push_back(start);
       } else if (op.type == OpType::OPT_STEP && sync) {
@@ -181,7 +181,8 @@ Problem random_problem(std::mt19937& rng, int p, int m, int chunks) {
   in.t_f = times();
   in.t_b = times();
   in.t_w = times();
-  in.t_comm = 0.25 * static_cast<double>(rng() % 3);
+  in.t_comm.clear();  // one latency per link from p = 3, the wrap link included
+  for (int l = 0; l < (in.p >= 3 ? in.p : 1); ++l) in.t_comm.push_back(0.25 * static_cast<double>(rng() % 3));
   std::vector<Diag> diags;
   auto pr = build_problem(in, "", &diags);
   INFO(format_diags(diags));

@@ -33,6 +33,23 @@ TEST_CASE("simulate: ops start when the stage is free and the input has arrived"
   CHECK(t->span_bubble_rate == Approx(7.0 / 13.0));
 }
 
+TEST_CASE("simulate: each hop takes its own link's T_comm, in both directions") {
+  // F=2, B=3, W=1 on three stages; link 0 takes 1, link 1 takes 4.
+  ProblemInput in = test::per_stage_input(3, 1, 1, [](int) { return std::array<double, 3>{2, 3, 1}; });
+  in.t_comm = {1, 4};
+  const Problem pr = test::checked_problem(in);
+  Schedule s = inline_schedule({"F0 B0 W0", "F0 B0 W0", "F0 B0 W0"}, 1);
+  std::vector<Diag> diags;
+  auto t = simulate_timeline(s, pr, &diags);
+  REQUIRE(t);
+  // F0: stage 0 [0,2], stage 1 [3,5], stage 2 [9,11]; B0: stage 2 [11,14], stage 1 [18,21], stage 0 [22,25]
+  CHECK(t->ops[1][0].start == 3 * U);
+  CHECK(t->ops[2][0].start == 9 * U);
+  CHECK(t->ops[1][1].start == 18 * U);
+  CHECK(t->ops[0][1].start == 22 * U);
+  CHECK(t->makespan == 26 * U);
+}
+
 TEST_CASE("simulate: span measures each stage from its own first op, makespan from the first op anywhere") {
   // Stage 1 starts late and ends last: its span (6) is less than the makespan (9).
   Problem pr = make_problem(2, 1, 2, 3, 1, 1);

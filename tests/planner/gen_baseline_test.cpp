@@ -55,8 +55,8 @@ TEST_CASE("baselines: interleaved 1F1B is valid, honours wrap-around dependencie
             FAIL("op not found");
             return OpTiming{};
           };
-          CHECK(find(0, OpType::F, 1).start >= find(p - 1, OpType::F, 0).end + pr.t_comm);
-          CHECK(find(p - 1, OpType::BW, chunks - 2).start >= find(0, OpType::BW, chunks - 1).end + pr.t_comm);
+          CHECK(find(0, OpType::F, 1).start >= find(p - 1, OpType::F, 0).end + pr.hop(p - 1, 0));
+          CHECK(find(p - 1, OpType::BW, chunks - 2).start >= find(0, OpType::BW, chunks - 1).end + pr.hop(0, p - 1));
         }
       }
     }

@@ -161,7 +161,7 @@ TEST_CASE("v-zb: T_comm long against the ops (where the greedy once stalled) sti
   in.t_f = {1.2, 1.0, 1.0, 1.3};
   in.t_b = {1.1, 1.0, 1.0, 1.35};
   in.t_w = {0.7, 0.6, 0.6, 0.75};
-  in.t_comm = 5105;
+  in.t_comm = {5105};
   const Problem pr = zbpp::test::checked_problem(in);
   for (const auto& o : {VGreedyOptions{8}, VGreedyOptions{2}, VGreedyOptions{3, false, true, false, VOrder::kFFirst}}) {
     INFO(o.name());

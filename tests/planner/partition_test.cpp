@@ -95,7 +95,7 @@ TEST_CASE("partition: the search's pick costs what the best of every partition c
       ProblemInput base;
       base.p = p;
       base.m = p + static_cast<int>(rng() % 6);
-      base.t_comm = (rng() % 2) * 0.5;
+      base.t_comm = {(rng() % 2) * 0.5};
       if (method == "heuristic") base.mem_limit = "2p";
       std::vector<Diag> diags;
       // A limit like 2p means the balanced partition's MiB for all of them, as zbplan sets it.
@@ -131,7 +131,7 @@ TEST_CASE("partition: V and interleaved placements: the pick costs what the best
       base.p = p;
       base.chunks = shape.chunks;
       base.m = shape.method == "1f1b-i" ? p * (1 + static_cast<int>(rng() % 3)) : p + static_cast<int>(rng() % 6);
-      base.t_comm = (rng() % 2) * 0.5;
+      base.t_comm = {(rng() % 2) * 0.5};
       const PlanOptions options = lowered_for_period();
       std::vector<Diag> diags;
       auto found = plan_partitioned(costs, base, shape.method, &diags, options);

@@ -36,7 +36,7 @@ Problem uneven_stages(int m, double t_comm, const std::string& limit) {
   in.t_f = {1.0, 1.4, 0.8, 1.2};
   in.t_b = {1.1, 1.3, 0.9, 1.5};
   in.t_w = {0.6, 0.5, 0.7, 0.4};
-  in.t_comm = t_comm;
+  in.t_comm = {t_comm};
   in.mem_limit = limit;
   return test::checked_problem(in);
 }
@@ -463,7 +463,7 @@ TEST_CASE("heuristic: with uneven stages its pick is the best candidate by the t
   in.t_f = {1.04, 1.32, 0.88, 0.84, 0.70};
   in.t_b = {0.95, 0.70, 1.66, 1.57, 1.38};
   in.t_w = {0.95, 0.39, 0.87, 0.34, 0.50};
-  in.t_comm = 0.13;
+  in.t_comm = {0.13};
   in.mem_b = {1};
   in.mem_w = {0.5};
   in.mem_limit = "2p";

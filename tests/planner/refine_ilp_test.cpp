@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 
 #include <catch2/catch.hpp>
@@ -34,7 +35,9 @@ Problem random_problem(std::mt19937& rng, int p, int m, bool tight, int chunks =
     const double f = t(rng), b = t(rng), w = t(rng);  // drawn in this order, whatever the compiler's
     return std::array<double, 3>{f, b, w};
   });
-  in.t_comm = c(rng);
+  const double c0 = c(rng);
+  in.t_comm.clear();  // one latency per link from p = 3, the wrap link included: varied, with one draw
+  for (int l = 0; l < (p >= 3 ? p : 1); ++l) in.t_comm.push_back(std::fmod(c0 + l, 4.0));
   in.mem_b = {1};
   in.mem_w = {0.4};
   // Tight: the activations of p microbatches at most (1p), so the limit shapes the schedule; with
@@ -216,7 +219,7 @@ TEST_CASE("ilp: p=32, m=256 returns a valid schedule no worse than the heuristic
   in.t_f.clear(), in.t_b.clear();
   for (int s = 0; s < 32; ++s) in.t_f.push_back(t(rng)), in.t_b.push_back(t(rng));
   in.t_w = {7.7};
-  in.t_comm = 0.46;
+  in.t_comm = {0.46};
   in.mem_b = {1};
   in.mem_w = {0.3664};
   in.mem_limit = "2p";
@@ -247,7 +250,7 @@ TEST_CASE("ilp (makespan): at 1p it proves a makespan below ZB-H1's, the heurist
   in.t_f = {1, 1.5, 1};
   in.t_b = {1, 2, 1};
   in.t_w = {1, 0.5, 1.2};
-  in.t_comm = 0.3;
+  in.t_comm = {0.3};
   in.mem_b = {1};
   in.mem_w = {0.5};
   in.mem_limit = "1p";
@@ -318,7 +321,7 @@ TEST_CASE("ilp (chunks): on V problems (p = 2..4, m = 4..8) the result validates
     in.p = p, in.m = m, in.chunks = 2;
     in.t_f.clear(), in.t_b.clear(), in.t_w.clear();
     for (int s = 0; s < p; ++s) in.t_f.push_back(tf(rng)), in.t_b.push_back(tb(rng)), in.t_w.push_back(tw(rng));
-    in.t_comm = tc(rng);
+    in.t_comm = {tc(rng)};
     in.mem_b = {1};
     in.mem_w = {0.4};
     in.mem_limit = limit;

@@ -104,7 +104,7 @@ TEST_CASE("problem: a time that is not a number is shown as nan or inf, not as J
   ProblemInput in;
   in.p = 2;
   in.m = 2;
-  in.t_comm = std::nan("");
+  in.t_comm = {std::nan("")};
   std::vector<Diag> diags;
   CHECK_FALSE(build_problem(in, "", &diags));
   REQUIRE(diags.size() == 1);

@@ -48,7 +48,7 @@ ProblemInput random_input(std::mt19937& rng, int trial, int max_p, double lo, do
     field->clear();
     for (int s = 0; s < (trial % 2 == 0 ? in.p : 1); ++s) field->push_back(std::round(uniform(0.5, 3.0) * 1000) / 1000);
   }
-  in.t_comm = std::round(uniform(0, 0.5) * 1000) / 1000;
+  in.t_comm = {std::round(uniform(0, 0.5) * 1000) / 1000};
   in.mem_b = {1};
   in.mem_w = {std::round(uniform(0.2, 0.9) * 100) / 100};
   if (trial % unlimited_every != 0) in.mem_limit = std::to_string(std::round(uniform(lo, hi) * 10) / 10).substr(0, 3) + "p";
@@ -135,7 +135,7 @@ TEST_CASE("heuristic: works for m < p and heterogeneous stages") {
   in.t_f = {2.4, 2, 2, 2, 2, 2, 2, 2.6};
   in.t_b = {2.3, 2, 2, 2, 2, 2, 2, 2.7};
   in.t_w = {1.4, 1.2, 1.2, 1.2, 1.2, 1.2, 1.2, 1.5};
-  in.t_comm = 0.05;
+  in.t_comm = {0.05};
   in.mem_limit = "1p";
   std::vector<Diag> diags;
   auto pr = build_problem(in, "", &diags);
@@ -206,7 +206,7 @@ TEST_CASE("heuristic: the compute cost ranks every candidate as its true cost do
       in.t_b.push_back(uniform(0.5, 1.8));
       in.t_w.push_back(uniform(0.2, 1.0));
     }
-    in.t_comm = uniform(0, 0.3);
+    in.t_comm = {uniform(0, 0.3)};
     in.mem_b = {1};
     in.mem_w = {uniform(0.2, 0.8)};
     in.mem_limit = n % 3 == 0 ? "1p" : n % 3 == 1 ? "1.5p" : "2p";

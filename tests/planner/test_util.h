@@ -43,7 +43,7 @@ inline Problem make_problem(int p, int m, double tf, double tb, double tw, doubl
   in.t_f = {tf};
   in.t_b = {tb};
   in.t_w = {tw};
-  in.t_comm = tcomm;
+  in.t_comm = {tcomm};
   in.mem_b = {mem_b};
   in.mem_w = {mem_w};
   in.mem_limit = limit;
@@ -73,7 +73,7 @@ inline Problem uneven_problem(int p, int m, int chunks, double t_comm, const std
   ProblemInput in = per_stage_input(p, m, chunks, [](int s) {
     return std::array<double, 3>{2.0 + s % 3, 3.0 + s % 2, 1.0 + s % 4};
   });
-  in.t_comm = t_comm;
+  in.t_comm = {t_comm};
   in.mem_limit = limit;
   return checked_problem(in);
 }

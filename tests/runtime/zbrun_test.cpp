@@ -240,6 +240,17 @@ TEST_CASE("zbrun: profile -> plan -> run, and the plan's peak memory is the meas
   Run bw = call(zbrun_local, {"zbrun", plan("profile", "1f1b", 2, 6), "--local", "--profile", problem});
   CHECK(bw.code == 1);
   CHECK(bw.err == "zbrun: --profile needs a schedule with separate B and W ops (zb-h1, zb-h2, heuristic, zb-v), not 1f1b\n");
+  // Three ranks: T_comm of each link, and the planner reads them back.
+  Run three = call(zbrun_local, {"zbrun", plan("profile3", "zb-h1", 3, 6), "--local", "--steps", "2", "--quiet", "--profile",
+                                 problem});
+  INFO(three.err);
+  REQUIRE(three.code == 0);
+  const auto links = nlohmann::json::parse(read_all(problem))["t_comm"];
+  REQUIRE(links.is_array());
+  CHECK(links.size() == 2);
+  for (const auto& l : links) CHECK(l.get<double>() > 0);
+  Run again = call(run_zbplan, {"zbplan", "plan", "--method", "zb-h1", "--problem", problem, "-o", planned});
+  CHECK(again.code == 0);
 }
 
 TEST_CASE("zbrun: --layer-split moves blocks between stages without changing the training") {
