@@ -58,6 +58,7 @@ Chains chains_of(const Problem& pr, const VirtualStageMap& map) {
 struct StageFacts {
   Ticks busy = 0;
   Ticks idle = 0;  // idle forced between sigma_s and the start of the stage's last B
+  Ticks tail = 0;  // of it, the idle forced after the last F
   int lo = 0, hi = 0;
 };
 
@@ -116,7 +117,7 @@ StageFacts stage_facts(const Problem& pr, const VirtualStageMap& map, const Chai
   // stage's own B's of j on the way, which are work); meanwhile the stage does at most the B/W
   // work its memory holds.
   const Ticks after_last_f = chains.round_trip(f.hi, f.lo) - pr.t_f[s];
-  const Ticks tail = std::max<Ticks>(0, after_last_f - tail_work(pr, s));
+  const Ticks tail = f.tail = std::max<Ticks>(0, after_last_f - tail_work(pr, s));
   // Case A: the first B runs before the last F (needs N >= 2): the head gap ends before the tail
   // gap starts. Case B: every F runs before the first B (needs all N to fit): they may overlap.
   Ticks idle = -1;
@@ -127,6 +128,57 @@ StageFacts stage_facts(const Problem& pr, const VirtualStageMap& map, const Chai
   }
   f.idle = std::max<Ticks>(0, idle);  // no case possible: the problem has no schedule at all
   return f;
+}
+
+// The warm-up chain (one chunk). With D_s the time from sigma_s to stage s's first B and k_s the
+// F's before it (all it can run then: a W waits for a B), D_{p-1} >= k_{p-1} T_F and, for s < p-1,
+// D_s >= max(D_{s+1} + T_F[s] + hop + T_B[s+1] + hop, k_s T_F[s]): stage s+1 starts after an F of
+// stage s, and its first B feeds stage s's. So the idle before stage s's first B is at least
+// D_s - k_s T_F[s] with 1 <= k_s <= the F's its memory holds; the tail's forced idle comes on top
+// when k_s < N (the first B precedes the last F), else the larger of the two counts. A span C is
+// possible only if some k keeps busy_s + that idle <= C on every stage. Checked from the last stage
+// up, the least admissible k_s is the best choice: it gives the least D_s, and every later stage's
+// idle only grows with D_s. A schedule of span C is such a witness, so the least possible C is a
+// bound; `fs` gets the k_s at it.
+bool warm_up_admits(const Problem& pr, const std::vector<StageFacts>& facts, Ticks span, std::vector<int>* fs) {
+  const int n = pairs_of(pr);
+  Ticks d = 0;  // D_{s+1}
+  for (int s = pr.p - 1; s >= 0; --s) {
+    const Ticks tf = pr.t_f[s], room = span - facts[s].busy;
+    const Ticks need = s == pr.p - 1 ? tf : d + tf + pr.hop(s, s + 1) + pr.t_b[s + 1] + pr.hop(s + 1, s);
+    const int most = fs_before_first_b(pr, s);
+    int k = -1;
+    if (room >= facts[s].tail && n >= 2) {  // the first B before the last F: head + tail
+      const Ticks least = (need - (room - facts[s].tail) + tf - 1) / tf;  // ceil, need > 0
+      const Ticks pick = std::max<Ticks>(1, least);
+      if (pick <= std::min(most, n - 1)) k = static_cast<int>(pick);
+    }
+    if (k < 0 && most >= n && std::max(std::max<Ticks>(0, need - n * tf), facts[s].tail) <= room) k = n;
+    if (k < 0) return false;
+    if (fs) (*fs)[static_cast<size_t>(s)] = k;
+    d = std::max(need, k * tf);
+  }
+  return true;
+}
+
+// The least span from `from` up that warm_up_admits allows (see there); `fs` gets the F's before
+// each stage's first B at it. `from` where none does (the problem has no schedule at all).
+Ticks warm_up_span(const Problem& pr, const std::vector<StageFacts>& facts, Ticks from, std::vector<int>* fs) {
+  fs->assign(static_cast<size_t>(pr.p), 1);
+  Ticks hi = from;
+  if (!warm_up_admits(pr, facts, from, nullptr)) {
+    Ticks lo = from, step = 1;  // lo is refused; find an admitted hi by doubling steps
+    for (hi = from + step; !warm_up_admits(pr, facts, hi, nullptr); hi = from + step) {
+      if (step > kMaxExactQuanta) return from;
+      lo = hi, step *= 2;
+    }
+    while (hi - lo > 1) {
+      const Ticks mid = lo + (hi - lo) / 2;
+      (warm_up_admits(pr, facts, mid, nullptr) ? hi : lo) = mid;
+    }
+  }
+  warm_up_admits(pr, facts, hi, fs);
+  return hi;
 }
 
 // Memory over time: at any instant the pairs a stage holds fit its limit L (taking, during an op,
@@ -216,6 +268,9 @@ SpanBounds span_lower_bounds(const Problem& pr, const std::vector<std::vector<in
       facts[s] = stage_facts(pr, map, chains, s);
       b.memory = std::max({b.memory, facts[s].busy + facts[s].idle, area_bound(pr, chains, placement[s], s)});
     }
+    bool in_order = pr.chunks == 1;  // stage s runs virtual stage s
+    for (int s = 0; s < p && in_order; ++s) in_order = placement[s][0] == s;
+    if (in_order) b.warm_up = warm_up_span(pr, facts, b.busy, &b.warm_up_fs);
     // Critical path. Times are taken as if sigma_s = reach[lo_s] for the stage s being bounded.
     // last_b_end[v] bounds the end of the last B(v, .) from below, in that frame, using only
     // virtual stages u >= v: B(v, j) waits for B(v+1, j) (plus the hop), so the last B(v, .)
@@ -243,6 +298,7 @@ SpanBounds span_lower_bounds(const Problem& pr, const std::vector<std::vector<in
   b.which = BoundSource::kBusy;
   if (b.memory > b.best) b.best = b.memory, b.which = BoundSource::kMemory;
   if (b.critical_path > b.best) b.best = b.critical_path, b.which = BoundSource::kCriticalPath;
+  if (b.warm_up > b.best) b.best = b.warm_up, b.which = BoundSource::kWarmUp;
   return b;
 }
 
@@ -251,6 +307,7 @@ namespace {
 constexpr std::pair<BoundSource, const char*> kBoundSources[] = {{BoundSource::kBusy, "busy"},
                                                                  {BoundSource::kMemory, "memory"},
                                                                  {BoundSource::kCriticalPath, "critical-path"},
+                                                                 {BoundSource::kWarmUp, "warm-up"},
                                                                  {BoundSource::kRamp, "ramp"},
                                                                  {BoundSource::kCbc, "cbc"}};
 constexpr std::pair<SolveStatus, const char*> kSolveStatuses[] = {{SolveStatus::kOptimal, "optimal"},

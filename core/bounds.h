@@ -12,7 +12,11 @@
 //                  covers every pair's (microbatch, chunk) M_B over its shortest lifespan, F to B;
 // - critical path: the last B of stage t, a B(lo_t), waits for all of t's F's and other B's (and
 //                  the W's its memory forces before it) and then climbs back through the virtual
-//                  stages below; the stage's last W follows it.
+//                  stages below; the stage's last W follows it;
+// - warm-up:       one chunk: the memory bound's head, with the stages coupled: each stage's first
+//                  B comes a round trip after the next stage's, and the F's it runs before it (as
+//                  many as memory holds) either leave it idle or push its first B later, which the
+//                  stages above inherit; the least span at which every stage's idle fits.
 // Proofs in bounds.cpp; tests/planner/bounds_test.cpp checks them against exhaustive search and
 // against every generator's schedules.
 #pragma once
@@ -28,8 +32,8 @@
 namespace zbpp {
 
 /// Where a certified bound comes from, as files name it: "busy", "memory", "critical-path",
-/// "ramp" (the makespan's and the wall's only) or "cbc" (the ILP's).
-enum class BoundSource { kBusy, kMemory, kCriticalPath, kRamp, kCbc };
+/// "warm-up", "ramp" (the makespan's and the wall's only) or "cbc" (the ILP's).
+enum class BoundSource { kBusy, kMemory, kCriticalPath, kWarmUp, kRamp, kCbc };
 const char* bound_source_name(BoundSource source);
 std::optional<BoundSource> parse_bound_source(std::string_view name);
 
@@ -43,8 +47,12 @@ struct SpanBounds {
   Ticks busy = 0;           ///< max over stages of the stage's compute time
   Ticks memory = 0;         ///< busy + forced idle before the first B and after the last F (max over stages)
   Ticks critical_path = 0;  ///< the last B's climb back to each stage, plus its last W
-  Ticks best = 0;           ///< the largest of the three: a lower bound on any schedule's span
-  BoundSource which = BoundSource::kBusy;  ///< the bound that gives `best` (busy, memory or critical path)
+  Ticks warm_up = 0;        ///< one chunk: the warm-up chain's forced idle, stages together (0: not computed)
+  /// One chunk: the F's each stage runs before its first B in the warm-up bound's witness, what a
+  /// schedule meeting that bound would run (the heuristic tries them).
+  std::vector<int> warm_up_fs;
+  Ticks best = 0;           ///< the largest of the four: a lower bound on any schedule's span
+  BoundSource which = BoundSource::kBusy;  ///< the bound that gives `best`
 };
 
 /// What a plan knows about its own quality; written to the schedule file as "solver". Its figures

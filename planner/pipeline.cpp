@@ -189,7 +189,7 @@ std::optional<Schedule> run_search(const Method& m, const Problem& pr, const Ran
     *warm_start = "the heuristic";
     const int over = found->candidates - found->feasible - found->pruned;
     notes->push_back("search: " + std::to_string(found->candidates) +
-                     " candidates (8 switch combinations, 3 handcrafted seeds): " + std::to_string(found->feasible) +
+                     " candidates (8 switch combinations, the warm-up bound's, 3 handcrafted seeds): " + std::to_string(found->feasible) +
                      " finished within the memory limit" +
                      (found->pruned ? ", " + std::to_string(found->pruned) + " stopped once sure to lose" : "") +
                      (over ? ", " + std::to_string(over) + " could not keep it" : "") + "; best by " +

@@ -20,11 +20,19 @@ struct HeuristicOptions {
   bool allow_bubble_before_first_b = true;  ///< stop warm-up F's before they would delay the first B
   bool prioritize_b = false;                ///< let a stage far ahead of the next skip an F to run B sooner
   bool no_bubble_greedy = false;            ///< fill a gap shorter than T_W with a W even when it is no new maximum
+  /// The F's each stage runs before its first B (as memory and m allow), in place of the estimate
+  /// allow_bubble_before_first_b makes; empty: the estimate. The warm-up bound's witness
+  /// (bounds.h's warm_up_fs) gives the counts a schedule meeting that bound runs.
+  std::vector<int> warm_up_fs;
   std::string name() const;                 ///< e.g. "bubble-before-b,prioritize-b"
 };
 
 /// One heuristic schedule, or nothing (with the reason in *why) when it cannot keep the memory limit.
 std::optional<Schedule> heuristic_schedule(const Problem& problem, const HeuristicOptions& options, std::string* why);
+
+/// The grid search's points in tie-breaking order: the 8 switch combinations, then the warm-up
+/// bound's counts (with every switch on).
+std::vector<HeuristicOptions> heuristic_grid_points(const Problem& problem);
 
 struct SearchResult {
   Schedule schedule;

@@ -312,7 +312,7 @@ TEST_CASE("zbplan: heuristic at 2p and auto at 1p on 1.5B/p8/m24") {
   INFO(h.err);
   REQUIRE(h.code == 0);
   CHECK(h.out.find("span bubble rate  0.0433") != std::string::npos);
-  CHECK(h.out.find("search: 11 candidates (8 switch combinations, 3 handcrafted seeds): 3 finished within the memory limit, 8 stopped once sure to lose;") != std::string::npos);
+  CHECK(h.out.find("search: 12 candidates (8 switch combinations, the warm-up bound's, 3 handcrafted seeds): 3 finished within the memory limit, 9 stopped once sure to lose;") != std::string::npos);
   Run sim = zbplan({"simulate", tmp("cli_zb2p.json")});
   CHECK(sim.out.find("span bubble rate  0.0433") != std::string::npos);
 
@@ -596,13 +596,13 @@ TEST_CASE("zbplan: plan and simulate report iterations back to back, and show --
     REQUIRE(r.code == 0);
     return r.out;
   };
-  // With post-validation the period is the span (24.6: bubble 0.0244); sync waits for the
+  // With post-validation the period is the span (24.2: bubble 0.0083, the warm-up bound); sync waits for the
   // all-reduce (2 * 2 hops * 0.1) after the last op anywhere.
   const std::string post_out = plan(post, "post-validation");
-  CHECK(post_out.find("  period            24.6  (3 iterations back to back, optimizer post-validation; period "
-                      "bubble rate 0.0244)\n  wall              27.3  (one iteration alone, first op to last optimizer "
+  CHECK(post_out.find("  period            24.2  (3 iterations back to back, optimizer post-validation; period "
+                      "bubble rate 0.0083)\n  wall              27.3  (one iteration alone, first op to last optimizer "
                       "step; wall bubble rate 0.1209)\n") != std::string::npos);
-  CHECK(post_out.find("  bound: period >= 24 (busy), period bubble rate >= 0.0000, gap 2.4390 % (not_run)\n") !=
+  CHECK(post_out.find("  bound: period >= 24.2 (warm-up), period bubble rate >= 0.0083, gap 0.0000 % (optimal)\n") !=
         std::string::npos);
   // With sync every printed rate of the objective is the wall clock's (issue 22).
   const std::string sync_out = plan(sync, "sync");
@@ -612,10 +612,10 @@ TEST_CASE("zbplan: plan and simulate report iterations back to back, and show --
         std::string::npos);
   CHECK(sync_out.find("  objective         wall (minimised): 27.7, wall bubble rate 0.1336\n") != std::string::npos);
   Run sim = zbplan({"simulate", post, "--iterations", "5", "--state-latency", "0"});
-  CHECK(sim.out.find("  period            24.6  (5 iterations back to back") != std::string::npos);
+  CHECK(sim.out.find("  period            24.2  (5 iterations back to back") != std::string::npos);
   // simulate says what the file was planned for, and the makespan against the ramp bound (3
   // forwards and hops of 1.1, then 24 busy: 27.3).
-  CHECK(sim.out.find("  objective         period (minimised): 24.6, period bubble rate 0.0244\n  ramp bound        "
+  CHECK(sim.out.find("  objective         period (minimised): 24.2, period bubble rate 0.0083\n  ramp bound        "
                      "27.3  (no makespan is shorter; this one's gap 0.0000)\n") != std::string::npos);
   Run sim_sync = zbplan({"simulate", sync});
   CHECK(sim_sync.out.find("  objective         wall (minimised): 27.7, wall bubble rate 0.1336\n") !=
@@ -625,7 +625,7 @@ TEST_CASE("zbplan: plan and simulate report iterations back to back, and show --
   std::ifstream in(tmp("cli_iter.svg"));
   std::stringstream svg;
   svg << in.rdbuf();
-  CHECK(svg.str().find("period 24.6") != std::string::npos);
+  CHECK(svg.str().find("period 24.2") != std::string::npos);
   // 3 iterations of 4 stages x 8 microbatches x (F, B, W).
   size_t blocks = 0;
   for (size_t at = svg.str().find("class=\"op op-"); at != std::string::npos; at = svg.str().find("class=\"op op-", at + 1))

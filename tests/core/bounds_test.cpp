@@ -13,6 +13,7 @@
 
 #include "brute_force.h"
 #include "core/simulate.h"
+#include "core/validate.h"
 #include "planner/gen_baseline.h"
 #include "planner/gen_v.h"
 #include "planner/search_heuristic.h"
@@ -83,7 +84,8 @@ TEST_CASE("bounds: never above the exhaustive optimum on tiny problems") {
       CHECK(b.busy <= best);
       CHECK(b.memory <= best);
       CHECK(b.critical_path <= best);
-      CHECK(b.best == std::max({b.busy, b.memory, b.critical_path}));
+      CHECK(b.warm_up <= best);
+      CHECK(b.best == std::max({b.busy, b.memory, b.critical_path, b.warm_up}));
       ++checked;
       tight += b.best == best;
     }
@@ -91,6 +93,53 @@ TEST_CASE("bounds: never above the exhaustive optimum on tiny problems") {
   CHECK(checked > 100);
   // The bounds are not trivial: they meet the optimum on a good share of these problems.
   CHECK(tight * 4 > checked);
+}
+
+TEST_CASE("bounds: the warm-up bound is never above a valid schedule's span, and met where it binds") {
+  // Too big for the exhaustive search (the bound adds to the per-stage ones from about five F's
+  // before stage 0's first B): every schedule the heuristic's grid and the seeds make is checked
+  // against it. T_B + 2 T_comm a little above T_F, m from 3p (as in Table 5) and room for 1.5p-2p
+  // microbatches make the idle before each stage's first B add up over the stages.
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> stages(3, 8), tf(10, 14), less(0, 2), tw(4, 8), c(1, 3), room(3, 4);
+  int checked = 0, binding = 0, met = 0;
+  for (int i = 0; i < 60; ++i) {
+    ProblemInput in;
+    in.p = stages(rng);
+    in.m = 3 * in.p + static_cast<int>(rng() % static_cast<unsigned>(in.p + 1));
+    const int f = tf(rng);
+    in.t_f = {static_cast<double>(f)}, in.t_b = {f - 0.5 * less(rng)};
+    in.t_w = {static_cast<double>(tw(rng))};
+    in.t_comm.clear();
+    for (int l = 0; l < in.p; ++l) in.t_comm.push_back(0.3 * c(rng));
+    in.mem_b = {1}, in.mem_w = {0.5};
+    in.mem_limit = std::to_string(room(rng) * 0.5).substr(0, 3) + "p";
+    const Problem pr = test::checked_problem(in);
+    const SpanBounds b = span_lower_bounds(pr);
+    std::vector<Schedule> candidates = test::heuristic_grid(pr);
+    for (Schedule (*seed)(const Problem&) : {generate_zb_h1, generate_zb_h2, generate_1f1b})
+      if (Schedule s = seed(pr); validate(s, pr).empty()) candidates.push_back(s);
+    INFO("trial " << i << ": p=" << pr.p << " m=" << pr.m << " limit " << in.mem_limit << ", warm-up " << b.warm_up
+                  << ", memory " << b.memory << ", critical path " << b.critical_path);
+    Ticks least = -1;
+    for (const Schedule& s : candidates) {
+      REQUIRE(validate(s, pr).empty());
+      const Ticks span = test::timeline_or_fail(s, pr).span;
+      CHECK(b.warm_up <= span);
+      least = least < 0 ? span : std::min(least, span);
+    }
+    if (least < 0) continue;
+    ++checked;
+    if (b.warm_up > std::max({b.busy, b.memory, b.critical_path})) {
+      ++binding;
+      CHECK(b.which == BoundSource::kWarmUp);
+      met += b.warm_up == least;
+    }
+  }
+  INFO(checked << " checked, the warm-up bound the best in " << binding << ", met in " << met);
+  CHECK(checked >= 40);
+  CHECK(binding >= 10);  // the coupling adds to the per-stage bounds here
+  CHECK(met >= 5);
 }
 
 TEST_CASE("bounds: hold for any order (p=2, m=2 and p=3, m=2), and microbatch order loses nothing there") {

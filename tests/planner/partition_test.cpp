@@ -162,7 +162,9 @@ TEST_CASE("partition: a V partition's file reads back, and an edit of a virtual 
   base.p = 2;
   base.m = 6;
   std::vector<Diag> diags;
-  auto found = plan_partitioned(costs, base, "zb-v", &diags, lowered_for_period(), {.device_bytes = {512.0 * 1048576}});
+  PartitionSearchOptions options;
+  options.device_bytes = {512.0 * 1048576};
+  auto found = plan_partitioned(costs, base, "zb-v", &diags, lowered_for_period(), options);
   INFO(format_diags(diags));
   REQUIRE(found);
   const PlanResult& plan = found->plan;

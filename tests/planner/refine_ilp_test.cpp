@@ -321,7 +321,7 @@ TEST_CASE("ilp (chunks): on V problems (p = 2..4, m = 4..8) the result validates
     in.p = p, in.m = m, in.chunks = 2;
     in.t_f.clear(), in.t_b.clear(), in.t_w.clear();
     for (int s = 0; s < p; ++s) in.t_f.push_back(tf(rng)), in.t_b.push_back(tb(rng)), in.t_w.push_back(tw(rng));
-    in.t_comm = {tc(rng)};
+    in.t_comm = {static_cast<double>(tc(rng))};
     in.mem_b = {1};
     in.mem_w = {0.4};
     in.mem_limit = limit;

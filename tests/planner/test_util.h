@@ -99,12 +99,10 @@ inline void check_invariants(const Schedule& s, const Problem& pr) {
 /// The schedules of the heuristic's grid points that keep the problem's memory limit, in grid order.
 inline std::vector<Schedule> heuristic_grid(const Problem& pr) {
   std::vector<Schedule> out;
-  for (bool a : {true, false})
-    for (bool b : {true, false})
-      for (bool c : {true, false}) {
-        std::string why;
-        if (auto s = heuristic_schedule(pr, {a, b, c}, &why)) out.push_back(std::move(*s));
-      }
+  for (const HeuristicOptions& point : heuristic_grid_points(pr)) {
+    std::string why;
+    if (auto s = heuristic_schedule(pr, point, &why)) out.push_back(std::move(*s));
+  }
   return out;
 }
 
