@@ -41,7 +41,7 @@ GptConfig accepted(int vocab, int seq, int channels, int heads, int batch) {
   return *c;
 }
 
-// What compute_cuda.cpp launches for one model, with the sizes it passes (a forward, B and W of a
+// What the CUDA backend launches for one model, with the sizes it passes (a forward, B and W of a
 // block and of the head and embedding, the optimizer and the gradient norms over every tensor).
 std::vector<LaunchConfig> launches_of(const GptConfig& c) {
   const long BT = c.tokens(), C = c.channels, n = BT * C, rows = 1L * c.batch * c.heads * c.seq;
