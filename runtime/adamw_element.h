@@ -1,5 +1,5 @@
 // AdamW on one element, shared by the CPU optimizer (optimizer.cpp) and the CUDA kernels
-// (cuda/kernels.cu), so the two backends run one formula. Every operation is rounded on its own
+// (cuda/kernels_optimizer.cu), so the two backends run one formula. Every operation is rounded on its own
 // (no fused multiply-add): nvcc contracts a*b+c into an FMA by default, which changes the bits
 // and can leave the rolled-back v slightly negative; __fmul_rn and friends are never contracted.
 // On the host the plain operators are used (ISO C++ mode: GCC does not contract them either), in

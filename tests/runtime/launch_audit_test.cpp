@@ -1,5 +1,5 @@
 // Launch audit: every kernel launch of the CUDA backend (runtime/backend/cuda/launch_config.h, the very
-// functions kernels.cu's launchers call) fits an sm_80 GPU's limits — threads per block, grid
+// functions kernels_*.cu's launchers call) fits an sm_80 GPU's limits — threads per block, grid
 // sizes, static and opt-in dynamic shared memory — for the test shapes and for the corners of the
 // model space zbrun accepts (runtime/model.cpp). Needs no GPU and no CUDA toolkit, so it runs in
 // every build, sanitizers included.
@@ -41,7 +41,7 @@ GptConfig accepted(int vocab, int seq, int channels, int heads, int batch) {
   return *c;
 }
 
-// What compute_cuda.cpp launches for one model, with the sizes it passes (a forward, B and W of a
+// What the CUDA backend launches for one model, with the sizes it passes (a forward, B and W of a
 // block and of the head and embedding, the optimizer and the gradient norms over every tensor).
 std::vector<LaunchConfig> launches_of(const GptConfig& c) {
   const long BT = c.tokens(), C = c.channels, n = BT * C, rows = 1L * c.batch * c.heads * c.seq;
@@ -83,7 +83,7 @@ std::vector<LaunchConfig> launches_of(const GptConfig& c) {
   return out;
 }
 
-// The sm_80 limits, and that prepare_launch (what kernels.cu runs before each launch) raises the
+// The sm_80 limits, and that prepare_launch (what launch.cuh runs before each launch) raises the
 // dynamic shared memory limit exactly when a launch needs more than 48 KiB.
 void check_limits(const LaunchConfig& l) {
   INFO(l.kernel << ": grid " << l.grid.x << "x" << l.grid.y << "x" << l.grid.z << ", block " << l.block.x << "x"

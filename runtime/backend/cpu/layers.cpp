@@ -98,21 +98,21 @@ std::string blas_core() {
   return name;
 }
 
-void encoder_forward(float* out, const int* tokens, const float* wte, const float* wpe, int batch, int seq, int C) {
-  for (int b = 0; b < batch; ++b)
-    for (int t = 0; t < seq; ++t) {
-      float* o = out + (static_cast<long>(b) * seq + t) * C;
-      const float* te = wte + static_cast<long>(tokens[b * seq + t]) * C;
+void encoder_forward(float* out, const int* tokens, const float* wte, const float* wpe, int B, int T, int C) {
+  for (int b = 0; b < B; ++b)
+    for (int t = 0; t < T; ++t) {
+      float* o = out + (static_cast<long>(b) * T + t) * C;
+      const float* te = wte + static_cast<long>(tokens[b * T + t]) * C;
       const float* pe = wpe + static_cast<long>(t) * C;
       for (int i = 0; i < C; ++i) o[i] = te[i] + pe[i];
     }
 }
 
-void encoder_backward_weight(float* dwte, float* dwpe, const float* dout, const int* tokens, int batch, int seq, int C) {
-  for (int b = 0; b < batch; ++b)
-    for (int t = 0; t < seq; ++t) {
-      const float* d = dout + (static_cast<long>(b) * seq + t) * C;
-      float* te = dwte + static_cast<long>(tokens[b * seq + t]) * C;
+void encoder_backward_weight(float* dwte, float* dwpe, const float* dout, const int* tokens, int B, int T, int C) {
+  for (int b = 0; b < B; ++b)
+    for (int t = 0; t < T; ++t) {
+      const float* d = dout + (static_cast<long>(b) * T + t) * C;
+      float* te = dwte + static_cast<long>(tokens[b * T + t]) * C;
       float* pe = dwpe + static_cast<long>(t) * C;
       for (int i = 0; i < C; ++i) {
         te[i] += d[i];
@@ -194,66 +194,66 @@ void matmul_backward_weight(float* dweight, float* dbias, const float* dout, con
 // S = Q K^T / sqrt(hs) over the whole T x T square, the future masked to probability 0, then Y = P V.
 // The (sequence, head) pairs write disjoint parts of the outputs, so threads take whole pairs, each
 // computed by the same single-threaded calls whichever thread runs it.
-void attention_forward(float* out, float* att, const float* qkv, int batch, int seq, int C, int NH) {
+void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
   const int hs = C / NH, ld = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  parallel_for(batch * NH, [&](int pair) {
+  parallel_for(B * NH, [&](int pair) {
     const int b = pair / NH, h = pair % NH;
-    const float* q = qkv + static_cast<long>(b) * seq * ld + h * hs;
-    float* a = att + (static_cast<long>(b) * NH + h) * seq * seq;
-    gemm_one(Trans::kNo, Trans::kYes, seq, seq, hs, scale, q, ld, q + C, ld, 0.0f, a, seq);
-    for (int t = 0; t < seq; ++t) softmax_causal_row(a + static_cast<long>(t) * seq, t + 1, seq);
-    gemm_one(Trans::kNo, Trans::kNo, seq, hs, seq, 1.0f, a, seq, q + 2 * C, ld, 0.0f,
-             out + static_cast<long>(b) * seq * C + h * hs, C);
+    const float* q = qkv + static_cast<long>(b) * T * ld + h * hs;
+    float* a = att + (static_cast<long>(b) * NH + h) * T * T;
+    gemm_one(Trans::kNo, Trans::kYes, T, T, hs, scale, q, ld, q + C, ld, 0.0f, a, T);
+    for (int t = 0; t < T; ++t) softmax_causal_row(a + static_cast<long>(t) * T, t + 1, T);
+    gemm_one(Trans::kNo, Trans::kNo, T, hs, T, 1.0f, a, T, q + 2 * C, ld, 0.0f,
+             out + static_cast<long>(b) * T * C + h * hs, C);
   });
 }
 
 // dP = dY V^T, dV += P^T dY; dS = P (dP - rowsum(P dP)) / sqrt(hs); dQ += dS K, dK += dS^T Q.
-void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int batch, int seq, int C,
+void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B, int T, int C,
                         int NH, Out out) {
   const int hs = C / NH, ld = 3 * C;
   const float beta = out == Out::kAdd ? 1.0f : 0.0f;  // each (sequence, head) part of dqkv is written once
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  parallel_for(batch * NH, [&](int pair) {
+  parallel_for(B * NH, [&](int pair) {
     const int b = pair / NH, h = pair % NH;
     thread_local std::vector<float> ds;
-    ds.resize(static_cast<size_t>(seq) * seq);
-    const long base = static_cast<long>(b) * seq * ld + h * hs;
-    const float *q = qkv + base, *dy = dout + static_cast<long>(b) * seq * C + h * hs;
-    const float* p = att + (static_cast<long>(b) * NH + h) * seq * seq;
+    ds.resize(static_cast<size_t>(T) * T);
+    const long base = static_cast<long>(b) * T * ld + h * hs;
+    const float *q = qkv + base, *dy = dout + static_cast<long>(b) * T * C + h * hs;
+    const float* p = att + (static_cast<long>(b) * NH + h) * T * T;
     float* dq = dqkv + base;
-    gemm_one(Trans::kNo, Trans::kYes, seq, seq, hs, 1.0f, dy, C, q + 2 * C, ld, 0.0f, ds.data(), seq);
-    gemm_one(Trans::kYes, Trans::kNo, seq, hs, seq, 1.0f, p, seq, dy, C, beta, dq + 2 * C, ld);
-    for (int t = 0; t < seq; ++t) {
-      const float* pr = p + static_cast<long>(t) * seq;
-      float* d = ds.data() + static_cast<long>(t) * seq;
+    gemm_one(Trans::kNo, Trans::kYes, T, T, hs, 1.0f, dy, C, q + 2 * C, ld, 0.0f, ds.data(), T);
+    gemm_one(Trans::kYes, Trans::kNo, T, hs, T, 1.0f, p, T, dy, C, beta, dq + 2 * C, ld);
+    for (int t = 0; t < T; ++t) {
+      const float* pr = p + static_cast<long>(t) * T;
+      float* d = ds.data() + static_cast<long>(t) * T;
       const float dot = lanes_sum(t + 1, [&](int i) { return pr[i] * d[i]; });
       for (int i = 0; i <= t; ++i) d[i] = pr[i] * (d[i] - dot) * scale;
-      std::fill(d + t + 1, d + seq, 0.0f);
+      std::fill(d + t + 1, d + T, 0.0f);
     }
-    gemm_one(Trans::kNo, Trans::kNo, seq, hs, seq, 1.0f, ds.data(), seq, q + C, ld, beta, dq, ld);
-    gemm_one(Trans::kYes, Trans::kNo, seq, hs, seq, 1.0f, ds.data(), seq, q, ld, beta, dq + C, ld);
+    gemm_one(Trans::kNo, Trans::kNo, T, hs, T, 1.0f, ds.data(), T, q + C, ld, beta, dq, ld);
+    gemm_one(Trans::kYes, Trans::kNo, T, hs, T, 1.0f, ds.data(), T, q, ld, beta, dq + C, ld);
   });
 }
 
-ZBPP_WIDE_VECTORS void gelu_forward(float* out, const float* inp, int N) {
+ZBPP_WIDE_VECTORS void gelu_forward(float* out, const float* inp, int n) {
   const float s = std::sqrt(2.0f / static_cast<float>(M_PI));
-  for (int i = 0; i < N; ++i) {
+  for (int i = 0; i < n; ++i) {
     float x = inp[i];
     out[i] = 0.5f * x * (1.0f + tanh_fast(s * (x + 0.044715f * x * x * x)));
   }
 }
 
-ZBPP_WIDE_VECTORS void gelu_backward(float* dinp, const float* inp, const float* dout, int N, Out out) {
+ZBPP_WIDE_VECTORS void gelu_backward(float* dinp, const float* inp, const float* dout, int n, Out out) {
   const float s = std::sqrt(2.0f / static_cast<float>(M_PI));
   auto grad = [s](float x) {
     const float th = tanh_fast(s * (x + 0.044715f * x * x * x)), sech2 = 1.0f - th * th;
     return 0.5f * (1.0f + th) + 0.5f * x * sech2 * s * (1.0f + 3.0f * 0.044715f * x * x);
   };
   if (out == Out::kSet)
-    for (int i = 0; i < N; ++i) dinp[i] = grad(inp[i]) * dout[i];
+    for (int i = 0; i < n; ++i) dinp[i] = grad(inp[i]) * dout[i];
   else
-    for (int i = 0; i < N; ++i) dinp[i] += grad(inp[i]) * dout[i];
+    for (int i = 0; i < n; ++i) dinp[i] += grad(inp[i]) * dout[i];
 }
 
 void crossentropy_forward(float* losses, float* probs, const float* logits, const int* targets, int BT, int V) {

@@ -1,4 +1,4 @@
-// The tensor-core attention kernels (attention_flash.cu), called by kernels.cu's attention_forward
+// The tensor-core attention kernels (attention_flash.cu), called by kernels_attention.cu's attention_forward
 // and attention_backward when the variant is AttentionVariant::kFlash. Head sizes: flash_supports.
 #pragma once
 

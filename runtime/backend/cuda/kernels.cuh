@@ -4,6 +4,7 @@
 // reference (cpu/layers.h) except where noted: activation gradients are written (=), parameter
 // gradients accumulate (+=). Every reduction has a fixed order (no float atomics), so a kernel
 // gives the same bits on every run: that is what keeps losses equal across schedules.
+// Defined in kernels_<family>.cu, a file per layer family (its kernels, then their launchers).
 #pragma once
 
 #include <cuda_bf16.h>

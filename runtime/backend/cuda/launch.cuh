@@ -1,4 +1,4 @@
-// How kernels.cu and attention_flash.cu launch: every launch goes through launch() with its
+// How kernels_*.cu and attention_flash.cu launch: every launch goes through launch() with its
 // launch_config.h configuration, so the launch audit checks exactly what runs; over 48 KiB of
 // dynamic shared memory the kernel is opted in first; a failed launch throws naming the kernel.
 #pragma once

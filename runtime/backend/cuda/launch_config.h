@@ -1,5 +1,5 @@
-// Launch configurations (grid, block, shared memory) of every kernel in kernels.cu, as plain host
-// functions without the CUDA toolkit: kernels.cu's launchers take their <<<...>>> arguments from
+// Launch configurations (grid, block, shared memory) of every kernel in kernels_*.cu, as plain host
+// functions without the CUDA toolkit: the launchers take their <<<...>>> arguments from
 // here, and the launch audit (tests/runtime/launch_audit_test.cpp) checks the same numbers against
 // the GPU's limits in the CPU-only build, for the largest model zbrun accepts.
 #pragma once
@@ -31,7 +31,7 @@ constexpr long kOptInSharedLimit = 163 * 1024;  // sm_80: 164 KiB per SM, 1 KiB 
 /// What the attention kernels ask for at most: under sm_80's opt-in limit.
 constexpr long kAttentionSharedBudget = 160 * 1024;
 
-/// Static shared memory of the kernels that declare some (kernels.cu sizes its arrays with these).
+/// Static shared memory of the kernels that declare some (kernels_*.cu size their arrays with these).
 constexpr long kSumSquaresDoubles = kThreads;
 
 struct Dim {
@@ -95,7 +95,7 @@ inline LaunchConfig attention_launch(const char* kernel, long floats_per_warp, l
 /// Which kernels compute the causal attention. kFlash (attention_flash.cu): tensor-core tiles, one
 /// pass over the keys forward and a merged dQ/dK/dV backward; the default where the head size
 /// allows (flash_supports). kWarp and kLane: one warp per query row, the scores in shared memory,
-/// without tensor cores (kernels.cu); kWarp reads coalesced, kLane is the first version, kept as a
+/// without tensor cores (kernels_attention.cu); kWarp reads coalesced, kLane is the first version, kept as a
 /// second opinion. Each is deterministic; they differ in rounding.
 enum class AttentionVariant { kLane, kWarp, kFlash };
 
@@ -211,13 +211,13 @@ inline long attention_backward_scratch_floats(int B, int T, int C, int NH, Atten
 
 /// Raises the kernel's dynamic shared memory limit when the launch needs more than 48 KiB.
 /// `set_max_dynamic_shared(bytes)` is the CUDA call (cudaFuncSetAttribute with
-/// cudaFuncAttributeMaxDynamicSharedMemorySize) in kernels.cu, a recorder in the audit.
+/// cudaFuncAttributeMaxDynamicSharedMemorySize) in launch.cuh, a recorder in the audit.
 template <typename SetMaxDynamicShared>
 void prepare_launch(const LaunchConfig& c, SetMaxDynamicShared&& set_max_dynamic_shared) {
   if (c.needs_opt_in()) set_max_dynamic_shared(c.dynamic_shared);
 }
 
-// --- every launch of kernels.cu, by launcher ------------------------------------------------------
+// --- every launch of kernels_*.cu, by launcher ----------------------------------------------------
 
 inline LaunchConfig encoder_forward_launch(long BT, int C) {
   return elementwise_launch("encoder_forward_kernel", BT * C);
