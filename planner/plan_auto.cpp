@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <future>
+#include <numeric>
 
 #include "core/simulate.h"
 #include "planner/methods.h"
@@ -114,11 +115,14 @@ std::vector<AutoCandidate> auto_candidates(const Problem& pr, const PlanOptions&
 std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags, const PlanOptions& options) {
   std::optional<PlanResult> best;
   Ticks best_cost = -1;
+  size_t best_at = 0;  // the kept result's candidate and lowering, numbered in the candidates' order
   std::vector<std::string> notes;
   std::string best_method;
-  auto consider = [&](PlanResult&& result, Ticks cost, const std::string& method) {
-    if (best_cost >= 0 && cost >= best_cost) return;
+  // Ties go to the earlier candidate (and lowering), in whatever order they were lowered.
+  auto consider = [&](PlanResult&& result, Ticks cost, const std::string& method, size_t at) {
+    if (best_cost >= 0 && (cost > best_cost || (cost == best_cost && at > best_at))) return;
     best_cost = cost;
+    best_at = at;
     best_method = method;
     best = std::move(result);
   };
@@ -138,8 +142,8 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
   first.lowerings.resize(std::min<size_t>(first.lowerings.size(), 1));
   // Under a time limit the searches and generators stop early enough for every candidate to be
   // lowered and timed once within it: a tenth of the time (0.1 to 2 s) and 150 ns per op and
-  // candidate, at most half the time. (At p = 128, m = 1024 a lowering takes about twice that, and
-  // 4 s are overrun by 1.5 s: docs/benchmarks.md.)
+  // candidate, at most half the time. (At p = 128, m = 1024 a lowering takes about twice that:
+  // the candidates left when the limit passes are left out, below.)
   if (options.deadline.at) {
     const double left = options.deadline.left();
     const double ops = 3.0 * pr.p * pr.m * std::max(pr.chunks, 2);
@@ -154,10 +158,24 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
         search.generated = generate(candidate.problem, candidate.method, &search.failed, first);
         return search;
       });
-  for (size_t i = 0; i < candidates.size(); ++i) {
+  // Under a time limit the searched candidates are lowered first, as their searches end (they are
+  // usually the best), then the others, each left out once the limit itself has passed and a
+  // result is kept: the call ends within about one lowering of its limit (at p = 128, m = 1024 a
+  // lowering takes 0.1-0.3 s). Notes and ties keep the candidates' order.
+  std::vector<size_t> order(candidates.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  if (options.deadline.at)
+    std::stable_partition(order.begin(), order.end(), [&](size_t i) { return candidates[i].search_once; });
+  std::vector<std::vector<std::string>> notes_of(candidates.size());
+  for (const size_t i : order) {
     const AutoCandidate& candidate = candidates[i];
     const std::string& method = candidate.method;
-    std::vector<std::string> parts, failures;  // a note per lowering; why it failed, where it did
+    std::vector<std::string>& parts = notes_of[i];
+    std::vector<std::string> failures;  // why each lowering failed, where it did
+    if (!candidate.search_once && best && options.deadline.passed()) {
+      parts.push_back("auto: " + candidate.name + ": left out: the time limit passed before its turn");
+      continue;
+    }
     std::optional<Generated> searched;  // a search run once
     std::vector<Diag> search_failed;
     if (candidate.generate_once) searched = generate(candidate.problem, method, &search_failed, first);
@@ -169,7 +187,8 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
         parts.push_back("auto: " + candidate.name + ": searched once, ranked for " + lowering_name(*lowerings[0]) +
                         ", and lowered under each optimizer placement");
     }
-    for (const auto& lowering : lowerings) {
+    for (size_t l = 0; l < lowerings.size(); ++l) {
+      const auto& lowering = lowerings[l];
       // Once the searches' share of the time limit is spent, each candidate is still lowered once
       // (its figures are then known), not under every optimizer placement; nor does an ILP start
       // (building its model alone takes seconds at p = 64).
@@ -211,21 +230,22 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
         parts.push_back(head + shape + with_bubble(Cost::kSpan, t->span, t->span_bubble_rate) + ", " +
                         with_bubble(Cost::kMakespan, t->makespan, bubble_rate_of(result->problem, t->makespan)) +
                         cut_of(*result));
-        consider(std::move(*result), cost_of(*t, compute), candidate.name);
+        consider(std::move(*result), cost_of(*t, compute), candidate.name, i * lowerings.size() + l);
         continue;
       }
       const IterationTimeline& it = *result->iterations;  // plan_schedule timed the lowered plan
       parts.push_back(head + shape + "span " + format_quanta(t->span) + ", " +
                       with_bubble(Cost::kPeriod, it.period, it.period_bubble_rate) + ", " +
                       with_bubble(Cost::kWall, it.wall, it.wall_bubble_rate) + cut_of(*result));
-      consider(std::move(*result), true_cost_in(it, options.objective), candidate.name + " (" + name + ")");
+      consider(std::move(*result), true_cost_in(it, options.objective), candidate.name + " (" + name + ")",
+               i * lowerings.size() + l);
     }
     // A method that fits under no lowering, for the same reason each time, says so once.
     if (failures.size() == lowerings.size() &&
         std::all_of(failures.begin(), failures.end(), [&](const std::string& f) { return f == failures[0]; }))
       parts = {"auto: " + candidate.name + " " + failures[0]};
-    notes.insert(notes.end(), parts.begin(), parts.end());
   }
+  for (const auto& parts : notes_of) notes.insert(notes.end(), parts.begin(), parts.end());
   if (!best) {
     diags->push_back({"", "", -1, -1, "", "no method fits this problem:"});
     for (const auto& n : notes) diags->push_back({"", "", -1, -1, "", n});

@@ -221,7 +221,7 @@ TEST_CASE("auto: says which methods it left out and why (the ILPs without a time
 // Issue 35: zbplan plan's default time limit. A deadline already passed stands for one that cuts
 // a big search: what is cut is said, with the default's words, and auto still lowers each
 // candidate once.
-TEST_CASE("time limit: at zbplan's default the cut searches and V-ZB say so, and auto lowers each candidate once") {
+TEST_CASE("time limit: at zbplan's default the cut searches and V-ZB say so, and auto keeps its searches' results and skips the rest") {
   const Problem pr = test::make_problem(4, 8, 1, 1, 1, 0, 1, 0.5, "1p");
   PlanOptions options;
   options.lowerings = {kPlacements[0]};
@@ -251,12 +251,19 @@ TEST_CASE("time limit: at zbplan's default the cut searches and V-ZB say so, and
   CHECK(!has(*zb, "time limit"));
 
   options.lowerings = {kPlacements[0], kPlacements[1], kPlacements[2]};
+  // The limit passed: the searched candidates (lowered first) are lowered once, the others left out.
   auto best = plan_schedule(pr, "auto", &diags, options);
   REQUIRE(best);
-  CHECK(has(*best, "auto: zb-h1 under " + lowering_name(kPlacements[0]) + ": 1 chunk, peak memory"));
-  CHECK(has(*best, "auto: zb-h1 under " + lowering_name(kPlacements[1]) + ": left out: the time limit passed"));
-  CHECK(has(*best, "auto: v-zb under " + lowering_name(kPlacements[0]) + ": V (2 chunks)"));
-  CHECK(has(*best, "v-zb stopped early (made 2 of its 42 candidates"));
+  CHECK(has(*best, "auto: heuristic-v under " + lowering_name(kPlacements[0]) + ": V (2 chunks)"));
+  CHECK(has(*best, "auto: heuristic-v under " + lowering_name(kPlacements[1]) + ": left out: the time limit passed"));
+  CHECK(has(*best, "auto: zb-h1: left out: the time limit passed before its turn"));
+  CHECK(has(*best, "auto: v-zb: left out: the time limit passed before its turn"));
+  CHECK(has(*best, "auto: best by period (optimizer included) is heuristic-v (" + lowering_name(kPlacements[0]) + ")"));
+  // The notes keep the candidates' order: zb-h1's before heuristic-v's.
+  auto at = [&](const std::string& text) {
+    return std::find_if(best->notes.begin(), best->notes.end(), [&](const std::string& n) { return n.find(text) != std::string::npos; });
+  };
+  CHECK(at("auto: zb-h1:") < at("auto: heuristic-v under"));
 }
 
 TEST_CASE("auto: with V and one-chunk candidates at tight memory, never worse than one it printed") {
