@@ -2,7 +2,10 @@
 // runs (zbplan_commands.h). No planning logic here.
 #include "cli/zbplan_cli.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -97,7 +100,7 @@ void add_plan(CLI::App* app, Args* a) {
       ->excludes("--time-limit")
       ->default_str("");
   plan->add_option("--threads", plan_options.threads, "CBC threads for the ILP")->check(integer_in(1, 256));
-  plan->add_flag("--quiet", a->quiet, "no progress lines on stderr (the ILP's, the searches' and the partition search's)");
+  plan->add_flag("--quiet", a->quiet, "no progress lines on stderr (the ILP's, the searches', auto's and the partition search's)");
   plan->add_flag("--compute-only", a->compute_only,
                  "write F/B/W ops only (level \"compute\"); by default the file is lowered for zbrun: send/recv, buffer slots, optimizer step");
   a->plan_iterations.add_to(plan, true);
@@ -205,7 +208,15 @@ int run_zbplan(int argc, const char* const* argv, std::ostream& out, std::ostrea
     err << "zbplan: " << clash << "\n";
     return kExitFailed;
   }
-  if (a.plan->parsed() && !a.quiet) a.plan_options.progress = [&err](const std::string& line) { err << line << std::endl; };
+  if (a.plan->parsed() && !a.quiet) {
+    // On a terminal each line replaces the one before, and "" (the work is done) clears it before
+    // the results print; elsewhere plain lines.
+    const bool in_place = &err == &std::cerr && isatty(STDERR_FILENO);
+    a.plan_options.progress = [&err, in_place](const std::string& line) {
+      if (in_place) err << "\r\x1b[K" << line << std::flush;
+      else if (!line.empty()) err << line << std::endl;
+    };
+  }
   // An output written to standard output (-o /dev/stdout) keeps it to itself: the summary goes to
   // standard error instead of after the file.
   std::ostream& said =

@@ -250,6 +250,7 @@ int cmd_plan(const std::string& method, const ProblemFlags& flags, const Iterati
       search.fixed = Partition{std::vector<int>(counts.begin(), counts.end())};
     }
     auto found = plan_partitioned(costs, input, method, &diags, with_objective, search);
+    if (options.progress) options.progress("");  // done: a terminal's progress line is cleared
     if (!found) return fail(err, diags);
     std::vector<double> per_stage = device_bytes;
     if (per_stage.size() == 1) per_stage.assign(static_cast<size_t>(flags.p), device_bytes[0]);
@@ -257,6 +258,7 @@ int cmd_plan(const std::string& method, const ProblemFlags& flags, const Iterati
     return lower_and_write(&found->plan, compute_only, iteration_flags, output, out, err);
   }
   auto planned = plan_schedule(*problem, method, &diags, with_objective);
+  if (options.progress) options.progress("");  // done: a terminal's progress line is cleared
   if (!planned) {
     fail(err, diags);
     if (std::string hint = memory_hint(*problem, method, options, diags); !hint.empty()) err << "zbplan: " << hint << "\n";

@@ -54,7 +54,9 @@ struct PlanOptions {
   /// say so, and how to give more.
   bool default_deadline = false;
   int threads = 1;        ///< CBC threads
-  std::function<void(const std::string&)> progress;  ///< ILP progress lines (nothing when empty)
+  /// Progress lines of long work (the ILP, the searches, auto), about one a second; none when
+  /// empty. zbplan says "" when the plan is done (a terminal then clears its line).
+  std::function<void(const std::string&)> progress;
   /// auto: only the candidates with one chunk per stage (a layer partition gives each stage one
   /// range of layers: zbplan plan --layers).
   bool single_chunk = false;

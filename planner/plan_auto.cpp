@@ -167,7 +167,16 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
   if (options.deadline.at)
     std::stable_partition(order.begin(), order.end(), [&](size_t i) { return candidates[i].search_once; });
   std::vector<std::vector<std::string>> notes_of(candidates.size());
+  ProgressTicker ticker(options.progress);
+  const std::string ranked_by = options.lowerings.empty() ? cost_name(compute) : objective_name(options.objective);
+  size_t done = 0;
   for (const size_t i : order) {
+    ticker.tick([&](double seconds) {
+      return "auto: " + std::to_string(done) + " of " + std::to_string(candidates.size()) + " candidates planned" +
+             (best ? ", best so far " + best_method + ", " + ranked_by + " " + format_quanta(best_cost) : "") + " (" +
+             std::to_string(static_cast<int>(seconds)) + " s)";
+    });
+    ++done;
     const AutoCandidate& candidate = candidates[i];
     const std::string& method = candidate.method;
     std::vector<std::string>& parts = notes_of[i];
