@@ -322,6 +322,12 @@ const char* name_in(const std::pair<Enum, const char*> (&table)[N], Enum value) 
   return "";
 }
 template <class Enum, size_t N>
+std::vector<std::string> names_in(const std::pair<Enum, const char*> (&table)[N]) {
+  std::vector<std::string> out;
+  for (const auto& entry : table) out.emplace_back(entry.second);
+  return out;
+}
+template <class Enum, size_t N>
 std::optional<Enum> value_in(const std::pair<Enum, const char*> (&table)[N], std::string_view name) {
   for (const auto& [v, n] : table)
     if (name == n) return v;
@@ -332,8 +338,10 @@ std::optional<Enum> value_in(const std::pair<Enum, const char*> (&table)[N], std
 
 const char* bound_source_name(BoundSource source) { return name_in(kBoundSources, source); }
 std::optional<BoundSource> parse_bound_source(std::string_view name) { return value_in(kBoundSources, name); }
+std::vector<std::string> bound_source_names() { return names_in(kBoundSources); }
 const char* solve_status_name(SolveStatus status) { return name_in(kSolveStatuses, status); }
 std::optional<SolveStatus> parse_solve_status(std::string_view name) { return value_in(kSolveStatuses, name); }
+std::vector<std::string> solve_status_names() { return names_in(kSolveStatuses); }
 
 double bubble_rate_of(const Problem& pr, Ticks figure) {
   if (figure <= 0) return 0.0;

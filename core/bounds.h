@@ -36,12 +36,16 @@ namespace zbpp {
 enum class BoundSource { kBusy, kMemory, kCriticalPath, kWarmUp, kRamp, kCbc };
 const char* bound_source_name(BoundSource source);
 std::optional<BoundSource> parse_bound_source(std::string_view name);
+/// Every source's name, in the enum's order: what a file's "bound_source" may say.
+std::vector<std::string> bound_source_names();
 
 /// How far a plan's search for the optimum went, as files name it: "optimal" (the cost meets a
 /// certified bound), "time_limit", "local_optimum" (no window of the ILP improves it), "not_run".
 enum class SolveStatus { kOptimal, kTimeLimit, kLocalOptimum, kNotRun };
 const char* solve_status_name(SolveStatus status);
 std::optional<SolveStatus> parse_solve_status(std::string_view name);
+/// Every status's name, in the enum's order: what a file's "status" may say.
+std::vector<std::string> solve_status_names();
 
 struct SpanBounds {
   Ticks busy = 0;           ///< max over stages of the stage's compute time

@@ -32,10 +32,7 @@ Ticks Problem::busy_time(int stage) const {
 }
 
 bool Problem::uniform_times() const {
-  auto uniform = [](const std::vector<Ticks>& v) {
-    return std::adjacent_find(v.begin(), v.end(), std::not_equal_to<>()) == v.end();
-  };
-  return !chunks_differ() && uniform(t_f) && uniform(t_b) && uniform(t_w);
+  return !chunks_differ() && all_same(t_f) && all_same(t_b) && all_same(t_w);
 }
 
 Problem Problem::least_chunks() const {
@@ -356,7 +353,7 @@ bool read_memory_limits(const ProblemInput& in, const std::string& file, Problem
       return false;
     }
   // The same value everywhere is one limit: every method plans it.
-  if (std::adjacent_find(limits.begin(), limits.end(), std::not_equal_to<>()) == limits.end()) pr->mem_limit = limits[0];
+  if (all_same(limits)) pr->mem_limit = limits[0];
   else pr->stage_mem_limits = std::move(limits);
   return true;
 }
@@ -502,8 +499,7 @@ namespace {
 
 // A per-stage list written as one number when every stage has the same value.
 nlohmann::json compact(const std::vector<std::int64_t>& values) {
-  bool uniform = std::all_of(values.begin(), values.end(), [&](std::int64_t v) { return v == values[0]; });
-  if (uniform) return from_quanta(values[0]);
+  if (all_same(values)) return from_quanta(values[0]);
   nlohmann::json list = nlohmann::json::array();
   for (auto v : values) list.push_back(from_quanta(v));
   return list;

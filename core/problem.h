@@ -20,6 +20,12 @@ namespace zbpp {
 /// The largest problem build_problem accepts (a CSV import checks its cells against them too).
 inline constexpr int kMaxStages = 4096, kMaxMicrobatches = 1'000'000, kMaxChunks = 64;
 
+/// Whether every entry of `v` is the same (true when empty).
+template <typename T>
+bool all_same(const std::vector<T>& v) {
+  return std::adjacent_find(v.begin(), v.end(), std::not_equal_to<>()) == v.end();
+}
+
 /// What the user gave, before checks. Lists of length 1 are broadcast to every stage.
 struct ProblemInput {
   int p = 0;                                 ///< pipeline stages (ranks)
@@ -80,7 +86,7 @@ struct Problem {
   /// The slowest link: what a latency that is not tied to one pair of stages assumes.
   Ticks slowest_hop() const { return *std::max_element(t_comm.begin(), t_comm.end()); }
   /// Whether every link has the same latency.
-  bool uniform_hops() const { return std::adjacent_find(t_comm.begin(), t_comm.end(), std::not_equal_to<>()) == t_comm.end(); }
+  bool uniform_hops() const { return all_same(t_comm); }
   /// The figures one op of `chunk` on `stage` takes: deps.h's op_duration and memory_delta ask here.
   bool chunks_differ() const { return !per_chunk.t_f.empty(); }
   Ticks f_time(int stage, int chunk) const { return at(per_chunk.t_f, t_f, stage, chunk); }

@@ -148,8 +148,8 @@ struct FileReader {
       if (!fine) return f;
       RecordedFigures::Solver sv;
       auto cost = one_of(v, "cost", "/solver", {"span", "makespan", "period", "wall"});
-      auto status = one_of(v, "status", "/solver", {"optimal", "time_limit", "local_optimum", "not_run"});
-      auto source = one_of(v, "bound_source", "/solver", {"busy", "memory", "critical-path", "warm-up", "ramp", "cbc"});
+      auto status = one_of(v, "status", "/solver", solve_status_names());
+      auto source = one_of(v, "bound_source", "/solver", bound_source_names());
       auto objective = number(v, "objective", "/solver", 0);
       auto best_bound = number(v, "best_bound", "/solver", 0);
       auto gap = number(v, "gap", "/solver", 0, 1);
