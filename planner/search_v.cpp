@@ -169,15 +169,20 @@ std::optional<SearchResult> search_placement(const Problem& pr, const std::vecto
   // The best of each group of seeds polished apart, also polished, and kept if it ends lower: a
   // better start can end worse after the polish, so these never take another winner's polish
   // away. Polished within its own peak, so that a larger limit never gives a worse plan from it.
+  // Past the deadline each group's best still competes, unpolished: the family's blocks cost time
+  // to make, and one of them is often the winner as made.
+  bool polish_apart = true;
   for (Seeds& group : apart) {
-    if (skipped("the seed groups' polish")) break;
     std::optional<SearchResult> other;
     for (auto& [name, seed] : group)
       if (seed) consider(std::move(*seed), name, &other);
     if (!other) continue;
-    Problem kept = pr;
-    kept.mem_limit = peak_memory_of(other->schedule, pr);
-    polish(&*other, kept);
+    if (polish_apart && skipped("the seed groups' polish")) polish_apart = false;
+    if (polish_apart) {
+      Problem kept = pr;
+      kept.mem_limit = peak_memory_of(other->schedule, pr);
+      polish(&*other, kept);
+    }
     if (!best || other->cost < best->cost) best = std::move(other);
   }
   if (!best) {

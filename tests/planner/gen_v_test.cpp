@@ -457,6 +457,14 @@ TEST_CASE("a deadline cuts the V and interleaved searches short: a valid schedul
   REQUIRE(il);
   CHECK(validate(il->schedule, interleaved).empty());
   CHECK(il->cut.find("the greedy ran 0 of its") != std::string::npos);
+  // Past the deadline the groups polished apart still compete, unpolished: under a limit that the
+  // handcrafted seeds miss, the reordered V-Half (always made) is the least the cut search returns.
+  Problem tight = make_problem(16, 48, 5.6735, 5.624, 4.066, 0.377, 0.5, 0.25, "0.75p", 2);
+  auto tight_cut = search_v(tight, &diags, Cost::kSpan, {}, passed);
+  REQUIRE(tight_cut);
+  const Ticks reordered = simulate_cost(generate_v_block_reordered(tight, VBlock::kHalf), tight, Cost::kSpan);
+  CHECK(tight_cut->cost <= reordered);
+  CHECK(tight_cut->winner.find("reordered") != std::string::npos);
   // A deadline far away changes nothing.
   auto later = search_v(pr, &diags, Cost::kSpan, {}, Deadline::in(3600));
   REQUIRE(later);
