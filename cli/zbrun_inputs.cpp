@@ -247,7 +247,7 @@ std::string check_flags(Options* op) {
   if (o.run.fault != Interpreter::Fault::kError && o.run.fail_rank < 0)
     return std::string("--fault ") + Interpreter::fault_name(o.run.fault) + " needs --fail-at RANK:OP";
   if (o.run.fault == Interpreter::Fault::kTruncate && (o.backend == Backend::kCuda || o.single_gpu))
-    return "--fault truncate: only with --backend cpu (CUDA messages carry device handles)";
+    return "--fault truncate: only with --backend cpu (CUDA messages are device buffers)";
   if ((o.run.every > 0 || o.run.resume) && o.run.checkpoint.empty()) return "--every and --resume need --checkpoint DIR";
   if (!o.run.checkpoint.empty() && o.run.every == 0) o.run.every = o.run.steps;  // at least one, at the end
   if (!o.inject.empty()) {

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/payload.h"
+
 namespace zbpp {
 
 /// The compute backends, as --backend names them.
@@ -23,16 +25,19 @@ struct GradStats {
 class Compute {
  public:
   virtual ~Compute() = default;
-  /// Floats in one activation or input gradient passed between virtual stages.
-  virtual int activation_size() const = 0;
+  /// Why `p` cannot be an input activation or output gradient of this backend's (the other kind
+  /// of payload, or not one activation's size: a truncated message), or "" when it can.
+  virtual std::string refuses(const Payload& p) const = 0;
   /// Tokens of this step's microbatches: [mb] -> batch * (seq + 1) tokens (inputs and next-token targets).
   virtual void set_step_data(const std::vector<std::vector<int>>* microbatches) = 0;
   /// F of `chunk` for microbatch `mb`, stashing what B and W need in `slot`. `input` is the previous
-  /// virtual stage's output (null on virtual stage 0); `output` receives this one's (unused on the last).
-  virtual void forward(int chunk, int mb, int slot, const float* input, float* output) = 0;
-  /// B: gradient w.r.t. the chunk's input into `dinput` (=; unused on virtual stage 0). `doutput` is
-  /// the next virtual stage's input gradient (null on the last, which starts from the loss).
-  virtual void backward_input(int chunk, int mb, int slot, const float* doutput, float* dinput) = 0;
+  /// virtual stage's output (null on virtual stage 0; a device buffer it names passes to the
+  /// backend); `output` is set to this one's (null on the last).
+  virtual void forward(int chunk, int mb, int slot, const Payload* input, Payload* output) = 0;
+  /// B: `dinput` is set to the gradient w.r.t. the chunk's input (null on virtual stage 0).
+  /// `doutput` is the next virtual stage's input gradient (null on the last, which starts from the
+  /// loss; a device buffer it names passes to the backend).
+  virtual void backward_input(int chunk, int mb, int slot, const Payload* doutput, Payload* dinput) = 0;
   /// W: weight gradients of `chunk` for `mb`, accumulated (+=) into the chunk's gradients; frees the slot.
   virtual void backward_weight(int chunk, int mb, int slot) = 0;
   /// Loss of microbatch `mb` this step, if this rank computed it (last virtual stage).

@@ -22,8 +22,8 @@ Interpreter::Interpreter(const Schedule& schedule, int rank, Compute* compute, T
       adamw_(adamw), timeout_s_(timeout_s), post_validation_(schedule.optimizer == Optimizer::kPostValidation),
       tensors_(static_cast<int>(compute->grad_stats().squared_norms.size())) {
   size_t slots = static_cast<size_t>(map_.virtual_stages()) * schedule.m;
-  inbox_.assign(2, std::vector<std::vector<float>>(slots));
-  outbox_.assign(2, std::vector<std::vector<float>>(slots));
+  inbox_.assign(2, std::vector<Payload>(slots));
+  outbox_.assign(2, std::vector<Payload>(slots));
   auto has = [&](int r, OpType t) {
     const auto& ops = schedule.stages[r];
     return std::any_of(ops.begin(), ops.end(), [t](const Op& op) { return op.type == t; });
@@ -197,9 +197,10 @@ void Interpreter::inject_fault() {
   }
 }
 
-// A send under Fault::kTruncate loses the second half of its message.
-void Interpreter::cut(std::vector<float>* data) {
-  if (truncate_) data->resize(data->size() / 2);
+// A send under Fault::kTruncate loses the second half of its message (host payloads: the CLI
+// refuses the fault with the CUDA backend).
+void Interpreter::cut(Payload* data) {
+  if (truncate_) data->host.resize(data->host.size() / 2);
 }
 
 // This rank's contributions to the state vector (gradient norms, NaN/inf flag, losses, span and
@@ -326,10 +327,10 @@ bool Interpreter::run_op(int index, std::string* err) {
   const Op& op = schedule_.stages[rank_][index];
   const int m = schedule_.m, last_vs = map_.virtual_stages() - 1;
   const int vs = map_.vs(rank_, op.chunk);
-  auto box = [&](std::vector<std::vector<std::vector<float>>>& b, int kind, int v) -> std::vector<float>& {
+  auto box = [&](std::vector<std::vector<Payload>>& b, int kind, int v) -> Payload& {
     return b[kind][static_cast<size_t>(v) * m + op.mb];
   };
-  auto take = [&](std::vector<float>& slot, const char* what) {
+  auto take = [&](Payload& slot, const char* what) {
     if (slot.empty()) throw std::runtime_error(std::string("no ") + what + " for it has arrived (missing RECV?)");
     return std::move(slot);
   };
@@ -344,10 +345,10 @@ bool Interpreter::run_op(int index, std::string* err) {
                ", expected microbatch " + std::to_string(op.mb) + " for virtual stage " + std::to_string(vs);
         return false;
       }
-      // The backend reads activation_size() values from it: a short message must stop here.
-      if (msg.data.size() != static_cast<size_t>(compute_->activation_size())) {
-        *err = "received " + std::to_string(msg.data.size()) + " values, expected " +
-               std::to_string(compute_->activation_size()) + " (a truncated message)";
+      // The backend reads one activation from it: a short message, or one of the other kind of
+      // payload, must stop here.
+      if (std::string why = compute_->refuses(msg.data); !why.empty()) {
+        *err = "received " + why;
         return false;
       }
       box(inbox_, kind, vs) = std::move(msg.data);
@@ -361,10 +362,9 @@ bool Interpreter::run_op(int index, std::string* err) {
       return transport_->send(op.peer, kind, std::move(msg), err);
     }
     case OpType::F: {
-      std::vector<float> input;
+      Payload input, output;
       if (vs > 0) input = take(box(inbox_, kActivation, vs), "input activation");
-      std::vector<float> output(vs < last_vs ? compute_->activation_size() : 0);
-      compute_->forward(op.chunk, op.mb, op.slot, vs > 0 ? input.data() : nullptr, output.data());
+      compute_->forward(op.chunk, op.mb, op.slot, vs > 0 ? &input : nullptr, vs < last_vs ? &output : nullptr);
       if (vs < last_vs) {  // V-shape: the next virtual stage may be here
         const Consumer to = *consumer_of(op, rank_, map_);
         (to.remote ? box(outbox_, kActivation, vs) : box(inbox_, kActivation, to.vs)) = std::move(output);
@@ -373,10 +373,9 @@ bool Interpreter::run_op(int index, std::string* err) {
     }
     case OpType::B:
     case OpType::BW: {
-      std::vector<float> dout;
+      Payload dout, dinput;
       if (vs < last_vs) dout = take(box(inbox_, kGradient, vs), "output gradient");
-      std::vector<float> dinput(vs > 0 ? compute_->activation_size() : 0);
-      compute_->backward_input(op.chunk, op.mb, op.slot, vs < last_vs ? dout.data() : nullptr, dinput.data());
+      compute_->backward_input(op.chunk, op.mb, op.slot, vs < last_vs ? &dout : nullptr, vs > 0 ? &dinput : nullptr);
       if (vs > 0) {
         const Consumer to = *consumer_of(op, rank_, map_);
         (to.remote ? box(outbox_, kGradient, vs) : box(inbox_, kGradient, to.vs)) = std::move(dinput);

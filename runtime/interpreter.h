@@ -100,7 +100,7 @@ class Interpreter {
   void add_own_state();
   void post_validate_previous();
   void inject_fault();
-  void cut(std::vector<float>* data);
+  void cut(Payload* data);
   std::string where(int index) const;
 
   const Schedule& schedule_;
@@ -119,7 +119,7 @@ class Interpreter {
   std::chrono::steady_clock::time_point start_;
   // Tensors between ops: [kind][vs * m + mb] -> data. inbox: waiting for their consumer op on this
   // rank; outbox: made here, waiting for their SEND.
-  std::vector<std::vector<std::vector<float>>> inbox_, outbox_;
+  std::vector<std::vector<Payload>> inbox_, outbox_;
   StepReport report_;                // the step running now
   std::vector<StepReport> finished_;
   int step_ = 0;

@@ -40,20 +40,17 @@ double time_ms(Op op) {
 // One microbatch's F, B and W of every chunk, in step order. Times land in t[kind][F/B/W]; the
 // bytes each chunk holds from F to B and from B to W in held_f and held_w.
 void run_once(Compute& compute, double t[kKinds][3], long long held_f[kKinds], long long held_w[kKinds]) {
-  const size_t n = static_cast<size_t>(compute.activation_size());
   // x[c]: chunk c's output and chunk c + 1's input; d[c]: chunk c + 1's input gradient, chunk c's doutput.
-  std::vector<float> x[2] = {std::vector<float>(n), std::vector<float>(n)};
-  std::vector<float> d[2] = {std::vector<float>(n), std::vector<float>(n)};
+  Payload x[2], d[2];
   auto held = [&compute] { return static_cast<long long>(compute.activation_bytes()); };
   for (int c = 0; c < kKinds; ++c) {
     const long long before = held();
-    t[c][0] = time_ms([&] { compute.forward(c, 0, 0, c > 0 ? x[c - 1].data() : nullptr, c < 2 ? x[c].data() : nullptr); });
+    t[c][0] = time_ms([&] { compute.forward(c, 0, 0, c > 0 ? &x[c - 1] : nullptr, c < 2 ? &x[c] : nullptr); });
     held_f[c] = held() - before;
   }
   for (int c = kKinds - 1; c >= 0; --c) {
     const long long before = held();
-    t[c][1] = time_ms(
-        [&] { compute.backward_input(c, 0, 0, c < 2 ? d[c].data() : nullptr, c > 0 ? d[c - 1].data() : nullptr); });
+    t[c][1] = time_ms([&] { compute.backward_input(c, 0, 0, c < 2 ? &d[c] : nullptr, c > 0 ? &d[c - 1] : nullptr); });
     held_w[c] = held_f[c] + (held() - before);  // B drops what only B reads
   }
   for (int c = kKinds - 1; c >= 0; --c) t[c][2] = time_ms([&] { compute.backward_weight(c, 0, 0); });

@@ -16,8 +16,8 @@ namespace zbpp {
 // ping-pong is made and, once it has come back, released (device memory on the GPU backend).
 struct RankBackend {
   std::function<std::unique_ptr<Compute>(const std::vector<int>& virtual_stages)> make_compute;
-  std::function<std::vector<float>()> payload;
-  std::function<void(const std::vector<float>&)> release = [](const std::vector<float>&) {};
+  std::function<Payload()> payload;
+  std::function<void(const Payload&)> release = [](const Payload&) {};
 };
 
 // One rank's whole run (RankRun): a failure is the result's error, and the other ranks are told.

@@ -33,7 +33,9 @@ RankBackend cpu_backend(const RunOptions& o, const GptConfig& model, const Sched
   b.make_compute = [&o, &model, &s](const std::vector<int>& vss) {
     return make_cpu_compute(model, vss, s.p * s.chunks, s.m, o.seed, o.adamw);
   };
-  b.payload = [&model] { return std::vector<float>(static_cast<size_t>(model.tokens()) * model.channels, 1.0f); };
+  b.payload = [&model] {
+    return Payload::of_host(std::vector<float>(static_cast<size_t>(model.tokens()) * model.channels, 1.0f));
+  };
   return b;
 }
 
@@ -56,7 +58,7 @@ RankBackend cuda_backend(const RunOptions& o, const GptConfig& model, const Sche
     return make_cuda_compute(model, vss, s.p * s.chunks, s.m, o.seed, o.adamw, mine);
   };
   b.payload = [&model, mine, owned] { return make_payload(cuda_activation_bytes(model), mine.stream); };
-  b.release = [mine, owned](const std::vector<float>& handle) { release_payload(handle, mine.stream); };
+  b.release = [mine, owned](const Payload& payload) { release_payload(payload, mine.stream); };
   return b;
 }
 #endif

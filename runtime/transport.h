@@ -1,6 +1,7 @@
 // The transport interface the interpreter uses to move activations and input gradients between
 // ranks, and to reduce the few scalars the optimizer needs. Implementations: in-process threads
-// (transport/local.h) and MPI (transport/mpi.h).
+// (transport/local.h) and MPI (transport/mpi.h), which carry host payloads; on the GPU the device
+// (transport/device.h) and NCCL (transport/nccl.h) transports, which move device buffers.
 #pragma once
 
 #include <algorithm>
@@ -9,25 +10,25 @@
 #include <vector>
 
 #include "core/ir.h"  // MessageKind
+#include "runtime/payload.h"
 
 namespace zbpp {
-
 
 struct Message {
   int mb = -1;       ///< microbatch
   int to_vs = -1;    ///< the virtual stage that consumes it (checked by the receiver)
-  std::vector<float> data;
+  Payload data;
 };
 
-/// Optimizer state travels as doubles, bit for bit, in a message's floats (two per double).
-inline std::vector<float> pack_doubles(const std::vector<double>& values) {
+/// Optimizer state travels as doubles, bit for bit, in a host payload's floats (two per double).
+inline Payload pack_doubles(const std::vector<double>& values) {
   std::vector<float> out(values.size() * 2);
   std::memcpy(out.data(), values.data(), values.size() * sizeof(double));
-  return out;
+  return Payload::of_host(std::move(out));
 }
-inline std::vector<double> unpack_doubles(const std::vector<float>& data) {
-  std::vector<double> out(data.size() / 2);
-  std::memcpy(out.data(), data.data(), out.size() * sizeof(double));
+inline std::vector<double> unpack_doubles(const Payload& data) {
+  std::vector<double> out(data.host.size() / 2);
+  std::memcpy(out.data(), data.host.data(), out.size() * sizeof(double));
   return out;
 }
 

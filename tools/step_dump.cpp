@@ -39,6 +39,7 @@ namespace {
 
 using zbpp::Compute;
 using zbpp::GptConfig;
+using zbpp::Payload;
 
 // Every file through the project's one atomic writer: a failed dump never leaves a file that looks whole.
 void write_file(const std::filesystem::path& path, const void* data, size_t bytes) {
@@ -99,17 +100,17 @@ struct Dump {
 };
 
 // What one stage hands the next (an activation or an input gradient), as host floats. The CPU
-// backend passes the floats themselves; the CUDA backend a handle to a bf16 device buffer
-// (device_buffers.h), which is read here and put back under a new handle for the next stage.
-std::vector<float> boundary_values(std::vector<float>* passed, long n) {
-  if (static_cast<long>(passed->size()) == n) return *passed;
+// backend passes the floats themselves; the CUDA backend a bf16 device buffer (runtime/payload.h,
+// device_buffers.h), which is read here and put back under a new id for the next stage.
+std::vector<float> boundary_values(Payload* passed, long n) {
+  if (!passed->on_device() && static_cast<long>(passed->host.size()) == n) return passed->host;
 #ifdef ZBPP_HAVE_CUDA
   namespace cu = zbpp::cuda;
-  cu::DeviceTensor t = cu::registry().take(cu::read_handle(passed->data()));
+  cu::DeviceTensor t = cu::registry().take(cu::device_id(passed, "an activation to dump"));
   if (t.ready) ZBPP_CK(cudaEventSynchronize(t.ready), "waiting for an activation to dump");
   std::vector<std::uint16_t> raw(t.bytes / 2);
   ZBPP_CK(cudaMemcpy(raw.data(), t.ptr, t.bytes, cudaMemcpyDeviceToHost), "copying an activation to dump");
-  cu::write_handle(passed->data(), cu::registry().put(t));
+  *passed = Payload::of_device(cu::registry().put(t));
   if (static_cast<long>(raw.size()) != n)
     throw std::runtime_error("a device activation of " + std::to_string(t.bytes) + " bytes, expected bf16 x " +
                              std::to_string(n));
@@ -120,8 +121,7 @@ std::vector<float> boundary_values(std::vector<float>* passed, long n) {
   }
   return out;
 #else
-  throw std::runtime_error("a stage passed " + std::to_string(passed->size()) + " floats, expected " +
-                           std::to_string(n));
+  throw std::runtime_error("a stage passed " + passed->what() + ", expected " + std::to_string(n) + " floats");
 #endif
 }
 
@@ -143,20 +143,20 @@ void run_microbatches(const GptConfig& c, int m, std::vector<std::unique_ptr<Com
   const int vs_count = static_cast<int>(stages.size());
   const long BT = c.tokens(), C = c.channels;
   for (int mb = 0; mb < m; ++mb) {
-    std::vector<float> act;
+    Payload act;
     for (int vs = 0; vs < vs_count; ++vs) {
-      std::vector<float> out(static_cast<size_t>(stages[vs]->activation_size()));
-      stages[vs]->forward(0, mb, mb, vs == 0 ? nullptr : act.data(), out.data());
+      Payload out;
+      stages[vs]->forward(0, mb, mb, vs == 0 ? nullptr : &act, vs + 1 < vs_count ? &out : nullptr);
       act = std::move(out);
       // What stage vs sends is the residual stream entering block vs (the last block's output for vs = L).
       if (vs + 1 < vs_count)
         dump.floats("x" + std::to_string(vs) + ".mb" + std::to_string(mb), "act", {c.batch, c.seq, C},
                     boundary_values(&act, BT * C));
     }
-    std::vector<float> grad;
+    Payload grad;
     for (int vs = vs_count - 1; vs >= 0; --vs) {
-      std::vector<float> din(static_cast<size_t>(stages[vs]->activation_size()));
-      stages[vs]->backward_input(0, mb, mb, vs == vs_count - 1 ? nullptr : grad.data(), din.data());
+      Payload din;
+      stages[vs]->backward_input(0, mb, mb, vs == vs_count - 1 ? nullptr : &grad, vs > 0 ? &din : nullptr);
       grad = std::move(din);
       if (vs > 0)
         dump.floats("dx" + std::to_string(vs - 1) + ".mb" + std::to_string(mb), "dact", {c.batch, c.seq, C},

@@ -1,18 +1,12 @@
-// The device buffer registry and handles (see device_buffers.h).
+// The device buffer registry (see device_buffers.h).
 #include "runtime/cuda/device_buffers.h"
 
-#include <cstring>
 #include <stdexcept>
 #include <string>
 
 #include "runtime/cuda/check.h"
 
 namespace zbpp::cuda {
-
-namespace {
-// A tag no activation value is likely to carry, so a host float array passed by mistake is caught.
-constexpr std::uint32_t kTag = 0x7fc0beefu;  // a NaN bit pattern
-}
 
 std::uint32_t DeviceRegistry::put(DeviceTensor t) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -24,7 +18,7 @@ std::uint32_t DeviceRegistry::put(DeviceTensor t) {
 DeviceTensor DeviceRegistry::take(std::uint32_t id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = held_.find(id);
-  if (it == held_.end()) throw std::runtime_error("device buffer handle " + std::to_string(id) + " is unknown");
+  if (it == held_.end()) throw std::runtime_error("device buffer " + std::to_string(id) + " is unknown");
   DeviceTensor t = it->second;
   held_.erase(it);
   return t;
@@ -43,25 +37,12 @@ DeviceRegistry& registry() {
   return r;
 }
 
-void write_handle(float* out, std::uint32_t id) {
-  std::memcpy(&out[0], &kTag, sizeof kTag);
-  std::memcpy(&out[1], &id, sizeof id);
-}
-
-std::uint32_t read_handle(const float* in) {
-  std::uint32_t tag, id;
-  if (in == nullptr) throw std::runtime_error("expected a device buffer handle, got nothing");
-  std::memcpy(&tag, &in[0], sizeof tag);
-  std::memcpy(&id, &in[1], sizeof id);
-  if (tag != kTag)
-    throw std::runtime_error("expected a device buffer handle (is a CPU transport carrying CUDA activations?)");
-  return id;
-}
-
-std::vector<float> handle_vector(std::uint32_t id) {
-  std::vector<float> v(kHandleFloats);
-  write_handle(v.data(), id);
-  return v;
+std::uint32_t device_id(const Payload* p, const std::string& what) {
+  if (p == nullptr) throw std::runtime_error(what + ": expected a device buffer, got nothing");
+  if (!p->on_device())
+    throw std::runtime_error(what + ": expected a device buffer, got " + p->what() +
+                             " (is a CPU backend's activation on a CUDA transport, or the reverse?)");
+  return p->device;
 }
 
 void* device_alloc(size_t bytes, cudaStream_t s, const char* what) {

@@ -1,13 +1,11 @@
-// How activations stay on the GPU while the interpreter moves them as host floats. Shared by the
-// CUDA backend and the CUDA transports (runtime/cuda/: neither includes the other).
+// How activations stay on the GPU. Shared by the CUDA backend and the CUDA transports
+// (runtime/cuda/: neither includes the other).
 //
-// The interpreter passes each activation as a std::vector<float> of Compute::activation_size()
-// floats (runtime/compute.h, runtime/transport.h). The CUDA backend reports a size of
-// kHandleFloats and writes a *handle* there instead of the data: a tag and the id of a device
-// buffer held in this process's registry, with an event that marks when its contents are ready.
-// The CUDA transports (transport/device.h, transport/nccl.h) take the buffer out of the registry
-// by its handle, move the bytes on the GPU, and hand the receiver a new handle. So neither the
-// interpreter nor the interfaces change, and no activation crosses to the host.
+// The interpreter passes each activation as a Payload (runtime/payload.h). The CUDA backend's is
+// a device buffer: the id of a buffer held in this process's registry, with an event that marks
+// when its contents are ready. The CUDA transports (transport/device.h, transport/nccl.h) take the
+// buffer out of the registry by its id, move the bytes on the GPU, and hand the receiver a new
+// id. No activation crosses to the host.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -18,15 +16,13 @@
 #include <vector>
 
 #include "core/ir.h"  // MessageKind
+#include "runtime/payload.h"
 
 namespace zbpp::cuda {
 
-/// Whether messages of `kind` carry device buffer handles: activations and input gradients do; the
+/// Whether messages of `kind` carry device buffers: activations and input gradients do; the
 /// optimizer's state (post-validation) is host doubles and travels as it is.
-inline bool carries_handle(MessageKind kind) { return kind == kActivation || kind == kGradient; }
-
-/// Floats a handle takes in a Message or activation buffer: a tag, then the id's bits.
-constexpr int kHandleFloats = 2;
+inline bool carries_device_buffer(MessageKind kind) { return kind == kActivation || kind == kGradient; }
 
 /// Device memory from the stream-ordered allocator, freed on the stream that owns it last.
 struct DeviceTensor {
@@ -53,11 +49,8 @@ class DeviceRegistry {
 /// The one registry of this process (the CUDA backends and transports of every rank thread).
 DeviceRegistry& registry();
 
-/// Writes / reads a handle in kHandleFloats floats. read_handle throws if the floats are not one.
-void write_handle(float* out, std::uint32_t id);
-std::uint32_t read_handle(const float* in);
-/// A Message-ready vector holding a handle.
-std::vector<float> handle_vector(std::uint32_t id);
+/// The registry id `p` names; throws, saying `what` it was, where `p` is missing or host floats.
+std::uint32_t device_id(const Payload* p, const std::string& what);
 
 /// Stream-ordered allocation and release (cudaMallocAsync / cudaFreeAsync); `what` names the use.
 void* device_alloc(size_t bytes, cudaStream_t s, const char* what);

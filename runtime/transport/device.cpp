@@ -1,6 +1,6 @@
 // Device-to-device transport (see transport/device.h). send: the copy waits for the producer's
 // event on this rank's copy stream, the source is freed behind it, and the hub carries the new
-// handle. recv: the hub's deadline, then the copy's event polled against the same deadline, so a
+// buffer's id. recv: the hub's deadline, then the copy's event polled against the same deadline, so a
 // receive returns only once the bytes are on this side and never waits past its timeout.
 #include "runtime/transport/device.h"
 
@@ -35,10 +35,10 @@ class DeviceTransport final : public Transport {
   int size() const override { return local_->size(); }
 
   bool send(int peer, MessageKind kind, Message msg, std::string* err) override {
-    if (!cuda::carries_handle(kind)) return local_->send(peer, kind, std::move(msg), err);
+    if (!cuda::carries_device_buffer(kind)) return local_->send(peer, kind, std::move(msg), err);
     try {
-      cuda::DeviceTensor src = cuda::registry().take(cuda::read_handle(msg.data.data()));
       const std::string what = "copying to rank " + std::to_string(peer);
+      cuda::DeviceTensor src = cuda::registry().take(cuda::device_id(&msg.data, what));
       if (src.ready) {
         ZBPP_CK(cudaStreamWaitEvent(copy_, src.ready, 0), what);
         ZBPP_CK(cudaEventDestroy(src.ready), what);
@@ -48,7 +48,7 @@ class DeviceTransport final : public Transport {
       ZBPP_CK(cudaMemcpyAsync(dst.ptr, src.ptr, src.bytes, cudaMemcpyDeviceToDevice, copy_), what);
       cuda::device_free(src.ptr, copy_);
       ZBPP_CK(cudaEventRecord(dst.ready, copy_), what);
-      msg.data = cuda::handle_vector(cuda::registry().put(dst));
+      msg.data = Payload::of_device(cuda::registry().put(dst));
     } catch (const std::exception& e) {
       *err = e.what();
       return false;
@@ -59,11 +59,10 @@ class DeviceTransport final : public Transport {
   bool recv(int peer, MessageKind kind, Message* msg, double timeout_s, std::string* err) override {
     auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
     if (!local_->recv(peer, kind, msg, timeout_s, err)) return false;
-    if (!cuda::carries_handle(kind)) return true;
+    if (!cuda::carries_device_buffer(kind)) return true;
     try {
-      // Peek at the event without taking the buffer: the compute backend adopts it.
-      std::uint32_t id = cuda::read_handle(msg->data.data());
-      cuda::DeviceTensor t = cuda::registry().take(id);
+      // Wait for the copy's event, then put the buffer back under a new id: the backend adopts it.
+      cuda::DeviceTensor t = cuda::registry().take(cuda::device_id(&msg->data, "the copy from rank " + std::to_string(peer)));
       cudaError_t rc = cudaSuccess;
       while (t.ready && (rc = cudaEventQuery(t.ready)) == cudaErrorNotReady) {
         if (Clock::now() > deadline) {
@@ -74,7 +73,7 @@ class DeviceTransport final : public Transport {
         std::this_thread::sleep_for(std::chrono::microseconds(10));
       }
       ZBPP_CK(rc, "copy from rank " + std::to_string(peer));
-      msg->data = cuda::handle_vector(cuda::registry().put(t));
+      msg->data = Payload::of_device(cuda::registry().put(t));
     } catch (const std::exception& e) {
       *err = e.what();
       return false;

@@ -1,6 +1,7 @@
 // Transport for --single-gpu: every rank is a thread of this process on the same GPU. Messages go
-// through the in-process hub (transport/local.h) as device buffer handles; the payload is copied
-// device to device on the sender's copy stream, so sender and receiver never share a buffer.
+// through the in-process hub (transport/local.h) as device buffers (runtime/payload.h); the bytes
+// are copied device to device on the sender's copy stream, so sender and receiver never share a
+// buffer.
 #pragma once
 
 #include <memory>

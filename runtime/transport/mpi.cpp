@@ -55,11 +55,16 @@ class MpiTransport final : public Transport {
 
   bool send(int peer, MessageKind kind, Message msg, std::string* err) override {
     progress();
+    if (msg.data.on_device()) {  // its bytes are on a GPU: the NCCL transport (transport/nccl.h) moves them
+      *err = "the MPI transport carries host floats, not a device buffer (the CUDA backend runs over NCCL)";
+      return false;
+    }
+    const std::vector<float>& floats = msg.data.host;
     Pending p;
-    int header[3] = {msg.mb, msg.to_vs, static_cast<int>(msg.data.size())};
-    p.bytes.resize(sizeof header + msg.data.size() * sizeof(float));
+    int header[3] = {msg.mb, msg.to_vs, static_cast<int>(floats.size())};
+    p.bytes.resize(sizeof header + floats.size() * sizeof(float));
     std::memcpy(p.bytes.data(), header, sizeof header);
-    std::memcpy(p.bytes.data() + sizeof header, msg.data.data(), msg.data.size() * sizeof(float));
+    std::memcpy(p.bytes.data() + sizeof header, floats.data(), floats.size() * sizeof(float));
     pending_.push_back(std::move(p));
     Pending& q = pending_.back();
     int rc = MPI_Isend(q.bytes.data(), static_cast<int>(q.bytes.size()), MPI_BYTE, peer, kind, MPI_COMM_WORLD, &q.request);
@@ -108,8 +113,8 @@ class MpiTransport final : public Transport {
     }
     msg->mb = header[0];
     msg->to_vs = header[1];
-    msg->data.resize(static_cast<size_t>(header[2]));
-    std::memcpy(msg->data.data(), bytes.data() + sizeof header, msg->data.size() * sizeof(float));
+    msg->data = Payload::of_host(std::vector<float>(static_cast<size_t>(header[2])));
+    std::memcpy(msg->data.host.data(), bytes.data() + sizeof header, msg->data.host.size() * sizeof(float));
     return true;
   }
 

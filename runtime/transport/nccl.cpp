@@ -135,11 +135,11 @@ class NcclTransport final : public Transport {
   int size() const override { return mpi_->size(); }
 
   bool send(int peer, MessageKind kind, Message msg, std::string* err) override {
-    if (!cuda::carries_handle(kind)) return mpi_->send(peer, kind, std::move(msg), err);  // optimizer state
+    if (!cuda::carries_device_buffer(kind)) return mpi_->send(peer, kind, std::move(msg), err);  // optimizer state
     try {
       Channel& ch = channel({rank_, peer, kind});
-      cuda::DeviceTensor t = cuda::registry().take(cuda::read_handle(msg.data.data()));
-      Message header{msg.mb, msg.to_vs, nccl_wire::encode_header(t.bytes)};
+      cuda::DeviceTensor t = cuda::registry().take(cuda::device_id(&msg.data, "sending " + channel_name(ch.id)));
+      Message header{msg.mb, msg.to_vs, Payload::of_host(nccl_wire::encode_header(t.bytes))};
       if (!mpi_->send(peer, kind, std::move(header), err)) return false;
       if (t.ready) {
         ZBPP_CK(cudaStreamWaitEvent(ch.stream, t.ready, 0), channel_name(ch.id));
@@ -158,19 +158,19 @@ class NcclTransport final : public Transport {
     auto deadline = after(timeout_s);
     Message header;
     if (!mpi_->recv(peer, kind, &header, timeout_s, err)) return false;
-    if (!cuda::carries_handle(kind)) {
+    if (!cuda::carries_device_buffer(kind)) {
       *msg = std::move(header);
       return true;
     }
     try {
       Channel& ch = channel({peer, rank_, kind});
-      const std::uint64_t bytes = nccl_wire::decode_header(header.data, channel_name(ch.id));
+      const std::uint64_t bytes = nccl_wire::decode_header(header.data.host, channel_name(ch.id));
       void* buf = cuda::device_alloc(bytes, ch.stream, "receive buffer");
       enqueue(ch, buf, bytes, deadline);
       wait_stream(ch, deadline, "receiving " + channel_name(ch.id), peer);
       msg->mb = header.mb;
       msg->to_vs = header.to_vs;
-      msg->data = cuda::handle_vector(cuda::registry().put({buf, bytes, nullptr}));
+      msg->data = Payload::of_device(cuda::registry().put({buf, bytes, nullptr}));
       return true;
     } catch (const std::exception& e) {
       *err = e.what();

@@ -1,5 +1,5 @@
-// NCCL transport for multi-GPU runs: one process per GPU under mpirun. Payloads (device buffer
-// handles, device_buffers.h) move with ncclSend/ncclRecv; the small headers (microbatch, virtual
+// NCCL transport for multi-GPU runs: one process per GPU under mpirun. Payloads (device buffers,
+// runtime/payload.h) move with ncclSend/ncclRecv; the small headers (microbatch, virtual
 // stage, bytes), the all-reduce of the optimizer's scalars and abort go through MPI
 // (transport/mpi.h), which the headers' checks and the exact all-reduce already rely on.
 //

@@ -8,8 +8,8 @@
 namespace zbpp::nccl_wire {
 
 namespace {
-// A NaN bit pattern no other message of the activation and gradient kinds starts with (a device
-// handle's tag is 0x7fc0beef, device_buffers.cpp), so a wrong message is refused, not misread.
+// A NaN bit pattern no activation or gradient is likely to start with, so a wrong message (a CPU
+// rank's activation, say) is refused, not misread.
 constexpr std::uint32_t kTag = 0x7fc0b17eu;
 
 std::uint32_t word(const float* f) {

@@ -309,7 +309,7 @@ std::vector<std::vector<int>> step_data(const GptConfig& c, int m, int step) {
   return data;
 }
 
-// One training step of virtual stages `groups` (one Compute per group, handles passed between
+// One training step of virtual stages `groups` (one Compute per group, payloads passed between
 // them as the interpreter would), W ops in microbatch order. Returns the mean loss.
 double train_step(std::vector<std::unique_ptr<Compute>>& ranks, const GptConfig& c, int m, int step) {
   auto data = step_data(c, m, step);
@@ -318,17 +318,17 @@ double train_step(std::vector<std::unique_ptr<Compute>>& ranks, const GptConfig&
     r->zero_grad();
   }
   for (int mb = 0; mb < m; ++mb) {
-    std::vector<float> act;
+    Payload act;
     for (size_t r = 0; r < ranks.size(); ++r) {
-      std::vector<float> out(static_cast<size_t>(ranks[r]->activation_size()));
-      ranks[r]->forward(0, mb, mb, r == 0 ? nullptr : act.data(), out.data());
-      act = out;
+      Payload out;
+      ranks[r]->forward(0, mb, mb, r == 0 ? nullptr : &act, r + 1 < ranks.size() ? &out : nullptr);
+      act = std::move(out);
     }
-    std::vector<float> grad;
+    Payload grad;
     for (size_t r = ranks.size(); r-- > 0;) {
-      std::vector<float> din(static_cast<size_t>(ranks[r]->activation_size()));
-      ranks[r]->backward_input(0, mb, mb, r + 1 == ranks.size() ? nullptr : grad.data(), din.data());
-      grad = din;
+      Payload din;
+      ranks[r]->backward_input(0, mb, mb, r + 1 == ranks.size() ? nullptr : &grad, r > 0 ? &din : nullptr);
+      grad = std::move(din);
     }
   }
   for (int mb = 0; mb < m; ++mb)
@@ -397,13 +397,12 @@ TEST_CASE("CUDA backend: a rank whose embedding chunk is not its first trains as
     auto data = step_data(c, m, step);
     both->set_step_data(&data);
     both->zero_grad();
-    const size_t h = static_cast<size_t>(both->activation_size());
     for (int mb = 0; mb < m; ++mb) {
-      std::vector<float> act(h), unused(h), grad(h), din(h);
-      both->forward(1, mb, mb, nullptr, act.data());  // virtual stage 0: the embedding
-      both->forward(0, mb, mb, act.data(), unused.data());
-      both->backward_input(0, mb, mb, nullptr, grad.data());
-      both->backward_input(1, mb, mb, grad.data(), din.data());
+      Payload act, grad;
+      both->forward(1, mb, mb, nullptr, &act);  // virtual stage 0: the embedding
+      both->forward(0, mb, mb, &act, nullptr);
+      both->backward_input(0, mb, mb, nullptr, &grad);
+      both->backward_input(1, mb, mb, &grad, nullptr);
     }
     for (int mb = 0; mb < m; ++mb)
       for (int chunk : {0, 1}) both->backward_weight(chunk, mb, mb);
@@ -429,10 +428,9 @@ TEST_CASE("CUDA backend: slots hold memory from F to W only, and rollback restor
   auto data = step_data(c, m, 0);
   ranks[0]->set_step_data(&data);
   ranks[0]->zero_grad();
-  std::vector<float> out(cuda::kHandleFloats), din(cuda::kHandleFloats);
-  ranks[0]->forward(0, 0, 0, nullptr, out.data());
+  ranks[0]->forward(0, 0, 0, nullptr, nullptr);
   size_t after_f = ranks[0]->activation_bytes();
-  ranks[0]->backward_input(0, 0, 0, nullptr, din.data());
+  ranks[0]->backward_input(0, 0, 0, nullptr, nullptr);
   size_t after_b = ranks[0]->activation_bytes();
   ranks[0]->backward_weight(0, 0, 0);
   CHECK(after_f > 0);

@@ -1,5 +1,5 @@
 // The parts of the CUDA backend that run without a GPU (built whenever CUDA compiles, so CI runs
-// them): device buffer handles, and zbrun's --backend cuda refusing cleanly when no GPU is visible.
+// them): device buffers in payloads, and zbrun's --backend cuda refusing cleanly when no GPU is visible.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -10,20 +10,23 @@
 #include "cli/zbrun_cli.h"
 #include "runtime/backend/cuda/compute_cuda.h"
 #include "runtime/cuda/device_buffers.h"
+#include "runtime/transport.h"
 
 using namespace zbpp;
 
-TEST_CASE("cuda: a handle survives the float vectors and messages that carry it, and host floats are refused") {
+TEST_CASE("cuda: a device buffer's id survives the payloads and messages that carry it, and host floats are refused") {
   for (std::uint32_t id : {1u, 2u, 0x7fffffffu, 0xffffffffu}) {
-    std::vector<float> v = cuda::handle_vector(id);
-    REQUIRE(v.size() == static_cast<size_t>(cuda::kHandleFloats));
-    std::vector<float> copy = v;  // what the interpreter's boxes and the local hub do
-    CHECK(cuda::read_handle(copy.data()) == id);
+    Message msg{3, 1, Payload::of_device(id)};
+    Message copy = msg;  // what the interpreter's boxes and the local hub do
+    CHECK(copy.data.on_device());
+    CHECK(cuda::device_id(&copy.data, "an activation") == id);
   }
-  std::vector<float> activations(8, 0.5f);
-  CHECK_THROWS_WITH(cuda::read_handle(activations.data()),
-                    "expected a device buffer handle (is a CPU transport carrying CUDA activations?)");
-  CHECK_THROWS_WITH(cuda::registry().take(123456789u), "device buffer handle 123456789 is unknown");
+  const Payload activations = Payload::of_host(std::vector<float>(8, 0.5f));
+  CHECK_THROWS_WITH(cuda::device_id(&activations, "input activation"),
+                    "input activation: expected a device buffer, got 8 floats (is a CPU backend's activation on a "
+                    "CUDA transport, or the reverse?)");
+  CHECK_THROWS_WITH(cuda::device_id(nullptr, "output gradient"), "output gradient: expected a device buffer, got nothing");
+  CHECK_THROWS_WITH(cuda::registry().take(123456789u), "device buffer 123456789 is unknown");
 }
 
 TEST_CASE("cuda: zbrun --backend cuda and --single-gpu refuse to start without a GPU") {

@@ -98,7 +98,7 @@ TEST_CASE("zbrun: --fault is checked before anything runs") {
   CHECK(r.err == "zbrun: --fault hang needs --fail-at RANK:OP\nrun 'zbrun --help' for usage\n");
   r = call(zbrun_local, {"zbrun", s, "--local", "--fail-at", "0:1", "--fault", "truncate", "--backend", "cuda"});
   CHECK(r.code == 2);
-  CHECK(r.err == "zbrun: --fault truncate: only with --backend cpu (CUDA messages carry device handles)\n"
+  CHECK(r.err == "zbrun: --fault truncate: only with --backend cpu (CUDA messages are device buffers)\n"
                  "run 'zbrun --help' for usage\n");
   r = call(zbrun_local, {"zbrun", s, "--local", "--fail-at", "0:0", "--fault", "truncate"});
   CHECK(r.code == 1);
@@ -120,12 +120,29 @@ TEST_CASE("zbrun: --fault is checked before anything runs") {
 TEST_CASE("cpu backend: an op without an activation slot, or reading a slot another microbatch holds, is refused") {
   GptConfig tiny;
   auto compute = make_cpu_compute(tiny, {0}, 2, 2, 1, AdamWConfig{});
-  std::vector<float> out(static_cast<size_t>(compute->activation_size())), grad(out.size()), din(out.size());
+  const size_t n = static_cast<size_t>(tiny.tokens()) * tiny.channels;
+  Payload out, din, grad = Payload::of_host(std::vector<float>(n));
   std::vector<std::vector<int>> data(2, std::vector<int>(static_cast<size_t>(tiny.tokens() + tiny.batch), 1));
   compute->set_step_data(&data);
-  CHECK_THROWS_WITH(compute->forward(0, 0, -1, nullptr, out.data()),
-                    "op has no activation slot (is the schedule lowered?)");
-  compute->forward(0, 0, 0, nullptr, out.data());
-  CHECK_THROWS_WITH(compute->backward_input(0, 1, 0, grad.data(), din.data()),
+  CHECK_THROWS_WITH(compute->forward(0, 0, -1, nullptr, &out), "op has no activation slot (is the schedule lowered?)");
+  compute->forward(0, 0, 0, nullptr, &out);
+  CHECK(out.host.size() == n);
+  CHECK(compute->refuses(out).empty());
+  CHECK_THROWS_WITH(compute->backward_input(0, 1, 0, &grad, &din),
                     "slot 0 holds microbatch 0, not 1 (slots reused before W?)");
+}
+
+TEST_CASE("cpu backend: a device buffer or a short activation is refused, naming what arrived") {
+  GptConfig tiny;
+  auto second = make_cpu_compute(tiny, {1}, 2, 2, 1, AdamWConfig{});
+  const size_t n = static_cast<size_t>(tiny.tokens()) * tiny.channels;
+  std::vector<std::vector<int>> data(2, std::vector<int>(static_cast<size_t>(tiny.tokens() + tiny.batch), 1));
+  second->set_step_data(&data);
+  const Payload device = Payload::of_device(7), short_one = Payload::of_host(std::vector<float>(n / 2));
+  CHECK(second->refuses(device) == "a device buffer, where the CPU backend takes host floats");
+  CHECK(second->refuses(short_one) ==
+        std::to_string(n / 2) + " values, expected " + std::to_string(n) + " (a truncated message)");
+  CHECK_THROWS_WITH(second->forward(0, 0, 0, &device, nullptr),
+                    "input activation: a device buffer, where the CPU backend takes host floats");
+  CHECK_THROWS_WITH(second->forward(0, 0, 0, nullptr, nullptr), "input activation: none given");
 }

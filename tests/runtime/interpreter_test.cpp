@@ -36,7 +36,9 @@ class FakeCompute : public Compute {
   static double grad_of(int mb) { return 0.25 * (mb + 1); }
   static double loss_of(int step, int mb) { return 3.0 + 0.5 * mb - 0.125 * step; }
 
-  int activation_size() const override { return 3; }
+  std::string refuses(const Payload& p) const override {
+    return p.host.size() == 3 ? "" : std::to_string(p.host.size()) + " values, expected 3";
+  }
   // As the real backends: a step's losses live until the next step's data arrives (with
   // post-validation zero_grad comes at VALIDATE, after the next step's first forwards).
   void set_step_data(const std::vector<std::vector<int>>*) override {
@@ -44,21 +46,21 @@ class FakeCompute : public Compute {
     losses_.clear();
   }
 
-  void forward(int chunk, int mb, int slot, const float* input, float* output) override {
+  void forward(int chunk, int mb, int slot, const Payload* input, Payload* output) override {
     calls.push_back({'F', chunk, mb, slot});
     const int vs = map_.vs(rank_, chunk), last = map_.virtual_stages() - 1;
     if (vs == 0 ? input != nullptr : !same(input, code(step_, vs - 1, mb)))
       problem("F", chunk, mb, "got the wrong input activation");
-    if (vs < last) std::fill(output, output + 3, code(step_, vs, mb));
+    if (vs < last) *output = Payload::of_host(std::vector<float>(3, code(step_, vs, mb)));
     else losses_.push_back(mb);
     bytes_ += 10;
   }
-  void backward_input(int chunk, int mb, int slot, const float* doutput, float* dinput) override {
+  void backward_input(int chunk, int mb, int slot, const Payload* doutput, Payload* dinput) override {
     calls.push_back({'B', chunk, mb, slot});
     const int vs = map_.vs(rank_, chunk), last = map_.virtual_stages() - 1;
     if (vs == last ? doutput != nullptr : !same(doutput, -code(step_, vs + 1, mb)))
       problem("B", chunk, mb, "got the wrong output gradient");
-    if (vs > 0) std::fill(dinput, dinput + 3, -code(step_, vs, mb));
+    if (vs > 0) *dinput = Payload::of_host(std::vector<float>(3, -code(step_, vs, mb)));
   }
   void backward_weight(int chunk, int mb, int slot) override {
     calls.push_back({'W', chunk, mb, slot});
@@ -91,8 +93,8 @@ class FakeCompute : public Compute {
   std::vector<std::string> problems;
 
  private:
-  static bool same(const float* data, float value) {
-    return data != nullptr && data[0] == value && data[1] == value && data[2] == value;
+  static bool same(const Payload* data, float value) {
+    return data != nullptr && data->host == std::vector<float>(3, value);
   }
   void problem(const char* op, int chunk, int mb, const std::string& what) {
     problems.push_back("rank " + std::to_string(rank_) + " step " + std::to_string(step_) + " " + op +

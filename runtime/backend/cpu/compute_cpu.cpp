@@ -113,7 +113,13 @@ class CpuCompute final : public Compute {
     }
   }
 
-  int activation_size() const override { return c_.tokens() * c_.channels; }
+  std::string refuses(const Payload& p) const override {
+    const size_t n = static_cast<size_t>(c_.tokens()) * c_.channels;
+    if (p.on_device()) return "a device buffer, where the CPU backend takes host floats";
+    if (p.host.size() != n)
+      return std::to_string(p.host.size()) + " values, expected " + std::to_string(n) + " (a truncated message)";
+    return "";
+  }
 
   void set_step_data(const std::vector<std::vector<int>>* microbatches) override {
     inputs_.assign(m_, {});
@@ -129,14 +135,14 @@ class CpuCompute final : public Compute {
     std::fill(has_loss_.begin(), has_loss_.end(), false);
   }
 
-  void forward(int chunk_index, int mb, int slot, const float* input, float* output) override {
+  void forward(int chunk_index, int mb, int slot, const Payload* input, Payload* output) override {
     Chunk& ch = *chunks_.at(chunk_index);
     Stash& s = stash(ch, slot);
     s.mb = mb;
     const int BT = c_.tokens(), C = c_.channels;
     s.x.resize(static_cast<size_t>(BT) * C);
     if (ch.embed) cpu::encoder_forward(s.x.data(), inputs_[mb].data(), ch.wte.value.data(), ch.wpe.value.data(), c_.batch, c_.seq, C);
-    else std::copy(input, input + s.x.size(), s.x.begin());
+    else std::copy_n(host_activation(input, "input activation"), s.x.size(), s.x.begin());
     s.blocks.resize(ch.count);
     const float* x = s.x.data();
     for (int i = 0; i < ch.count; ++i) {
@@ -145,19 +151,19 @@ class CpuCompute final : public Compute {
     }
     if (ch.head) {
       head_forward(ch, s, x, mb);
-    } else {
-      std::copy(x, x + static_cast<size_t>(BT) * C, output);
+    } else if (output) {
+      output->host.assign(x, x + static_cast<size_t>(BT) * C);
     }
   }
 
-  void backward_input(int chunk_index, int mb, int slot, const float* doutput, float* dinput) override {
+  void backward_input(int chunk_index, int mb, int slot, const Payload* doutput, Payload* dinput) override {
     Chunk& ch = *chunks_.at(chunk_index);
     Stash& s = stash(ch, slot);
     check_slot(s, mb, slot);
     const size_t n = static_cast<size_t>(c_.tokens()) * c_.channels;
     std::vector<float> d = pool_.take(n);
     if (ch.head) head_backward_input(ch, s, mb, &d);
-    else std::copy(doutput, doutput + n, d.begin());
+    else std::copy_n(host_activation(doutput, "output gradient"), n, d.begin());
     for (int i = ch.count - 1; i >= 0; --i) {
       const float* x = i == 0 ? s.x.data() : s.blocks[i - 1].out.data();
       std::vector<float> dx = pool_.take(n);
@@ -166,7 +172,7 @@ class CpuCompute final : public Compute {
       pool_.give(&dx);
     }
     if (ch.embed) std::swap(s.d_x, d);
-    else std::copy(d.begin(), d.end(), dinput);
+    else if (dinput) dinput->host.assign(d.begin(), d.end());
     pool_.give(&d);
     // B is done with what only B reads (attention probabilities and qkv, the GELU input, the
     // softmax); W keeps the layer inputs and the output gradients. This is the M_B -> M_W drop.
@@ -311,6 +317,12 @@ class CpuCompute final : public Compute {
   }
   Stash& stash(Chunk& ch, int slot) { return slot_stash(ch, slot); }
   static void check_slot(const Stash& s, int mb, int slot) { zbpp::check_slot(s.mb, mb, slot); }
+  // The floats of an input activation or output gradient; throws on what refuses() names.
+  const float* host_activation(const Payload* p, const char* what) const {
+    const std::string why = p ? refuses(*p) : "none given";
+    if (!why.empty()) throw std::runtime_error(std::string(what) + ": " + why);
+    return p->host.data();
+  }
 
   void block_forward(const std::array<Tensor, kBlockTensors>& p, BlockActs& a, const float* x) {
     const int BT = c_.tokens(), C = c_.channels, NH = c_.heads;

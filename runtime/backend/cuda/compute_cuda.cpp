@@ -160,8 +160,8 @@ void CudaCompute::drop(Buf* b) {
 }
 
 // A buffer another stage made: wait for it on this stream and own it.
-Buf CudaCompute::adopt(const float* handle, size_t bytes, const char* what) {
-  cuda::DeviceTensor t = cuda::registry().take(cuda::read_handle(handle));
+Buf CudaCompute::adopt(const Payload* from, size_t bytes, const char* what) {
+  cuda::DeviceTensor t = cuda::registry().take(cuda::device_id(from, what));
   if (t.ready) {
     ZBPP_CK(cudaStreamWaitEvent(stream_, t.ready, 0), what);
     ZBPP_CK(cudaEventDestroy(t.ready), what);
@@ -175,11 +175,15 @@ Buf CudaCompute::adopt(const float* handle, size_t bytes, const char* what) {
   return Buf{t.ptr, bytes};
 }
 
-// Gives `b` to whoever reads the handle written to `out` (the next stage or a transport).
-void CudaCompute::hand_off(Buf* b, float* out) {
+// Gives `b` to whoever takes `out` (the next stage or a transport); a null `out` drops it.
+void CudaCompute::hand_off(Buf* b, Payload* out) {
+  if (!out) {
+    drop(b);
+    return;
+  }
   cudaEvent_t ready = cuda::make_event("marking an activation ready");
   ZBPP_CK(cudaEventRecord(ready, stream_), "marking an activation ready");
-  cuda::write_handle(out, cuda::registry().put({b->p, b->bytes, ready}));
+  *out = Payload::of_device(cuda::registry().put({b->p, b->bytes, ready}));
   held_bytes_ -= b->bytes;
   *b = Buf{};
 }
@@ -238,16 +242,16 @@ size_t cuda_activation_bytes(const GptConfig& config) {
   return static_cast<size_t>(config.tokens()) * config.channels * sizeof(cuda::bf16);
 }
 
-std::vector<float> make_payload(size_t bytes, cudaStream_t stream) {
+Payload make_payload(size_t bytes, cudaStream_t stream) {
   void* p = cuda::device_alloc(bytes, stream, "T_comm payload");
   ZBPP_CK(cudaMemsetAsync(p, 0, bytes, stream), "T_comm payload");
   cudaEvent_t ready = cuda::make_event("T_comm payload");
   ZBPP_CK(cudaEventRecord(ready, stream), "T_comm payload");
-  return cuda::handle_vector(cuda::registry().put({p, bytes, ready}));
+  return Payload::of_device(cuda::registry().put({p, bytes, ready}));
 }
 
-void release_payload(const std::vector<float>& handle, cudaStream_t stream) {
-  cuda::DeviceTensor t = cuda::registry().take(cuda::read_handle(handle.data()));
+void release_payload(const Payload& payload, cudaStream_t stream) {
+  cuda::DeviceTensor t = cuda::registry().take(cuda::device_id(&payload, "T_comm payload"));
   if (t.ready) {
     ZBPP_CK(cudaStreamWaitEvent(stream, t.ready, 0), "T_comm payload");
     ZBPP_CK(cudaEventDestroy(t.ready), "T_comm payload");

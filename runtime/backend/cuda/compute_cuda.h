@@ -1,7 +1,8 @@
 // The CUDA backend: the same GPT chunks as the CPU reference (runtime/backend/cpu/compute_cpu.h) with bf16
 // activations and weights, fp32 master weights, fp32 gradients and AdamW state. Linear layers go
-// through cuBLASLt (gemm_lt.h), the rest through kernels.cuh. Activations travel as device buffer
-// handles (device_buffers.h), so it needs a CUDA transport (transport/device.h, transport/nccl.h).
+// through cuBLASLt (gemm_lt.h), the rest through kernels.cuh. Activations travel as device buffers
+// (runtime/payload.h, device_buffers.h), so it needs a CUDA transport (transport/device.h,
+// transport/nccl.h).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -36,10 +37,10 @@ int cuda_device_count(std::string* why);
 
 /// Bytes of one activation on the GPU (bf16, tokens x channels).
 size_t cuda_activation_bytes(const GptConfig& config);
-/// A handle to `bytes` of fresh device memory, for zbrun's T_comm ping-pong, made on `stream`
+/// A device buffer of `bytes` of fresh memory, for zbrun's T_comm ping-pong, made on `stream`
 /// (the rank's own: cudaStreamPerThread is not valid inside a green context); release_payload
 /// frees one that came back, on the same rank's stream.
-std::vector<float> make_payload(size_t bytes, cudaStream_t stream);
-void release_payload(const std::vector<float>& handle, cudaStream_t stream);
+Payload make_payload(size_t bytes, cudaStream_t stream);
+void release_payload(const Payload& payload, cudaStream_t stream);
 
 }  // namespace zbpp

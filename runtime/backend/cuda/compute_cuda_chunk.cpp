@@ -6,7 +6,7 @@
 
 namespace zbpp::cuda_backend {
 
-void CudaCompute::forward(int chunk_index, int mb, int slot, const float* input, float* output) {
+void CudaCompute::forward(int chunk_index, int mb, int slot, const Payload* input, Payload* output) {
   Chunk& ch = *chunks_.at(chunk_index);
   Stash& s = stash(ch, slot);
   s.mb = mb;
@@ -37,7 +37,7 @@ void CudaCompute::forward(int chunk_index, int mb, int slot, const float* input,
   sync("forward");
 }
 
-void CudaCompute::backward_input(int chunk_index, int mb, int slot, const float* doutput, float* dinput) {
+void CudaCompute::backward_input(int chunk_index, int mb, int slot, const Payload* doutput, Payload* dinput) {
   Chunk& ch = *chunks_.at(chunk_index);
   Stash& s = stash(ch, slot);
   check_slot(s, mb, slot);

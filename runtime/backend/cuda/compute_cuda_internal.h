@@ -73,14 +73,16 @@ class CudaCompute final : public Compute {
               const AdamWConfig& adamw, const CudaStage& stage);
   ~CudaCompute() override;
 
-  int activation_size() const override { return cuda::kHandleFloats; }
+  std::string refuses(const Payload& p) const override {
+    return p.on_device() ? "" : p.what() + ", where the CUDA backend takes device buffers (a CUDA transport's)";
+  }
   size_t activation_bytes() const override { return held_bytes_; }
 
   // compute_cuda.cpp: the step's tokens
   void set_step_data(const std::vector<std::vector<int>>* microbatches) override;
   // compute_cuda_chunk.cpp: F, B and W
-  void forward(int chunk_index, int mb, int slot, const float* input, float* output) override;
-  void backward_input(int chunk_index, int mb, int slot, const float* doutput, float* dinput) override;
+  void forward(int chunk_index, int mb, int slot, const Payload* input, Payload* output) override;
+  void backward_input(int chunk_index, int mb, int slot, const Payload* doutput, Payload* dinput) override;
   void backward_weight(int chunk_index, int mb, int slot) override;
   // compute_cuda_state.cpp: losses, the optimizer, the state
   bool loss(int mb, double* out) const override;
@@ -113,8 +115,8 @@ class CudaCompute final : public Compute {
   void upload_groups(const std::vector<int>& inputs);
   Buf hold(size_t bytes, const char* what);
   void drop(Buf* b);
-  Buf adopt(const float* handle, size_t bytes, const char* what);
-  void hand_off(Buf* b, float* out);
+  Buf adopt(const Payload* from, size_t bytes, const char* what);
+  void hand_off(Buf* b, Payload* out);
   void free_stash(Stash& s, bool counted);
   // compute_cuda_chunk.cpp: a block's layers, the head's
   void block_forward(const std::array<Param, kBlockTensors>& p, BlockActs& a, const Buf& x, int l);
