@@ -107,31 +107,113 @@ std::vector<AutoCandidate> auto_candidates(const Problem& pr, const PlanOptions&
   return candidates;
 }
 
+// The kept result: the least cost; ties go to the earlier candidate (and lowering), numbered in
+// the candidates' order, in whatever order they were lowered.
+struct Pick {
+  std::optional<PlanResult> result;
+  Ticks cost = -1;
+  size_t at = 0;
+  std::string method;
+
+  void consider(PlanResult&& r, Ticks c, const std::string& name, size_t where) {
+    if (cost >= 0 && (c > cost || (c == cost && where > at))) return;
+    cost = c;
+    at = where;
+    method = name;
+    result = std::move(r);
+  }
+};
+
+// What one candidate under one lowering gave: its line in auto's notes, and its result with the
+// cost it is ranked by, or why it failed.
+struct Lowered {
+  std::string note;
+  std::optional<PlanResult> result;
+  Ticks cost = -1;
+  std::string ranked_name;  // as the pick names it
+  std::string failure;      // where it failed: "does not fit: ..." or "left out: ..."
+};
+
+// A searched or generated candidate (`searched`, else planned here) under `lowering` (none: a
+// compute-only plan ranked by `compute`), with its share of the ILPs' time.
+Lowered plan_candidate(const AutoCandidate& candidate, const std::optional<LowerOptions>& lowering,
+                       const std::optional<Generated>& searched, const std::vector<Diag>& search_failed,
+                       const PlanOptions& options, const Deadline& deadline, double ilp_seconds, Cost compute) {
+  const std::string& method = candidate.method;
+  PlanOptions one = options;
+  one.deadline = deadline;
+  one.lowerings.clear();
+  if (lowering) one.lowerings.push_back(*lowering);
+  one.time_limit = ilp_seconds;
+  std::vector<Diag> why = search_failed;
+  const bool once = candidate.search_once || candidate.generate_once;
+  auto result = !once    ? plan_schedule(candidate.problem, method, &why, one)
+                : searched ? validate_and_lower(*searched, &why, one)
+                           : std::nullopt;
+  const std::string name = lowering ? lowering_name(*lowering) : "";
+  const std::string head = "auto: " + candidate.name + (lowering ? " under " + name : "") + ": ";
+  Lowered out;
+  if (!result) {
+    // The first finding says enough (a header line, when there is one, comes before it). A
+    // schedule over the memory limit does not fit; a method the problem's shape rules out is
+    // left out.
+    const bool over = why.size() > 1 && why[0].message == "the " + method + " schedule does not fit this problem:";
+    out.failure = (over ? "does not fit: " : "left out: ") +
+                  (why.empty() ? std::string("failed") : format_diag(why[why.size() > 1 ? 1 : 0]));
+    out.note = head + out.failure;
+    return out;
+  }
+  if (candidate.split) result->notes.insert(result->notes.begin(), split_note(candidate.name) + ", placed interleaved");
+  std::vector<Diag> unused;
+  auto t = simulate_timeline(result->schedule, result->problem, &unused);
+  const std::string shape = shape_and_memory(*result, *t) + ", ";
+  if (!lowering) {
+    out.note = head + shape + with_bubble(Cost::kSpan, t->span, t->span_bubble_rate) + ", " +
+               with_bubble(Cost::kMakespan, t->makespan, bubble_rate_of(result->problem, t->makespan)) +
+               cut_of(*result);
+    out.cost = cost_of(*t, compute);
+    out.ranked_name = candidate.name;
+  } else {
+    const IterationTimeline& it = *result->iterations;  // plan_schedule timed the lowered plan
+    out.note = head + shape + "span " + format_quanta(t->span) + ", " +
+               with_bubble(Cost::kPeriod, it.period, it.period_bubble_rate) + ", " +
+               with_bubble(Cost::kWall, it.wall, it.wall_bubble_rate) + cut_of(*result);
+    out.cost = true_cost_in(it, options.objective);
+    out.ranked_name = candidate.name + " (" + name + ")";
+  }
+  out.result = std::move(result);
+  return out;
+}
+
+// Under a time limit the searches and generators stop early enough for every candidate to be
+// lowered and timed once within it: a tenth of the time (0.1 to 2 s) and 150 ns per op and
+// candidate, at most half the time. (At p = 128, m = 1024 a lowering takes about twice that: the
+// candidates left when the limit passes are left out, in plan_auto.)
+Deadline searches_deadline(const Problem& pr, const Deadline& limit, size_t candidates) {
+  if (!limit.at) return limit;
+  const double left = limit.left();
+  const double ops = 3.0 * pr.p * pr.m * std::max(pr.chunks, 2);
+  const double lowering = std::clamp(0.1 * left, 0.1, 2.0) + 150e-9 * ops * static_cast<double>(candidates);
+  return limit.within(std::max(0.0, left - std::min(lowering, left / 2)));
+}
+
 }  // namespace
 
 // Runs every candidate (each under every lowering given); keeps the smallest true cost, or with no
 // lowering the smallest compute cost that stands for the objective. Each candidate's figures
 // become a note, so the pick can be checked against every one printed.
 std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags, const PlanOptions& options) {
-  std::optional<PlanResult> best;
-  Ticks best_cost = -1;
-  size_t best_at = 0;  // the kept result's candidate and lowering, numbered in the candidates' order
+  Pick best;
   std::vector<std::string> notes;
-  std::string best_method;
-  // Ties go to the earlier candidate (and lowering), in whatever order they were lowered.
-  auto consider = [&](PlanResult&& result, Ticks cost, const std::string& method, size_t at) {
-    if (best_cost >= 0 && (cost > best_cost || (cost == best_cost && at > best_at))) return;
-    best_cost = cost;
-    best_at = at;
-    best_method = method;
-    best = std::move(result);
-  };
   const Cost compute = ranking_cost(options);  // for compute-only plans
   std::vector<std::optional<LowerOptions>> lowerings(options.lowerings.begin(), options.lowerings.end());
   if (lowerings.empty()) lowerings.push_back(std::nullopt);
   const std::vector<AutoCandidate> candidates = auto_candidates(pr, options, &notes);
   const size_t ilps = std::count_if(candidates.begin(), candidates.end(),
                                     [](const AutoCandidate& c) { return is_ilp(c.method); });
+  // The ILP's time limit is auto's in all, shared among the placements it plans for and the ILPs
+  // it runs (ilp, ilp-v on a one-chunk problem, ilp on the interleaved placement).
+  const double ilp_seconds = options.time_limit / static_cast<double>(lowerings.size() * std::max<size_t>(ilps, 1));
   // A search run once starts now on a thread of its own, beside the candidates before it, so it
   // adds little to auto's time where a core is free. Its result does not depend on when it runs.
   struct Search {
@@ -140,16 +222,7 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
   };
   PlanOptions first = options;
   first.lowerings.resize(std::min<size_t>(first.lowerings.size(), 1));
-  // Under a time limit the searches and generators stop early enough for every candidate to be
-  // lowered and timed once within it: a tenth of the time (0.1 to 2 s) and 150 ns per op and
-  // candidate, at most half the time. (At p = 128, m = 1024 a lowering takes about twice that:
-  // the candidates left when the limit passes are left out, below.)
-  if (options.deadline.at) {
-    const double left = options.deadline.left();
-    const double ops = 3.0 * pr.p * pr.m * std::max(pr.chunks, 2);
-    const double lowering = std::clamp(0.1 * left, 0.1, 2.0) + 150e-9 * ops * static_cast<double>(candidates.size());
-    first.deadline = options.deadline.within(std::max(0.0, left - std::min(lowering, left / 2)));
-  }
+  first.deadline = searches_deadline(pr, options.deadline, candidates.size());
   std::vector<std::future<Search>> searches(candidates.size());
   for (size_t i = 0; i < candidates.size(); ++i)
     if (candidates[i].search_once)
@@ -173,21 +246,20 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
   for (const size_t i : order) {
     ticker.tick([&](double seconds) {
       return "auto: " + std::to_string(done) + " of " + std::to_string(candidates.size()) + " candidates planned" +
-             (best ? ", best so far " + best_method + ", " + ranked_by + " " + format_quanta(best_cost) : "") + " (" +
-             std::to_string(static_cast<int>(seconds)) + " s)";
+             (best.result ? ", best so far " + best.method + ", " + ranked_by + " " + format_quanta(best.cost) : "") +
+             " (" + std::to_string(static_cast<int>(seconds)) + " s)";
     });
     ++done;
     const AutoCandidate& candidate = candidates[i];
-    const std::string& method = candidate.method;
     std::vector<std::string>& parts = notes_of[i];
     std::vector<std::string> failures;  // why each lowering failed, where it did
-    if (!candidate.search_once && best && options.deadline.passed()) {
+    if (!candidate.search_once && best.result && options.deadline.passed()) {
       parts.push_back("auto: " + candidate.name + ": left out: the time limit passed before its turn");
       continue;
     }
     std::optional<Generated> searched;  // a search run once
     std::vector<Diag> search_failed;
-    if (candidate.generate_once) searched = generate(candidate.problem, method, &search_failed, first);
+    if (candidate.generate_once) searched = generate(candidate.problem, candidate.method, &search_failed, first);
     if (candidate.search_once) {
       Search search = searches[i].get();
       searched = std::move(search.generated);
@@ -201,53 +273,16 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
       // Once the searches' share of the time limit is spent, each candidate is still lowered once
       // (its figures are then known), not under every optimizer placement; nor does an ILP start
       // (building its model alone takes seconds at p = 64).
-      if ((&lowering != &lowerings.front() || is_ilp(method)) && first.deadline.passed()) {
+      if ((l > 0 || is_ilp(candidate.method)) && first.deadline.passed()) {
         parts.push_back("auto: " + candidate.name + (lowering ? " under " + lowering_name(*lowering) : "") +
                         ": left out: the time limit passed");
         continue;
       }
-      PlanOptions one = options;
-      one.deadline = first.deadline;
-      one.lowerings.clear();
-      if (lowering) one.lowerings.push_back(*lowering);
-      // The ILP's time limit is auto's in all, shared among the placements it plans for and the
-      // ILPs it runs (ilp, ilp-v on a one-chunk problem, ilp on the interleaved placement).
-      one.time_limit = options.time_limit / static_cast<double>(lowerings.size() * std::max<size_t>(ilps, 1));
-      std::vector<Diag> why = search_failed;
-      const bool once = candidate.search_once || candidate.generate_once;
-      auto result = !once    ? plan_schedule(candidate.problem, method, &why, one)
-                    : searched ? validate_and_lower(*searched, &why, one)
-                               : std::nullopt;
-      const std::string name = lowering ? lowering_name(*lowering) : "";
-      const std::string head = "auto: " + candidate.name + (lowering ? " under " + name : "") + ": ";
-      if (!result) {
-        // The first finding says enough (a header line, when there is one, comes before it). A
-        // schedule over the memory limit does not fit; a method the problem's shape rules out is
-        // left out.
-        const bool over = why.size() > 1 && why[0].message == "the " + method + " schedule does not fit this problem:";
-        std::string reason = (over ? "does not fit: " : "left out: ") +
-                             (why.empty() ? std::string("failed") : format_diag(why[why.size() > 1 ? 1 : 0]));
-        failures.push_back(reason);
-        parts.push_back(head + reason);
-        continue;
-      }
-      if (candidate.split) result->notes.insert(result->notes.begin(), split_note(candidate.name) + ", placed interleaved");
-      std::vector<Diag> unused;
-      auto t = simulate_timeline(result->schedule, result->problem, &unused);
-      const std::string shape = shape_and_memory(*result, *t) + ", ";
-      if (!lowering) {
-        parts.push_back(head + shape + with_bubble(Cost::kSpan, t->span, t->span_bubble_rate) + ", " +
-                        with_bubble(Cost::kMakespan, t->makespan, bubble_rate_of(result->problem, t->makespan)) +
-                        cut_of(*result));
-        consider(std::move(*result), cost_of(*t, compute), candidate.name, i * lowerings.size() + l);
-        continue;
-      }
-      const IterationTimeline& it = *result->iterations;  // plan_schedule timed the lowered plan
-      parts.push_back(head + shape + "span " + format_quanta(t->span) + ", " +
-                      with_bubble(Cost::kPeriod, it.period, it.period_bubble_rate) + ", " +
-                      with_bubble(Cost::kWall, it.wall, it.wall_bubble_rate) + cut_of(*result));
-      consider(std::move(*result), true_cost_in(it, options.objective), candidate.name + " (" + name + ")",
-               i * lowerings.size() + l);
+      Lowered one =
+          plan_candidate(candidate, lowering, searched, search_failed, options, first.deadline, ilp_seconds, compute);
+      parts.push_back(one.note);
+      if (!one.result) failures.push_back(one.failure);
+      else best.consider(std::move(*one.result), one.cost, one.ranked_name, i * lowerings.size() + l);
     }
     // A method that fits under no lowering, for the same reason each time, says so once.
     if (failures.size() == lowerings.size() &&
@@ -255,16 +290,16 @@ std::optional<PlanResult> plan_auto(const Problem& pr, std::vector<Diag>* diags,
       parts = {"auto: " + candidate.name + " " + failures[0]};
   }
   for (const auto& parts : notes_of) notes.insert(notes.end(), parts.begin(), parts.end());
-  if (!best) {
+  if (!best.result) {
     diags->push_back({"", "", -1, -1, "", "no method fits this problem:"});
     for (const auto& n : notes) diags->push_back({"", "", -1, -1, "", n});
     return std::nullopt;
   }
   const bool compute_only = options.lowerings.empty();
   notes.push_back("auto: best by " + std::string(compute_only ? cost_name(compute) : objective_name(options.objective)) +
-                  (compute_only ? " (compute ops only)" : " (optimizer included)") + " is " + best_method);
-  best->notes.insert(best->notes.begin(), notes.begin(), notes.end());
-  return best;
+                  (compute_only ? " (compute ops only)" : " (optimizer included)") + " is " + best.method);
+  best.result->notes.insert(best.result->notes.begin(), notes.begin(), notes.end());
+  return std::move(best.result);
 }
 
 }  // namespace zbpp

@@ -173,6 +173,122 @@ __global__ void __launch_bounds__(kThreadsFlash)
   }
 }
 
+// The backward kernel's steps (flash_attention_backward_kernel, below), each over its block's
+// shared-memory tiles; kN = hsp / 16 as there.
+
+// S = Q K^T and dP = dout V^T of one query step and key tile (32 x 64 each, fp32): warp w takes row
+// tile w / 2, column tiles 2(w % 2) and +1.
+template <int kN>
+__device__ __forceinline__ void backward_scores(float* Ss, float* dPs, const bf16* Qs, const bf16* Ks, const bf16* dOs,
+                                                const bf16* Vs, int ldh, int warp) {
+  constexpr int hsp = 16 * kN;
+  const int mt = warp / 2;
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const int nt = (warp % 2) * 2 + j;
+    FragC s_acc, dp_acc;
+    wmma::fill_fragment(s_acc, 0.0f);
+    wmma::fill_fragment(dp_acc, 0.0f);
+#pragma unroll 2
+    for (int kk = 0; kk < hsp; kk += 16) {
+      FragA a;
+      FragBT bt;
+      wmma::load_matrix_sync(a, Qs + mt * 16 * ldh + kk, ldh);
+      wmma::load_matrix_sync(bt, Ks + nt * 16 * ldh + kk, ldh);
+      wmma::mma_sync(s_acc, a, bt, s_acc);
+      wmma::load_matrix_sync(a, dOs + mt * 16 * ldh + kk, ldh);
+      wmma::load_matrix_sync(bt, Vs + nt * 16 * ldh + kk, ldh);
+      wmma::mma_sync(dp_acc, a, bt, dp_acc);
+    }
+    wmma::store_matrix_sync(Ss + mt * 16 * kScoreLd + nt * 16, s_acc, kScoreLd, wmma::mem_row_major);
+    wmma::store_matrix_sync(dPs + mt * 16 * kScoreLd + nt * 16, dp_acc, kScoreLd, wmma::mem_row_major);
+  }
+}
+
+// P = exp(s * scale - lse), masked (causal, and rows and keys past T); dS = P (dP - delta). Query
+// rows i0.., key rows k0...
+__device__ __forceinline__ void backward_probabilities(bf16* Ps, bf16* dSs, const float* Ss, const float* dPs,
+                                                       const float* lse_s, const float* delta_s, int i0, int k0, int T,
+                                                       float scale) {
+  for (int i = threadIdx.x; i < kFlashBackwardRows * kFlashKeyRows; i += blockDim.x) {
+    const int r = i / kFlashKeyRows, c = i % kFlashKeyRows;
+    const int t = i0 + r, key = k0 + c;
+    float p = 0.0f;
+    if (t < T && key < T && key <= t) p = expf(Ss[r * kScoreLd + c] * scale - lse_s[r]);
+    Ps[r * kProbLd + c] = __float2bfloat16(p);
+    dSs[r * kProbLd + c] = __float2bfloat16(p * (dPs[r * kScoreLd + c] - delta_s[r]));
+  }
+}
+
+// dV (the warp's 16 key rows x hsp) += P^T dout and dK += dS^T Q, over the step's query rows.
+template <int kN>
+__device__ __forceinline__ void accumulate_dv_dk(FragC (&dv)[kN], FragC (&dk)[kN], const bf16* Ps, const bf16* dSs,
+                                                 const bf16* dOs, const bf16* Qs, int ldh, int warp) {
+#pragma unroll
+  for (int kk = 0; kk < kFlashBackwardRows; kk += 16) {
+    FragAT pt, dst;
+    wmma::load_matrix_sync(pt, Ps + kk * kProbLd + warp * 16, kProbLd);
+    wmma::load_matrix_sync(dst, dSs + kk * kProbLd + warp * 16, kProbLd);
+#pragma unroll
+    for (int n = 0; n < kN; ++n) {
+      FragB bm;
+      wmma::load_matrix_sync(bm, dOs + kk * ldh + n * 16, ldh);
+      wmma::mma_sync(dv[n], pt, bm, dv[n]);
+      wmma::load_matrix_sync(bm, Qs + kk * ldh + n * 16, ldh);
+      wmma::mma_sync(dk[n], dst, bm, dk[n]);
+    }
+  }
+}
+
+// dQ (32 x hsp, query rows i0..) += dS K, in the global accumulator `dq`: tiles (row tile, column
+// tile) dealt to the warps in turn. The first key tile (k0 = 0) starts each row's sum.
+template <int kN>
+__device__ __forceinline__ void accumulate_dq(float* dq, const bf16* dSs, const bf16* Ks, int ldh, int i0, int k0,
+                                              int warp) {
+  constexpr int hsp = 16 * kN;
+  for (int tile = warp; tile < 2 * kN; tile += kFlashWarps) {
+    const int mt = tile % 2, n = (tile / 2) * 16;
+    float* dst = dq + static_cast<long>(i0 + mt * 16) * hsp + n;
+    FragC acc;
+    if (k0 == 0) wmma::fill_fragment(acc, 0.0f);
+    else wmma::load_matrix_sync(acc, dst, hsp, wmma::mem_row_major);
+#pragma unroll
+    for (int kk = 0; kk < kFlashKeyRows; kk += 16) {
+      FragA a;
+      FragB bm;
+      wmma::load_matrix_sync(a, dSs + mt * 16 * kProbLd + kk, kProbLd);
+      wmma::load_matrix_sync(bm, Ks + kk * ldh + n, ldh);
+      wmma::mma_sync(acc, a, bm, acc);
+    }
+    wmma::store_matrix_sync(dst, acc, hsp, wmma::mem_row_major);
+  }
+}
+
+// dK (scaled) and dV of the warp's 16 key rows (key tile k0, head h of sequence b) into dqkv, a
+// 16 x 16 tile at a time through the warp's `stage` in shared memory: lane l writes row l / 2,
+// columns 8 (l % 2) .. + 7.
+template <int kN>
+__device__ __forceinline__ void store_dk_dv(bf16* dqkv, float* stage, const FragC (&dk)[kN], const FragC (&dv)[kN],
+                                            int b, int h, int k0, int warp, int lane, int T, int C, int hs, long stride,
+                                            float scale) {
+  const int r = lane / 2, c0 = (lane % 2) * 8, key = k0 + warp * 16 + r;
+  bf16* dk_row = dqkv + (static_cast<long>(b) * T + key) * stride + C + h * hs;
+#pragma unroll
+  for (int n = 0; n < kN; ++n) {
+#pragma unroll
+    for (int which = 0; which < 2; ++which) {
+      wmma::store_matrix_sync(stage, which == 0 ? dk[n] : dv[n], 16, wmma::mem_row_major);
+      __syncwarp();
+      if (key < T)
+        for (int c = c0; c < c0 + 8; ++c) {
+          const int d = n * 16 + c;
+          if (d < hs) dk_row[which * C + d] = __float2bfloat16(stage[r * 16 + c] * (which == 0 ? scale : 1.0f));
+        }
+      __syncwarp();
+    }
+  }
+}
+
 // kN = hsp / 16: the column tiles of a head, a compile-time count so that each warp's dK and dV
 // (16 key rows x hsp, 2 kN fragments) stay in registers.
 template <int kN>
@@ -226,97 +342,16 @@ __global__ void __launch_bounds__(kThreadsFlash, 2)
       }
       __syncthreads();
 
-      // S = Q K^T and dP = dout V^T (32 x 64 each): warp w takes row tile w / 2, column tiles 2(w % 2), +1.
-      {
-        const int mt = warp / 2;
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-          const int nt = (warp % 2) * 2 + j;
-          FragC s_acc, dp_acc;
-          wmma::fill_fragment(s_acc, 0.0f);
-          wmma::fill_fragment(dp_acc, 0.0f);
-#pragma unroll 2
-          for (int kk = 0; kk < hsp; kk += 16) {
-            FragA a;
-            FragBT bt;
-            wmma::load_matrix_sync(a, Qs + mt * 16 * ldh + kk, ldh);
-            wmma::load_matrix_sync(bt, Ks + nt * 16 * ldh + kk, ldh);
-            wmma::mma_sync(s_acc, a, bt, s_acc);
-            wmma::load_matrix_sync(a, dOs + mt * 16 * ldh + kk, ldh);
-            wmma::load_matrix_sync(bt, Vs + nt * 16 * ldh + kk, ldh);
-            wmma::mma_sync(dp_acc, a, bt, dp_acc);
-          }
-          wmma::store_matrix_sync(Ss + mt * 16 * kScoreLd + nt * 16, s_acc, kScoreLd, wmma::mem_row_major);
-          wmma::store_matrix_sync(dPs + mt * 16 * kScoreLd + nt * 16, dp_acc, kScoreLd, wmma::mem_row_major);
-        }
-      }
+      backward_scores<kN>(Ss, dPs, Qs, Ks, dOs, Vs, ldh, warp);
       __syncthreads();
 
-      // P = exp(s * scale - lse), masked; dS = P (dP - delta).
-      for (int i = threadIdx.x; i < kFlashBackwardRows * kFlashKeyRows; i += blockDim.x) {
-        const int r = i / kFlashKeyRows, c = i % kFlashKeyRows;
-        const int t = i0 + r, key = k0 + c;
-        float p = 0.0f;
-        if (t < T && key < T && key <= t) p = expf(Ss[r * kScoreLd + c] * scale - lse_s[r]);
-        Ps[r * kProbLd + c] = __float2bfloat16(p);
-        dSs[r * kProbLd + c] = __float2bfloat16(p * (dPs[r * kScoreLd + c] - delta_s[r]));
-      }
+      backward_probabilities(Ps, dSs, Ss, dPs, lse_s, delta_s, i0, k0, T, scale);
       __syncthreads();
 
-      // dV (warp's 16 key rows x hsp) += P^T dout and dK += dS^T Q, over the step's query rows.
-#pragma unroll
-      for (int kk = 0; kk < kFlashBackwardRows; kk += 16) {
-        FragAT pt, dst;
-        wmma::load_matrix_sync(pt, Ps + kk * kProbLd + warp * 16, kProbLd);
-        wmma::load_matrix_sync(dst, dSs + kk * kProbLd + warp * 16, kProbLd);
-#pragma unroll
-        for (int n = 0; n < kN; ++n) {
-          FragB bm;
-          wmma::load_matrix_sync(bm, dOs + kk * ldh + n * 16, ldh);
-          wmma::mma_sync(dv[n], pt, bm, dv[n]);
-          wmma::load_matrix_sync(bm, Qs + kk * ldh + n * 16, ldh);
-          wmma::mma_sync(dk[n], dst, bm, dk[n]);
-        }
-      }
-
-      // dQ (32 x hsp) += dS K, in the global accumulator: tiles (row tile, column tile) dealt to
-      // the warps in turn. The first key tile starts each row's sum.
-      for (int tile = warp; tile < 2 * kN; tile += kFlashWarps) {
-        const int mt = tile % 2, n = (tile / 2) * 16;
-        float* dst = dq + static_cast<long>(i0 + mt * 16) * hsp + n;
-        FragC acc;
-        if (k0 == 0) wmma::fill_fragment(acc, 0.0f);
-        else wmma::load_matrix_sync(acc, dst, hsp, wmma::mem_row_major);
-#pragma unroll
-        for (int kk = 0; kk < kFlashKeyRows; kk += 16) {
-          FragA a;
-          FragB bm;
-          wmma::load_matrix_sync(a, dSs + mt * 16 * kProbLd + kk, kProbLd);
-          wmma::load_matrix_sync(bm, Ks + kk * ldh + n, ldh);
-          wmma::mma_sync(acc, a, bm, acc);
-        }
-        wmma::store_matrix_sync(dst, acc, hsp, wmma::mem_row_major);
-      }
+      accumulate_dv_dk<kN>(dv, dk, Ps, dSs, dOs, Qs, ldh, warp);
+      accumulate_dq<kN>(dq, dSs, Ks, ldh, i0, k0, warp);
     }
-    // dK (scaled) and dV of the warp's key rows, a 16 x 16 tile at a time through shared memory:
-    // lane l writes row l / 2, columns 8 (l % 2) .. + 7.
-    const int r = lane / 2, c0 = (lane % 2) * 8, key = k0 + warp * 16 + r;
-    bf16* dk_row = dqkv + (static_cast<long>(b) * T + key) * stride + C + h * hs;
-#pragma unroll
-    for (int n = 0; n < kN; ++n) {
-#pragma unroll
-      for (int which = 0; which < 2; ++which) {
-        wmma::store_matrix_sync(stage, which == 0 ? dk[n] : dv[n], 16, wmma::mem_row_major);
-        __syncwarp();
-        if (key < T)
-          for (int c = c0; c < c0 + 8; ++c) {
-            const int d = n * 16 + c;
-            if (d < hs)
-              dk_row[which * C + d] = __float2bfloat16(stage[r * 16 + c] * (which == 0 ? scale : 1.0f));
-          }
-        __syncwarp();
-      }
-    }
+    store_dk_dv<kN>(dqkv, stage, dk, dv, b, h, k0, warp, lane, T, C, hs, stride, scale);
   }
   __syncthreads();  // makes the block's dQ writes visible to all of its threads
   for (long i = threadIdx.x; i < static_cast<long>(T) * hs; i += blockDim.x) {
