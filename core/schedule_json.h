@@ -16,7 +16,7 @@
 #include "core/diag.h"
 #include "core/ir.h"
 #include "core/json_text.h"  // every schedule reader reads text first
-#include "core/layers.h"
+#include "core/partition.h"
 #include "core/problem.h"
 #include "core/simulate.h"
 #include "core/simulate_iterations.h"

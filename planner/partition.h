@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/diag.h"
-#include "core/layers.h"
+#include "core/partition.h"
 #include "core/problem.h"
 #include "planner/pipeline.h"
 

@@ -10,7 +10,7 @@
 #include "core/bounds.h"
 #include "core/diag.h"
 #include "core/ir.h"
-#include "core/layers.h"
+#include "core/partition.h"
 #include "core/problem.h"
 #include "core/simulate.h"
 #include "core/simulate_iterations.h"

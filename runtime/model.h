@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/layers.h"  // LayerCosts, Partition
+#include "core/partition.h"  // LayerCosts, Partition
 
 namespace zbpp {
 
@@ -45,7 +45,7 @@ LayerSplit layer_split(const GptConfig& config, int virtual_stages);
 /// model's layers. Empty string when it fits, else why not.
 std::string check_layer_split(const GptConfig& config, int virtual_stages);
 
-/// The blocks per virtual stage that a schedule file's partition (core/layers.h) gives this model:
+/// The blocks per virtual stage that a schedule file's partition (core/partition.h) gives this model:
 /// its layers must be the model's embedding, blocks and head, in that order, and, when the file names
 /// a model, this one. Empty string with *blocks filled when they are, else why not.
 std::string blocks_of_partition(const LayerCosts& costs, const Partition& partition, const GptConfig& config,

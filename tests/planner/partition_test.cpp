@@ -1,6 +1,7 @@
-// Layer costs (core/layers.h) and the partition search (planner/partition.h): the search's pick
-// equals planning every contiguous partition with the same method; the bound over all partitions
-// holds; the file records the partition and every reader recomputes it.
+// Layer costs (core/layers.h), partitions (core/partition.h) and the partition search
+// (planner/partition.h): the search's pick equals planning every contiguous partition with the
+// same method; the bound over all partitions holds; the file records the partition and every
+// reader recomputes it.
 #include "planner/partition.h"
 
 #include <algorithm>
