@@ -37,7 +37,7 @@ class ChunkGreedy {
       st_[s].next_f.assign(chunks_, 0);
       st_[s].next_b.assign(chunks_, 0);
       Mem budget = static_cast<Mem>(opt.in_flight) * pr.mem_b[s];
-      if (pr.mem_limit) budget = std::min(budget, *pr.mem_limit);
+      if (const auto limit = pr.limit(s)) budget = std::min(budget, *limit);
       st_[s].budget = budget;
     }
   }

@@ -13,6 +13,7 @@ std::optional<Schedule> generate_v_zb_best(const Problem& pr, std::string* why, 
   // 1F1B's activation memory, without the problem's limit (validation checks that, as for zb-v).
   Problem unlimited = pr;
   unlimited.mem_limit.reset();
+  unlimited.stage_mem_limits.clear();
   std::optional<Schedule> best;
   Ticks best_span = kNever;
   int best_rank = 0;

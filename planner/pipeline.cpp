@@ -134,7 +134,7 @@ Ranking ranking_for(const Problem& pr, const PlanOptions& options) {
   return r;
 }
 
-// The problem `m` plans, from `pr` (`original` with one memory limit): a V method's in 2 chunks (a
+// The problem `m` plans, from `pr` (a copy of `original`): a V method's in 2 chunks (a
 // one-chunk problem split in halves); a placement it cannot plan is refused.
 bool shape_for(const Method& m, const Problem& original, Problem* pr, std::vector<std::string>* notes,
                std::vector<Diag>* diags) {
@@ -300,17 +300,6 @@ std::optional<Generated> generate(const Problem& original, const std::string& me
   }
   std::vector<std::string> notes;
   Problem pr = original;
-  // The V and interleaved generators and searches take one memory limit: where the stages' limits
-  // differ, they plan within the tightest on every stage (the schedule then fits each), and the
-  // problem keeps its own limits for the validator and the file.
-  std::vector<Mem> stage_limits;
-  if (!pr.stage_mem_limits.empty() && (!plans_one_chunk(*m) || pr.chunks > 1)) {
-    stage_limits = std::move(pr.stage_mem_limits);
-    pr.stage_mem_limits.clear();
-    pr.mem_limit = *std::min_element(stage_limits.begin(), stage_limits.end());
-    notes.push_back("memory: the stages' limits differ (" + mem_limit_text(original) + "); " + method +
-                    " planned within the tightest, " + format_quanta(*pr.mem_limit) + ", on every stage");
-  }
   if (!shape_for(*m, original, &pr, &notes, diags)) return std::nullopt;
   const Ranking ranking = ranking_for(pr, options);
   std::optional<Schedule> s;
@@ -333,7 +322,6 @@ std::optional<Generated> generate(const Problem& original, const std::string& me
     diags->push_back({"", "", -1, -1, "", "method " + method + " places chunks its own way, not as the problem's placement asks; drop --placement (or 'placement' from the problem file)"});
     return std::nullopt;
   }
-  if (!stage_limits.empty()) pr.mem_limit.reset(), pr.stage_mem_limits = std::move(stage_limits);
   return Generated{method, std::move(*s), std::move(pr), std::move(notes), std::move(ilp_report)};
 }
 

@@ -84,17 +84,15 @@ std::vector<AutoCandidate> auto_candidates(const Problem& pr, const PlanOptions&
     if (m.placing == Placing::kV && m.runs != Runs::kGenerator && pr.chunks > 1) continue;
     const bool split = m.placing == Placing::kInterleaved && pr.chunks == 1;
     if (split && !interleaved) continue;
-    if ((options.single_chunk || !pr.stage_mem_limits.empty()) && !plans_one_chunk(m)) {
-      leave_out(method, options.single_chunk ? "this plan is of one chunk per stage (a partition's; the V and interleaved "
-                                               "shapes are searched apart)"
-                                             : "the stages' memory limits differ, which the one-chunk methods plan as they are");
+    if (options.single_chunk && !plans_one_chunk(m)) {
+      leave_out(method, "this plan is of one chunk per stage (a partition's; the V and interleaved shapes are searched apart)");
       continue;
     }
     const bool v_search = m.placing == Placing::kV && m.runs == Runs::kSearch;
     candidates.push_back({method, method, split ? *interleaved : pr, split, v_search, m.runs == Runs::kGenerator});
   }
   for (const auto& [why, names] : left_out) skipped->push_back("auto: " + names + ": left out: " + why);
-  if (options.single_chunk || !pr.stage_mem_limits.empty()) interleaved.reset();
+  if (options.single_chunk) interleaved.reset();
   // The searches that take any placement search the interleaved one too; the ILP refines the
   // interleaved search's best as it refines the others' (with a time budget). Like ilp on one
   // chunk it runs its search again for each lowering, outside the time limit.

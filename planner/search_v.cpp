@@ -20,6 +20,15 @@ namespace {
 
 using Seeds = std::vector<std::pair<std::string, std::optional<Schedule>>>;
 
+// `pr` with every stage's limit lowered to `peak` (a schedule's largest stage peak): a polish
+// within it never takes more memory than the schedule it starts from.
+Problem within_peak(const Problem& pr, Mem peak) {
+  Problem kept = pr;
+  if (kept.stage_mem_limits.empty()) kept.mem_limit = peak;
+  for (Mem& limit : kept.stage_mem_limits) limit = std::min(limit, peak);
+  return kept;
+}
+
 // The greedy over its grid (budgets from `chunks` to `most` chunk activations, every knob), a
 // budget at a time from the largest down (smaller budgets rarely win, and they are the slow ones:
 // their stages wait most), the knobs of a budget in two threads on big problems. Each point keeps
@@ -102,10 +111,14 @@ std::optional<SearchResult> search_placement(const Problem& pr, const std::vecto
                                              ProgressTicker* ticker, std::vector<Seeds> apart = {},
                                              std::string cut = {}) {
   const int chunks = static_cast<int>(placement[0].size());
-  Mem smallest_b = pr.mem_b.empty() ? 1 : *std::min_element(pr.mem_b.begin(), pr.mem_b.end());
+  // The largest budget any stage's limit allows (each stage's is clamped to its own in the greedy).
   int most = 2 * chunks * pr.p;
-  if (pr.mem_limit && smallest_b > 0)
-    most = static_cast<int>(std::min<Mem>(most, *pr.mem_limit / smallest_b));
+  if (pr.limited()) {
+    Mem roomiest = 0;
+    for (int s = 0; s < pr.p; ++s)
+      roomiest = std::max(roomiest, pr.limit(s) && pr.mem_b[s] > 0 ? *pr.limit(s) / pr.mem_b[s] : Mem{most});
+    most = static_cast<int>(std::min<Mem>(most, roomiest));
+  }
   std::optional<SearchResult> best;
   int candidates = 0, feasible = 0, pruned = 0;
   // A candidate within the memory limit: its cost, or -1.
@@ -179,9 +192,7 @@ std::optional<SearchResult> search_placement(const Problem& pr, const std::vecto
     if (!other) continue;
     if (polish_apart && skipped("the seed groups' polish")) polish_apart = false;
     if (polish_apart) {
-      Problem kept = pr;
-      kept.mem_limit = peak_memory_of(other->schedule, pr);
-      polish(&*other, kept);
+      polish(&*other, within_peak(pr, peak_memory_of(other->schedule, pr)));
     }
     if (!best || other->cost < best->cost) best = std::move(other);
   }
@@ -244,7 +255,11 @@ std::optional<SearchResult> search_v(const Problem& pr, std::vector<Diag>* diags
   std::vector<Seeds> apart(4);
   apart[0].emplace_back("v-min reordered", generate_v_block_reordered(pr, VBlock::kMin));
   apart[0].emplace_back("v-half reordered", generate_v_block_reordered(pr, VBlock::kHalf));
-  const Mem most = pr.mem_limit ? *pr.mem_limit : std::numeric_limits<Mem>::max();
+  // The roomiest stage's limit: a block is made where its peak fits it; take() then keeps only
+  // the ones within every stage's own.
+  Mem most = pr.limited() ? 0 : std::numeric_limits<Mem>::max();
+  for (int s = 0; s < pr.p && pr.limited(); ++s)
+    most = std::max(most, pr.limit(s) ? *pr.limit(s) : std::numeric_limits<Mem>::max());
   const Cost compute = is_compute_cost(cost_kind) ? cost_kind : Cost::kSpan;
   // Only the few best of each group by the compute cost go on to be ranked (the true cost lowers
   // each candidate and runs iterations back to back: hundreds of blocks would cost more than the
@@ -263,6 +278,7 @@ std::optional<SearchResult> search_v(const Problem& pr, std::vector<Diag>* diags
   // At most a third of the time left: the greedy's grid, which finds most winners, comes after.
   const Deadline family_deadline = deadline.at ? deadline.within(deadline.left() / 3) : deadline;
   auto take = [&](VFamilyMember&& member) {
+    if (!pr.stage_mem_limits.empty() && !validate_memory(member.schedule, pr).empty()) return;
     const Ticks cost = simulate_cost(member.schedule, pr, compute);
     const size_t g = member.form == VBlockForm::kAsTheirs ? 3 : member.form == VBlockForm::kSteadyFree ? 2 : 1;
     if (cost < 0) return;
