@@ -191,9 +191,7 @@ std::optional<SearchResult> search_placement(const Problem& pr, const std::vecto
       if (seed) consider(std::move(*seed), name, &other);
     if (!other) continue;
     if (polish_apart && skipped("the seed groups' polish")) polish_apart = false;
-    if (polish_apart) {
-      polish(&*other, within_peak(pr, peak_memory_of(other->schedule, pr)));
-    }
+    if (polish_apart) polish(&*other, within_peak(pr, peak_memory_of(other->schedule, pr)));
     if (!best || other->cost < best->cost) best = std::move(other);
   }
   if (!best) {

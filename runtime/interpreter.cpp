@@ -7,6 +7,7 @@
 #include <exception>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include "core/deps.h"
 
@@ -330,9 +331,10 @@ bool Interpreter::run_op(int index, std::string* err) {
   auto box = [&](std::vector<std::vector<Payload>>& b, int kind, int v) -> Payload& {
     return b[kind][static_cast<size_t>(v) * m + op.mb];
   };
+  // Empties the slot (a moved-from payload would keep its device id), so a second read is caught.
   auto take = [&](Payload& slot, const char* what) {
     if (slot.empty()) throw std::runtime_error(std::string("no ") + what + " for it has arrived (missing RECV?)");
-    return std::move(slot);
+    return std::exchange(slot, Payload{});
   };
   switch (op.type) {
     case OpType::RECV_F:

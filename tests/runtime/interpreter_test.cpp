@@ -2,7 +2,10 @@
 // the data each op receives, the in-process transport, and assertions on values — which ops ran,
 // with which inputs and slots, which optimizer steps each rank took and under which norm — instead
 // of zbrun's printed text. (ninja's FakeCommandRunner is the model.)
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,7 +32,10 @@ struct Call {
 // Each op checks what it is given, and the problems are kept (Catch's macros are not thread-safe).
 class FakeCompute : public Compute {
  public:
-  FakeCompute(const Schedule& s, int rank) : map_(s.placement), rank_(rank), m_(s.m), grads_(s.chunks, 0.0) {}
+  /// `device`: its activations are device buffers (Payload::device holds the number's bits), as
+  /// the CUDA backend's are: the interpreter and the in-process transport pass them by id.
+  FakeCompute(const Schedule& s, int rank, bool device = false)
+      : map_(s.placement), rank_(rank), m_(s.m), device_(device), grads_(s.chunks, 0.0) {}
 
   static float code(int step, int vs, int mb) { return static_cast<float>(100000 * step + 1000 * vs + mb + 1); }
   /// Each W adds this to each of its chunk's two tensors.
@@ -37,6 +43,7 @@ class FakeCompute : public Compute {
   static double loss_of(int step, int mb) { return 3.0 + 0.5 * mb - 0.125 * step; }
 
   std::string refuses(const Payload& p) const override {
+    if (device_) return p.on_device() ? "" : "host floats, expected a device buffer";
     return p.host.size() == 3 ? "" : std::to_string(p.host.size()) + " values, expected 3";
   }
   // As the real backends: a step's losses live until the next step's data arrives (with
@@ -51,7 +58,7 @@ class FakeCompute : public Compute {
     const int vs = map_.vs(rank_, chunk), last = map_.virtual_stages() - 1;
     if (vs == 0 ? input != nullptr : !same(input, code(step_, vs - 1, mb)))
       problem("F", chunk, mb, "got the wrong input activation");
-    if (vs < last) *output = Payload::of_host(std::vector<float>(3, code(step_, vs, mb)));
+    if (vs < last) *output = payload_of(code(step_, vs, mb));
     else losses_.push_back(mb);
     bytes_ += 10;
   }
@@ -60,7 +67,7 @@ class FakeCompute : public Compute {
     const int vs = map_.vs(rank_, chunk), last = map_.virtual_stages() - 1;
     if (vs == last ? doutput != nullptr : !same(doutput, -code(step_, vs + 1, mb)))
       problem("B", chunk, mb, "got the wrong output gradient");
-    if (vs > 0) *dinput = Payload::of_host(std::vector<float>(3, -code(step_, vs, mb)));
+    if (vs > 0) *dinput = payload_of(-code(step_, vs, mb));
   }
   void backward_weight(int chunk, int mb, int slot) override {
     calls.push_back({'W', chunk, mb, slot});
@@ -93,8 +100,17 @@ class FakeCompute : public Compute {
   std::vector<std::string> problems;
 
  private:
-  static bool same(const Payload* data, float value) {
-    return data != nullptr && data->host == std::vector<float>(3, value);
+  Payload payload_of(float value) const {
+    return device_ ? Payload::of_device(bits(value)) : Payload::of_host(std::vector<float>(3, value));
+  }
+  bool same(const Payload* data, float value) const {
+    if (data == nullptr) return false;
+    return device_ ? data->on_device() && data->device == bits(value) : data->host == std::vector<float>(3, value);
+  }
+  static std::uint32_t bits(float value) {  // never 0: every code is at least 1 in magnitude
+    std::uint32_t b;
+    std::memcpy(&b, &value, sizeof b);
+    return b;
   }
   void problem(const char* op, int chunk, int mb, const std::string& what) {
     problems.push_back("rank " + std::to_string(rank_) + " step " + std::to_string(step_) + " " + op +
@@ -103,6 +119,7 @@ class FakeCompute : public Compute {
 
   VirtualStageMap map_;
   int rank_, m_;
+  bool device_;
   int step_ = -1;
   std::vector<double> grads_;
   std::vector<int> losses_;
@@ -116,10 +133,10 @@ struct Ranks {
 };
 
 // Runs `steps` steps of `s` on p threads (then finish()), as zbrun --local does.
-Ranks run(const Schedule& s, int steps, float clip_norm, double timeout_s = 20) {
+Ranks run(const Schedule& s, int steps, float clip_norm, double timeout_s = 20, bool device = false) {
   const int p = s.p;
   Ranks out;
-  for (int r = 0; r < p; ++r) out.computes.emplace_back(s, r);
+  for (int r = 0; r < p; ++r) out.computes.emplace_back(s, r, device);
   out.reports.resize(p);
   out.errors.resize(p);
   auto hub = make_local_hub(p);
@@ -265,6 +282,32 @@ TEST_CASE("interpreter: post-validation rolls back a step the full norm clips, r
     CHECK(out.reports[r][2].held);
   }
   CHECK(rolled_back > 0);
+}
+
+TEST_CASE("interpreter: device buffers pass by id, each slot is read once, and a second read is refused") {
+  for (const char* method : {"zb-h1", "zb-v"}) {
+    CAPTURE(method);
+    Schedule s = planned(method, 3, 6, Optimizer::kSync);
+    Ranks out = run(s, 2, /*clip_norm=*/0, /*timeout_s=*/20, /*device=*/true);
+    for (int r = 0; r < s.p; ++r) {
+      INFO("rank " << r);
+      CHECK(out.errors[r].empty());
+      CHECK(out.computes[r].problems.empty());  // each op got its producer's buffer id
+      CHECK(out.reports[r].size() == 2);
+    }
+  }
+  // An F run twice on rank 1: its input was taken by the first, so the second finds none (a
+  // moved-from payload would still name the device buffer).
+  Schedule twice = planned("1f1b", 2, 2, Optimizer::kSync);
+  auto& ops = twice.stages[1];
+  const auto f = std::find_if(ops.begin(), ops.end(), [](const Op& op) { return op.type == OpType::F; });
+  REQUIRE(f != ops.end());
+  const long at = f - ops.begin();
+  ops.insert(ops.begin() + at + 1, *f);
+  Ranks out = run(twice, 1, /*clip_norm=*/0, /*timeout_s=*/2, /*device=*/true);
+  INFO(out.errors[1]);
+  CHECK(out.errors[1].find("op " + std::to_string(at + 1) + " (F0): no input activation for it has arrived "
+                           "(missing RECV?)") != std::string::npos);
 }
 
 TEST_CASE("interpreter: a message that never comes is an error naming the rank and op") {
