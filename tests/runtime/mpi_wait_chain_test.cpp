@@ -4,7 +4,8 @@
 // Rank 2 stops (it never enters the transport); rank 1 waits on rank 2 outside recv; rank 0's recv
 // from rank 1 times out and names the stuck rank. Mode "answers": rank 1 calls answer_queries(2)
 // while it waits, so rank 2 is blamed. Mode "silent": it does not, so rank 1 is (the control:
-// the check above can tell the two apart). Exit 0 when rank 0's message is the expected one.
+// the check above can tell the two apart). Exit 0 when rank 0's message is the expected one. First,
+// rank 0 checks that the MPI transport refuses a device buffer.
 #include <mpi.h>
 
 #include <chrono>
@@ -32,13 +33,21 @@ int main(int argc, char** argv) {
     auto t = make_mpi_transport();
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(4);
     if (rank == 0) {
-      Message msg;
+      // A device buffer is refused before anything goes on the wire (it moves over NCCL).
       std::string err;
+      const bool sent = t->send(1, kActivation, Message{0, 1, Payload::of_device(7)}, &err);
+      const std::string refused = "the MPI transport carries host floats, not a device buffer";
+      if (sent || err.find(refused) == std::string::npos) {
+        std::printf("FAILED: a device buffer sent over MPI: %s\n", sent ? "sent" : err.c_str());
+        failed = 1;
+      }
+      Message msg;
+      err.clear();
       const bool got = t->recv(1, kActivation, &msg, 1.0, &err);
       const std::string out_of_reach = " is stuck or out of reach (hung, or its host or the link to it is down)";
       const std::string expected = mode == "answers" ? "rank 1 waits on rank 2, which does not answer: rank 2" + out_of_reach
                                                      : "rank 1 does not answer: rank 1" + out_of_reach;
-      failed = got || err.find(expected) == std::string::npos;
+      failed = failed || got || err.find(expected) == std::string::npos;
       std::printf("%s: rank 0: %s\n%s\n", mode.c_str(), err.c_str(),
                   failed ? ("FAILED: expected \"" + expected + "\"").c_str() : "ok");
     } else {
