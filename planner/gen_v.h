@@ -38,7 +38,8 @@ Schedule generate_v_block_reordered(const Problem& problem, VBlock block);
 /// The blocks of the authors' memory-controllable family (stage 0's slots for the four kinds, two
 /// uniform shifts from stage to stage and where the shift changes; planner/gen_v_blocks.cpp), each
 /// repeated for microbatches 0..m-1 on the slot grid: every distinct block whose peak memory on the
-/// grid is within `limit`, in three forms, named by the block and the form ("block 0235 +3x5 +1,
+/// grid is within `limit` (and each stage's within its own limit in `problem`, where it has one:
+/// "within `limit`" below means both), in three forms, named by the block and the form ("block 0235 +3x5 +1,
 /// steady phase too, cool-down laid out"): with its warm-up and cool-down laid out as the authors'
 /// search lays them out and its free slots filled; and reordered as generate_v_block_reordered
 /// does, with its steady phase kept or free to move, then the authors' cool-down laid out after

@@ -106,6 +106,14 @@ void for_each_v_block(const Problem& pr, Mem limit, const std::function<void(VFa
         for (int v : {static_cast<int>(op.type), op.mb, op.chunk, -1}) h = (h ^ static_cast<uint32_t>(v)) * 1099511628211ull;
     if (seen.insert(h).second) take({std::move(name), form, std::move(s)});
   };
+  // Every stage's peak on the grid within `limit` and within its own limit (limits per stage).
+  auto fits = [&](const SlotGrid& g) {
+    for (int s = 0; s < pr.p; ++s) {
+      const Mem peak = g.stage_peak(s);
+      if (peak > limit || (pr.limit(s) && peak > *pr.limit(s))) return false;
+    }
+    return true;
+  };
   const std::vector<FamilyBlock> family = block_family(pr.p);
   if (blocks) *blocks = static_cast<int>(family.size());
   if (made) *made = 0;
@@ -121,12 +129,12 @@ void for_each_v_block(const Problem& pr, Mem limit, const std::function<void(VFa
       });
     ++done;
     SlotGrid grid(pr, block.first);
-    if (grid.peak() > limit) continue;
+    if (!fits(grid)) continue;
     // As the authors' search does: warm-up and cool-down laid out, then the free slots filled.
     SlotGrid theirs = grid;
     if (theirs.lay_out_warm_up() && theirs.lay_out_cool_down()) {
       theirs.fill_holes();
-      if (theirs.peak() <= limit) keep(block.name + ", warm-up and cool-down laid out", VBlockForm::kAsTheirs, theirs.schedule("v-block"));
+      if (fits(theirs)) keep(block.name + ", warm-up and cool-down laid out", VBlockForm::kAsTheirs, theirs.schedule("v-block"));
     }
     // Reordered as V-Min and V-Half are, and again with the steady phase free to move too (which
     // wins where memory is tight); then the authors' cool-down laid out, where that keeps within
@@ -140,12 +148,14 @@ void for_each_v_block(const Problem& pr, Mem limit, const std::function<void(VFa
       SlotGrid laid = g;
       if (laid.lay_out_cool_down()) {
         laid.fill_holes();
-        if (laid.peak() <= limit) {
+        if (fits(laid)) {
           keep(name + ", cool-down laid out", form, laid.schedule("v-block"));
           continue;
         }
       }
-      keep(name, form, g.schedule("v-block"));
+      // The squeezes keep each stage within the largest stage peak before them, which limits per
+      // stage may not allow on every stage.
+      if (fits(g)) keep(name, form, g.schedule("v-block"));
     }
   }
 }

@@ -334,12 +334,6 @@ void SlotGrid::fill_holes() {
     }
 }
 
-Mem SlotGrid::peak() const {
-  Mem top = 0;
-  for (int s = 0; s < p_; ++s) top = std::max(top, peak(s, true));
-  return top;
-}
-
 Schedule SlotGrid::schedule(const std::string& method) const {
   Schedule out = empty_schedule_on(pr_, v_shape_placement(p_), method);
   for (int s = 0; s < p_; ++s) {

@@ -62,8 +62,8 @@ class SlotGrid {
   // the stage's memory within the largest stage peak before the pass (the W's in their slots).
   void fill_holes();
 
-  // The largest stage peak (the W's in the slots they hold).
-  Mem peak() const;
+  // Stage s's peak (the W's in the slots they hold).
+  Mem stage_peak(int s) const { return peak(s, true); }
 
   Schedule schedule(const std::string& method) const;
 

@@ -253,11 +253,6 @@ std::optional<SearchResult> search_v(const Problem& pr, std::vector<Diag>* diags
   std::vector<Seeds> apart(4);
   apart[0].emplace_back("v-min reordered", generate_v_block_reordered(pr, VBlock::kMin));
   apart[0].emplace_back("v-half reordered", generate_v_block_reordered(pr, VBlock::kHalf));
-  // The roomiest stage's limit: a block is made where its peak fits it; take() then keeps only
-  // the ones within every stage's own.
-  Mem most = pr.limited() ? 0 : std::numeric_limits<Mem>::max();
-  for (int s = 0; s < pr.p && pr.limited(); ++s)
-    most = std::max(most, pr.limit(s) ? *pr.limit(s) : std::numeric_limits<Mem>::max());
   const Cost compute = is_compute_cost(cost_kind) ? cost_kind : Cost::kSpan;
   // Only the few best of each group by the compute cost go on to be ranked (the true cost lowers
   // each candidate and runs iterations back to back: hundreds of blocks would cost more than the
@@ -276,7 +271,6 @@ std::optional<SearchResult> search_v(const Problem& pr, std::vector<Diag>* diags
   // At most a third of the time left: the greedy's grid, which finds most winners, comes after.
   const Deadline family_deadline = deadline.at ? deadline.within(deadline.left() / 3) : deadline;
   auto take = [&](VFamilyMember&& member) {
-    if (!pr.stage_mem_limits.empty() && !validate_memory(member.schedule, pr).empty()) return;
     const Ticks cost = simulate_cost(member.schedule, pr, compute);
     const size_t g = member.form == VBlockForm::kAsTheirs ? 3 : member.form == VBlockForm::kSteadyFree ? 2 : 1;
     if (cost < 0) return;
@@ -288,7 +282,8 @@ std::optional<SearchResult> search_v(const Problem& pr, std::vector<Diag>* diags
     group.insert(at, Kept{cost, order, std::move(member.name), std::move(member.schedule)});
     if (group.size() > kFamilyKept) group.pop_back();
   };
-  for_each_v_block(pr, most, take, family_deadline, &made, &blocks, &ticker);
+  // Each stage within its own limit in `pr` (for_each_v_block checks them); no further limit here.
+  for_each_v_block(pr, std::numeric_limits<Mem>::max(), take, family_deadline, &made, &blocks, &ticker);
   for (size_t g = 1; g < family.size(); ++g)
     for (Kept& k : family[g]) apart[g].emplace_back(std::move(k.name), std::move(k.schedule));
   std::string cut = v_zb_made ? "" : "seeds v-zb not made";

@@ -233,6 +233,19 @@ TEST_CASE("v block family: every block valid for every p and m, within the limit
       }
     }
   }
+  // Limits per stage: every member keeps each stage within its own (the end stages' are tighter).
+  for (int p : {4, 8}) {
+    Problem pr = make_problem(p, 2 * p, 1, 1.1, 0.7, 0.05, 1, 0.5, "", 2);
+    pr.stage_mem_limits.assign(p, (p + 3) * pr.mem_b[0]);
+    pr.stage_mem_limits.front() = pr.stage_mem_limits.back() = (p + 1) * pr.mem_b[0];
+    auto family = generate_v_block_family(pr, std::numeric_limits<Mem>::max());
+    INFO("p=" << p << ": " << family.size() << " members");
+    CHECK(!family.empty());
+    for (const auto& [name, form, s] : family) {
+      INFO(name);
+      CHECK(validate_memory(s, pr).empty());
+    }
+  }
 }
 
 TEST_CASE("v block family: the authors' own figures at their search's memory on their unit model") {
