@@ -35,6 +35,9 @@ inline constexpr int kSwapPasses = 4;
 std::vector<VGreedyOptions> knobs_at(int in_flight);
 /// The largest peak activation memory of any stage.
 Mem peak_memory_of(const Schedule& s, const Problem& pr);
+/// `pr` with every stage's limit lowered to `s`'s largest stage peak: a polish of `s` within it never
+/// takes more memory than `s` does.
+Problem within_own_peak(const Schedule& s, const Problem& pr);
 /// Hill climbing by swaps of neighbouring ops (the paper's reordering, done on exact times): keeps a
 /// swap that lowers `cost_kind` and keeps the memory limit; at most `passes` sweeps over all stages,
 /// and about kPolishWork simulated ops in all; stops at `deadline` with the swaps kept so far.

@@ -77,6 +77,14 @@ Mem peak_memory_of(const Schedule& s, const Problem& pr) {
   return timeline ? *std::max_element(timeline->peak_memory.begin(), timeline->peak_memory.end()) : 0;
 }
 
+Problem within_own_peak(const Schedule& s, const Problem& pr) {
+  const Mem peak = peak_memory_of(s, pr);
+  Problem kept = pr;
+  if (kept.stage_mem_limits.empty()) kept.mem_limit = peak;
+  for (Mem& limit : kept.stage_mem_limits) limit = std::min(limit, peak);
+  return kept;
+}
+
 // Hill climbing by swaps of neighbouring ops (the paper's reordering, done on exact times): keeps a
 // swap that lowers `cost` and keeps the memory limit; at most `passes` sweeps over all stages. A
 // swap is tried only where the later op's input was there before the earlier op ended (else

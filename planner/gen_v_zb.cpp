@@ -74,8 +74,7 @@ std::optional<Schedule> generate_v_zb_best(const Problem& pr, std::string* why, 
     return std::nullopt;
   }
   // Polished within the memory it kept.
-  Problem kept = unlimited;
-  kept.mem_limit = peak_memory_of(*best, unlimited);
+  const Problem kept = within_own_peak(*best, unlimited);
   const int candidates = greedy + 6;  // the knobs, 4 round-by-round, ZB-V, DualPipe-V
   if (made < candidates) *why = "made " + std::to_string(made) + " of its " + std::to_string(candidates) + " candidates";
   if (!improve_by_swaps(&*best, kept, Cost::kSpan, kSwapPasses, deadline))

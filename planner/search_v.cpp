@@ -20,15 +20,6 @@ namespace {
 
 using Seeds = std::vector<std::pair<std::string, std::optional<Schedule>>>;
 
-// `pr` with every stage's limit lowered to `peak` (a schedule's largest stage peak): a polish
-// within it never takes more memory than the schedule it starts from.
-Problem within_peak(const Problem& pr, Mem peak) {
-  Problem kept = pr;
-  if (kept.stage_mem_limits.empty()) kept.mem_limit = peak;
-  for (Mem& limit : kept.stage_mem_limits) limit = std::min(limit, peak);
-  return kept;
-}
-
 // The greedy over its grid (budgets from `chunks` to `most` chunk activations, every knob), a
 // budget at a time from the largest down (smaller budgets rarely win, and they are the slow ones:
 // their stages wait most), the knobs of a budget in two threads on big problems. Each point keeps
@@ -191,7 +182,7 @@ std::optional<SearchResult> search_placement(const Problem& pr, const std::vecto
       if (seed) consider(std::move(*seed), name, &other);
     if (!other) continue;
     if (polish_apart && skipped("the seed groups' polish")) polish_apart = false;
-    if (polish_apart) polish(&*other, within_peak(pr, peak_memory_of(other->schedule, pr)));
+    if (polish_apart) polish(&*other, within_own_peak(other->schedule, pr));
     if (!best || other->cost < best->cost) best = std::move(other);
   }
   if (!best) {
