@@ -212,7 +212,8 @@ void add_flags(CLI::App* app, Options* o) {
       ->default_str(Interpreter::fault_name(Fault::kError));
   app->add_option("--pace", o->run.pace,
                  "every compute op lasts at least S seconds per time unit of its planned duration (sleeping the "
-                 "rest), so a run follows the plan's timing where cores are too few for one rank each (default: off)")
+                 "rest), so a run follows the plan's timing where cores are too few for one rank each; CPU backend only "
+                 "(default: off)")
       ->check(positive)
       ->option_text("S")
       ->default_str("");
@@ -248,6 +249,10 @@ std::string check_flags(Options* op) {
     return std::string("--fault ") + Interpreter::fault_name(o.run.fault) + " needs --fail-at RANK:OP";
   if (o.run.fault == Interpreter::Fault::kTruncate && (o.backend == Backend::kCuda || o.single_gpu))
     return "--fault truncate: only with --backend cpu (CUDA messages are device buffers)";
+  // Pacing sleeps on the host after an op returns; the CUDA backend's ops return before they run.
+  if (o.run.pace > 0 && (o.backend == Backend::kCuda || o.single_gpu))
+    return "--pace: only with --backend cpu (the CUDA backend's ops run on the GPU after the call returns, so a "
+           "sleep on the host would not lengthen them)";
   if ((o.run.every > 0 || o.run.resume) && o.run.checkpoint.empty()) return "--every and --resume need --checkpoint DIR";
   if (!o.run.checkpoint.empty() && o.run.every == 0) o.run.every = o.run.steps;  // at least one, at the end
   if (!o.inject.empty()) {

@@ -22,6 +22,26 @@ struct GradStats {
   bool nonfinite = false;
 };
 
+/// How a backend whose ops run after the call returns (the CUDA backend enqueues them on its
+/// stream and does not wait) times them: the caller marks each op's begin and end around the call,
+/// and reads the times once it needs them. A backend whose calls return with the work done has
+/// none (Compute::timer() is null) and is timed by the wall clock.
+class OpTimer {
+ public:
+  virtual ~OpTimer() = default;
+  /// Times count from here, and marks left from a failed step are forgotten.
+  virtual void start() = 0;
+  /// Around one op's calls.
+  virtual void begin() = 0;
+  virtual void end() = 0;
+  /// Waits for every op marked since the last collect; *times gets their [begin, end] in seconds
+  /// since start(), in marking order. False with *err when the device failed.
+  virtual bool collect(std::vector<std::pair<double, double>>* times, std::string* err) = 0;
+  /// After an error: whether the device itself failed, and then in *first the first op marked
+  /// since the last collect not known to have finished (the fault lies in it or a later one).
+  virtual bool device_failed(int* first) = 0;
+};
+
 class Compute {
  public:
   virtual ~Compute() = default;
@@ -67,6 +87,8 @@ class Compute {
     *err = "this backend cannot load checkpoints";
     return false;
   }
+  /// Null where the calls return with the work done (see OpTimer).
+  virtual OpTimer* timer() { return nullptr; }
   /// This rank's parameter tensors with their global ids (model.h), for comparing runs.
   virtual std::vector<std::pair<int, std::vector<float>>> parameters() const = 0;
   /// This rank's gradients (fp32, as W accumulated them since zero_grad), ids as parameters():

@@ -102,7 +102,7 @@ bool Interpreter::run_step(const std::vector<std::vector<int>>& data, std::strin
   own_state_added_ = false;
   compute_ran_ = false;
   replay_ = false;
-  start_ = Clock::now();
+  start_clock();
   if (post_validation_ && pending_ && hold_next_) {
     // The last post-validation found a wrong speculative step (clipping, say, which tends to persist):
     // post-validate first, so this iteration's forwards run on post-validated weights. Every rank knows
@@ -119,6 +119,7 @@ bool Interpreter::run_step(const std::vector<std::vector<int>>& data, std::strin
     compute_->zero_grad();
     int replays = report_.replays + 1;
     report_ = StepReport{};
+    settled_ = 0;
     report_.step = step_;
     report_.replays = replays;
     replay_ = false;
@@ -134,7 +135,7 @@ bool Interpreter::run_step(const std::vector<std::vector<int>>& data, std::strin
 bool Interpreter::finish(std::string* err) {
   if (!post_validation_ || !pending_) return true;
   compute_ran_ = false;
-  start_ = Clock::now();
+  start_clock();
   return run_ops(Pass::kPostValidationOnly, err);
 }
 
@@ -144,35 +145,83 @@ std::vector<StepReport> Interpreter::take_reports() {
   return out;
 }
 
+void Interpreter::start_clock() {
+  start_ = Clock::now();
+  settled_ = 0;
+  if (OpTimer* timer = compute_->timer()) timer->start();
+}
+
+// The failure of op `index`. Where the backend runs ops asynchronously and the device itself
+// failed, the fault may lie in an earlier op still running: the place named is the first op not
+// known to have finished, up to this one.
+bool Interpreter::fail(int index, std::string* err) {
+  int first = -1;
+  OpTimer* timer = compute_->timer();
+  if (timer && timer->device_failed(&first) && first >= 0 && settled_ + first < report_.spans.size()) {
+    const int from = report_.spans[settled_ + first].op_index;
+    if (from != index) {
+      failed_op_ = from;
+      failure_ = *err;
+      *err = where(from) + " or an op after it up to op " + std::to_string(index) + " (ops run asynchronously on " +
+             "the device; CUDA_LAUNCH_BLOCKING=1 names the one): " + *err;
+      return false;
+    }
+  }
+  failed_op_ = index;
+  failure_ = *err;
+  *err = where(index) + ": " + *err;
+  return false;
+}
+
+// Spans the backend's timer has not given times yet get them (a wait for the device).
+bool Interpreter::settle_spans(int index, std::string* err) {
+  OpTimer* timer = compute_->timer();
+  if (!timer || settled_ == report_.spans.size()) return true;
+  std::vector<std::pair<double, double>> times;
+  if (!timer->collect(&times, err)) return fail(index, err);
+  if (times.size() != report_.spans.size() - settled_) {
+    *err = "the backend timed " + std::to_string(times.size()) + " ops, " +
+           std::to_string(report_.spans.size() - settled_) + " ran";
+    return fail(index, err);
+  }
+  for (const auto& [start, end] : times) {
+    report_.spans[settled_].start = start;
+    report_.spans[settled_].end = end;
+    ++settled_;
+  }
+  return true;
+}
+
 bool Interpreter::run_ops(Pass pass, std::string* err) {
   const auto& ops = schedule_.stages[rank_];
+  OpTimer* timer = compute_->timer();
   for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
     const bool post_validation = is_post_validation_op(ops[i].type);
     if ((pass == Pass::kSkipPostValidation && post_validation) || (pass == Pass::kPostValidationOnly && !post_validation))
       continue;
+    // These put the spans (the measured bubble) into the state: the device's times must be in.
+    if ((ops[i].type == OpType::SEND_STATE || ops[i].type == OpType::OPT_STEP) && !settle_spans(i, err)) return false;
+    const bool compute = is_compute(ops[i].type);
     double t0 = std::chrono::duration<double>(Clock::now() - start_).count();
-    size_t bytes_before = is_compute(ops[i].type) ? compute_->activation_bytes() : 0;
+    size_t bytes_before = compute ? compute_->activation_bytes() : 0;
     bool ok;
     try {
       truncate_ = false;
       if (i == fault_at_) inject_fault();
+      if (compute && timer) timer->begin();
       ok = is_optimizer_op(ops[i].type) ? run_optimizer_op(ops[i], err) : run_op(i, err);
+      if (compute && timer && ok) timer->end();
     } catch (const std::exception& e) {
       *err = e.what();
       ok = false;
     }
-    if (!ok) {
-      failed_op_ = i;
-      failure_ = *err;
-      *err = where(i) + ": " + *err;
-      return false;
-    }
-    if (is_compute(ops[i].type)) {
+    if (!ok) return fail(i, err);
+    if (compute) {
       compute_ran_ = true;
       if (!pace_.empty()) std::this_thread::sleep_until(start_ + std::chrono::duration_cast<Clock::duration>(
                                                                    std::chrono::duration<double>(t0 + pace_[i])));
       double t1 = std::chrono::duration<double>(Clock::now() - start_).count();
-      report_.spans.push_back({t0, t1, i});
+      report_.spans.push_back({t0, t1, i});  // a timer's times replace these (settle_spans)
       size_t bytes = compute_->activation_bytes();
       report_.peak_activation_bytes = std::max(report_.peak_activation_bytes, bytes);
       double change = static_cast<double>(bytes) - static_cast<double>(bytes_before);
@@ -180,7 +229,7 @@ bool Interpreter::run_ops(Pass pass, std::string* err) {
       if (ops[i].type == OpType::B) report_.mem_after_b += change, ++report_.b_ops;
     }
   }
-  return true;
+  return settle_spans(static_cast<int>(ops.size()) - 1, err);
 }
 
 void Interpreter::inject_fault() {

@@ -95,6 +95,9 @@ class Interpreter {
  private:
   enum class Pass { kAll, kSkipPostValidation, kPostValidationOnly };
   bool run_ops(Pass pass, std::string* err);
+  void start_clock();
+  bool fail(int index, std::string* err);
+  bool settle_spans(int index, std::string* err);
   bool run_op(int index, std::string* err);
   bool run_optimizer_op(const Op& op, std::string* err);
   void add_own_state();
@@ -121,6 +124,7 @@ class Interpreter {
   // rank; outbox: made here, waiting for their SEND.
   std::vector<std::vector<Payload>> inbox_, outbox_;
   StepReport report_;                // the step running now
+  size_t settled_ = 0;               // report_.spans before this hold their final times (settle_spans)
   std::vector<StepReport> finished_;
   int step_ = 0;
   int fault_at_ = -1;

@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <stdexcept>
+#include <string>
+#include <utility>
 
 #include "runtime/backend/cpu/compute_cpu.h"
 #include "runtime/data.h"
@@ -28,10 +31,20 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-// Milliseconds `op` takes. The backends return when the op's work is done (CUDA synchronises its
-// stream at the end of every op), so the wall clock is the op's time.
+// Milliseconds `op` takes: by the backend's timer where its calls return before the work is done
+// (CUDA), else by the wall clock around the call.
 template <class Op>
-double time_ms(Op op) {
+double time_ms(Compute& compute, Op op) {
+  if (OpTimer* timer = compute.timer()) {
+    timer->start();
+    timer->begin();
+    op();
+    timer->end();
+    std::vector<std::pair<double, double>> times;
+    std::string err;
+    if (!timer->collect(&times, &err)) throw std::runtime_error("timing a layer: " + err);
+    return (times.at(0).second - times.at(0).first) * 1e3;
+  }
   const auto start = std::chrono::steady_clock::now();
   op();
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -45,15 +58,15 @@ void run_once(Compute& compute, double t[kKinds][3], long long held_f[kKinds], l
   auto held = [&compute] { return static_cast<long long>(compute.activation_bytes()); };
   for (int c = 0; c < kKinds; ++c) {
     const long long before = held();
-    t[c][0] = time_ms([&] { compute.forward(c, 0, 0, c > 0 ? &x[c - 1] : nullptr, c < 2 ? &x[c] : nullptr); });
+    t[c][0] = time_ms(compute, [&] { compute.forward(c, 0, 0, c > 0 ? &x[c - 1] : nullptr, c < 2 ? &x[c] : nullptr); });
     held_f[c] = held() - before;
   }
   for (int c = kKinds - 1; c >= 0; --c) {
     const long long before = held();
-    t[c][1] = time_ms([&] { compute.backward_input(c, 0, 0, c < 2 ? &d[c] : nullptr, c > 0 ? &d[c - 1] : nullptr); });
+    t[c][1] = time_ms(compute, [&] { compute.backward_input(c, 0, 0, c < 2 ? &d[c] : nullptr, c > 0 ? &d[c - 1] : nullptr); });
     held_w[c] = held_f[c] + (held() - before);  // B drops what only B reads
   }
-  for (int c = kKinds - 1; c >= 0; --c) t[c][2] = time_ms([&] { compute.backward_weight(c, 0, 0); });
+  for (int c = kKinds - 1; c >= 0; --c) t[c][2] = time_ms(compute, [&] { compute.backward_weight(c, 0, 0); });
 }
 
 }  // namespace

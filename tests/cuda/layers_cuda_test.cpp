@@ -113,6 +113,20 @@ TEST_CASE("bias gradient matches the CPU's column sums") {
   CHECK(rel_error(db.get(), dbc) < kTol);
 }
 
+TEST_CASE("layernorm: the residual add fused into the forward gives add then layernorm's bits") {
+  Vec a = random(BT * C, 1.0f, 31), b = random(BT * C, 1.0f, 32), w = random(C, 0.5f, 33), bias = random(C, 0.5f, 34);
+  for (float& v : w) v += 1.0f;
+  Dev<bf16> da(a), db(b), sum(BT * C), out(BT * C), sum2(BT * C), out2(BT * C);
+  Dev<float> dw(w), dbias(bias), mean(BT), rstd(BT), mean2(BT), rstd2(BT);
+  cuda::add(sum.p, da.p, db.p, static_cast<long>(BT) * C, nullptr);
+  cuda::layernorm_forward(out.p, mean.p, rstd.p, sum.p, dw.p, dbias.p, BT, C, nullptr);
+  cuda::add_layernorm_forward(sum2.p, out2.p, mean2.p, rstd2.p, da.p, db.p, dw.p, dbias.p, BT, C, nullptr);
+  CHECK(sum2.get() == sum.get());
+  CHECK(out2.get() == out.get());
+  CHECK(mean2.get() == mean.get());
+  CHECK(rstd2.get() == rstd.get());
+}
+
 TEST_CASE("layernorm: forward, B (input gradient) and W (weight gradient) match the CPU") {
   Vec x = random(BT * C, 1.0f, 9), w = random(C, 0.5f, 10), b = random(C, 0.5f, 11), dy = random(BT * C, 1.0f, 12);
   for (float& v : w) v += 1.0f;
@@ -184,7 +198,7 @@ TEST_CASE("causal attention forward and backward match the CPU, with every varia
   }
 }
 
-TEST_CASE("cross-entropy forward and backward match the CPU") {
+TEST_CASE("cross-entropy: the fused loss and logits' gradient match the CPU's forward and backward") {
   Vec logits = random(BT * V, 2.0f, 17);
   std::vector<int> targets(BT);
   for (int i = 0; i < BT; ++i) targets[i] = (i * 37) % V;
@@ -192,11 +206,10 @@ TEST_CASE("cross-entropy forward and backward match the CPU") {
   REQUIRE(cudaMalloc(&dt, BT * sizeof(int)) == cudaSuccess);
   REQUIRE(cudaMemcpy(dt, targets.data(), BT * sizeof(int), cudaMemcpyHostToDevice) == cudaSuccess);
   Dev<bf16> dl(logits);
-  Dev<float> losses(BT), lse(BT);
-  cuda::crossentropy_forward(losses.p, lse.p, dl.p, dt, BT, V, nullptr);
-  Vec lossg = losses.get();
+  Dev<float> losses(BT);
   const float scale = 1.0f / BT;
-  cuda::crossentropy_backward(dl.p, lse.p, dt, scale, BT, V, nullptr);
+  cuda::crossentropy(losses.p, dl.p, dt, scale, BT, V, nullptr);
+  Vec lossg = losses.get();
   Vec lc(BT), probs(BT * V), dlc(BT * V, 0.0f);
   cpu::crossentropy_forward(lc.data(), probs.data(), logits.data(), targets.data(), BT, V);
   cpu::crossentropy_backward(dlc.data(), probs.data(), targets.data(), scale, BT, V);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,6 +26,33 @@ struct Call {
   char kind;  ///< 'F', 'B' (input gradient), 'W', 'S' (optimizer step), 'R' (rollback)
   int chunk = -1, mb = -1, slot = -1;
   double norm = 0;
+};
+
+// Times as a device would give them: the k-th op collected lasts [k, k + 0.5] s. It can also say
+// the device failed, from the op it names on (OpTimer::device_failed).
+class FakeTimer : public OpTimer {
+ public:
+  void start() override { open_ = begun_ = 0; }
+  void begin() override { ++begun_; }
+  void end() override { ++open_; }
+  bool collect(std::vector<std::pair<double, double>>* times, std::string*) override {
+    times->clear();
+    for (int k = 0; k < open_; ++k, ++next_) times->push_back({next_, next_ + 0.5});
+    open_ = begun_ = 0;
+    ++collects;
+    return true;
+  }
+  bool device_failed(int* first) override {
+    if (failed_from < 0) return false;
+    *first = failed_from;
+    return true;
+  }
+  int failed_from = -1;  ///< >= 0: the device failed from this op (of those marked since the last collect) on
+  int collects = 0;
+
+ private:
+  int open_ = 0, begun_ = 0;
+  double next_ = 0;
 };
 
 // A backend whose tensors are numbers that say where they come from: the activation of
@@ -54,6 +82,7 @@ class FakeCompute : public Compute {
   }
 
   void forward(int chunk, int mb, int slot, const Payload* input, Payload* output) override {
+    if (mb == fail_forward_of) throw std::runtime_error("cudaMallocAsync (ln1): an illegal memory access was encountered");
     calls.push_back({'F', chunk, mb, slot});
     const int vs = map_.vs(rank_, chunk), last = map_.virtual_stages() - 1;
     if (vs == 0 ? input != nullptr : !same(input, code(step_, vs - 1, mb)))
@@ -95,8 +124,11 @@ class FakeCompute : public Compute {
   void inject_nonfinite() override {}
   std::vector<std::pair<int, std::vector<float>>> parameters() const override { return {}; }
   std::vector<std::pair<int, std::vector<float>>> gradients() const override { return {}; }
+  OpTimer* timer() override { return timer_; }
 
   std::vector<Call> calls;
+  FakeTimer* timer_ = nullptr;  ///< set: the ops are timed as a device's (the CUDA backend's way)
+  int fail_forward_of = -1;     ///< F of this microbatch throws, as a CUDA call finding a device fault
   std::vector<std::string> problems;
 
  private:
@@ -322,4 +354,78 @@ TEST_CASE("interpreter: a message that never comes is an error naming the rank a
   CHECK_FALSE(interp.run_step(data, &err));
   CHECK(err.rfind("rank 1, op 0 (RECV_F0 from rank 0): ", 0) == 0);
   CHECK(compute.calls.empty());
+}
+
+TEST_CASE("interpreter: a backend's own timer gives the spans, read before the optimizer needs them") {
+  Schedule s = planned("1f1b", 2, 4, Optimizer::kSync);
+  std::vector<FakeTimer> timers(s.p);
+  Ranks out;
+  for (int r = 0; r < s.p; ++r) out.computes.emplace_back(s, r);
+  for (int r = 0; r < s.p; ++r) out.computes[r].timer_ = &timers[r];
+  auto hub = make_local_hub(s.p);
+  std::vector<std::unique_ptr<Transport>> transports;
+  for (int r = 0; r < s.p; ++r) transports.push_back(make_local_transport(hub, r));
+  out.reports.resize(s.p);
+  out.errors.resize(s.p);
+  const std::vector<std::vector<int>> data(s.m, std::vector<int>(4, 1));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < s.p; ++r)
+    threads.emplace_back([&, r] {
+      Interpreter interp(s, r, &out.computes[r], transports[r].get(), AdamWConfig{}, 20);
+      std::string err;
+      if (!interp.run_step(data, &err)) transports[r]->abort(err);
+      out.errors[r] = err;
+      out.reports[r] = interp.take_reports();
+    });
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < s.p; ++r) {
+    INFO("rank " << r);
+    REQUIRE(out.errors[r].empty());
+    REQUIRE(out.reports[r].size() == 1);
+    const auto& spans = out.reports[r][0].spans;
+    const auto& ops = s.stages[r];
+    REQUIRE(spans.size() == static_cast<size_t>(std::count_if(ops.begin(), ops.end(), [](const Op& op) {
+              return is_compute(op.type);
+            })));
+    for (size_t k = 0; k < spans.size(); ++k) {
+      CHECK(spans[k].start == static_cast<double>(k));
+      CHECK(spans[k].end == k + 0.5);
+    }
+    CHECK(timers[r].collects >= 1);
+  }
+  // Each rank: 8 ops (F and BW) over 7.5 s, busy 4 s. The all-reduced figure is the timer's only
+  // if the spans were settled before OPT_STEP, not left at the host's enqueue times.
+  REQUIRE(out.reports[0][0].spans.size() == 8);
+  CHECK(out.reports[0][0].measured_span_bubble_rate == Approx(3.5 / 7.5));
+}
+
+TEST_CASE("interpreter: with a device timer, a device fault names the first op not known finished") {
+  Schedule s = planned("1f1b", 2, 4, Optimizer::kSync);
+  FakeTimer timer;
+  FakeCompute compute(s, 0);
+  compute.timer_ = &timer;
+  compute.fail_forward_of = 1;  // rank 0's second op, F1, throws; the device failed from its first on
+  auto hub = make_local_hub(2);
+  auto transport = make_local_transport(hub, 0);
+  Interpreter interp(s, 0, &compute, transport.get(), AdamWConfig{}, 2);
+  const std::vector<std::vector<int>> data(s.m, std::vector<int>(4, 1));
+  std::string err;
+  SECTION("the device failed: the place is the first unfinished op, up to the one that found it") {
+    timer.failed_from = 0;
+    CHECK_FALSE(interp.run_step(data, &err));
+    INFO(err);
+    const auto& ops = s.stages[0];
+    const long first_f = std::find_if(ops.begin(), ops.end(), [](const Op& op) { return op.type == OpType::F; }) - ops.begin();
+    const long second_f = std::find_if(ops.begin() + first_f + 1, ops.end(), [](const Op& op) { return op.type == OpType::F; }) - ops.begin();
+    CHECK(err.rfind("rank 0, op " + std::to_string(first_f) + " (F0) or an op after it up to op " +
+                    std::to_string(second_f) + " (ops run asynchronously", 0) == 0);
+    CHECK(err.find("an illegal memory access") != std::string::npos);
+    CHECK(interp.failed_op() == first_f);
+  }
+  SECTION("the device is fine: the op that failed is named") {
+    CHECK_FALSE(interp.run_step(data, &err));
+    INFO(err);
+    CHECK(err.find(" or an op after it") == std::string::npos);
+    CHECK(err.find("(F1): cudaMallocAsync") != std::string::npos);
+  }
 }

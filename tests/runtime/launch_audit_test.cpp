@@ -50,6 +50,7 @@ std::vector<LaunchConfig> launches_of(const GptConfig& c) {
       encoder_dwpe_launch(c.seq, c.channels),
       encoder_dwte_launch(static_cast<int>(std::min<long>(c.vocab, BT))),  // distinct tokens of a microbatch
       layernorm_forward_launch(BT),
+      add_layernorm_forward_launch(BT),
       layernorm_backward_input_launch(BT),
       layernorm_dw_partial_launch(c.channels),
       add_partials_launch(c.channels),
@@ -61,8 +62,7 @@ std::vector<LaunchConfig> launches_of(const GptConfig& c) {
       attention_delta_launch(rows),
       attention_dq_launch(c.seq, rows),
       attention_dkv_launch(c.seq, rows),
-      crossentropy_forward_launch(BT),
-      crossentropy_backward_launch(BT),
+      crossentropy_launch(BT),
       sum_squares_partial_launch(),
       sum_partials_launch(),
   };
@@ -155,16 +155,16 @@ TEST_CASE("launch audit: launches cover their work") {
       const GptConfig& c = s.config;
       const long BT = c.tokens(), rows = 1L * c.batch * c.heads * c.seq;
       // One warp per row: enough warps for every row.
-      for (const LaunchConfig& l : {layernorm_forward_launch(BT), attention_delta_launch(rows),
-                                    attention_forward_launch(c.seq, rows), attention_dkv_launch(c.seq, rows)})
-        CHECK(l.grid.x * (l.block.x / 32) >= (l.kernel == std::string("layernorm_forward_kernel") ? BT : rows));
+      for (const LaunchConfig& l : {layernorm_forward_launch(BT), add_layernorm_forward_launch(BT),
+                                    attention_delta_launch(rows), attention_forward_launch(c.seq, rows),
+                                    attention_dkv_launch(c.seq, rows)})
+        CHECK(l.grid.x * (l.block.x / 32) >= (std::string(l.kernel).find("layernorm") != std::string::npos ? BT : rows));
       // The attention kernels hold the row's scores: T floats a warp (2T for keys and values).
       const LaunchConfig fwd = attention_forward_launch(c.seq, rows), dkv = attention_dkv_launch(c.seq, rows);
       CHECK(fwd.dynamic_shared >= 4L * c.seq * (fwd.block.x / 32));
       CHECK(dkv.dynamic_shared >= 8L * c.seq * (dkv.block.x / 32));
       // One block per cross-entropy row and per column split.
-      CHECK(crossentropy_forward_launch(BT).grid.x == BT);
-      CHECK(crossentropy_backward_launch(BT).grid.x == BT);
+      CHECK(crossentropy_launch(BT).grid.x == BT);
       const LaunchConfig cols = bias_partial_launch(4 * c.channels);
       CHECK(cols.grid.x * cols.block.x >= 4L * c.channels);
       CHECK(cols.grid.y == kColumnSplits);

@@ -43,6 +43,7 @@ CudaCompute::CudaCompute(const GptConfig& config, const std::vector<int>& vss, i
     ZBPP_CK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating the stage stream");
     own_stream_ = true;
   }
+  timer_ = std::make_unique<cuda::StreamTimer>(stream_);
   gemm_ = std::make_unique<cuda::GemmLt>(stage.sm_count);
   cuda::configure_default_pool(stage.device);
 
@@ -64,6 +65,8 @@ CudaCompute::CudaCompute(const GptConfig& config, const std::vector<int>& vss, i
   ZBPP_CK(cudaMalloc(&targets_, step_tokens * sizeof(int)), "target buffer");
   // Token groups: at most 3 BT + 1 ints per microbatch (tokens, offsets, positions).
   ZBPP_CK(cudaMalloc(&groups_, static_cast<size_t>(m_) * (3 * c_.tokens() + 2) * sizeof(int)), "token groups");
+  ZBPP_CK(cudaMalloc(&token_losses_, step_tokens * sizeof(float)), "token losses");
+  ZBPP_CK(cudaMemsetAsync(token_losses_, 0, step_tokens * sizeof(float), stream_), "token losses");
   ZBPP_CK(cudaMalloc(&scratch_, cuda::column_scratch_floats(4 * C) * sizeof(float)), "column-sum scratch");
   ZBPP_CK(cudaMalloc(&norm_scratch_, (cuda::kSumPartials + global_tensor_count(c_)) * sizeof(double)),
           "gradient norm scratch");
@@ -81,9 +84,10 @@ CudaCompute::~CudaCompute() {
         cudaFree(q);
   }
   for (void* q : {static_cast<void*>(tokens_), static_cast<void*>(targets_), static_cast<void*>(groups_), static_cast<void*>(scratch_),
-                  static_cast<void*>(norm_scratch_)})
+                  static_cast<void*>(norm_scratch_), static_cast<void*>(token_losses_)})
     cudaFree(q);
   cudaStreamSynchronize(stream_);
+  timer_.reset();  // its events, before the stream goes
   if (own_stream_) cudaStreamDestroy(stream_);
 }
 
@@ -195,7 +199,7 @@ void CudaCompute::free_stash(Stash& s, bool counted) {
   };
   for (BlockActs& a : s.blocks)
     for (Buf* b : a.all()) release(b);
-  for (Buf* b : {&s.x, &s.lnf, &s.lnf_mean, &s.lnf_rstd, &s.logits, &s.ce_lse, &s.d_lnf, &s.d_x}) release(b);
+  for (Buf* b : {&s.x, &s.lnf, &s.lnf_mean, &s.lnf_rstd, &s.logits, &s.d_lnf, &s.d_x}) release(b);
   s.mb = -1;
 }
 

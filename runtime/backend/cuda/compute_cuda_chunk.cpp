@@ -22,11 +22,16 @@ void CudaCompute::forward(int chunk_index, int mb, int slot, const Payload* inpu
   s.blocks.resize(ch.count);
   const Buf* x = &s.x;
   for (int i = 0; i < ch.count; ++i) {
-    block_forward(ch.blocks[i], s.blocks[i], *x, ch.first + i);
+    // Each block's last residual add also normalises for what follows it: the next block's
+    // LayerNorm 1, or the head's final one (the block before made this one's LayerNorm 1).
+    Norm next{};
+    if (i + 1 < ch.count) next = ln1_of(ch.blocks[i + 1], s.blocks[i + 1]);
+    else if (ch.head) next = lnf_of(ch, s);
+    block_forward(ch.blocks[i], s.blocks[i], *x, ch.first + i, i > 0, next.out ? &next : nullptr);
     x = &s.blocks[i].out;
   }
   if (ch.head) {
-    head_forward(ch, s, *x, mb);
+    head_forward(ch, s, *x, mb, ch.count > 0);
   } else if (ch.count > 0) {
     hand_off(&s.blocks.back().out, output);  // only the next virtual stage reads it
   } else {
@@ -34,7 +39,6 @@ void CudaCompute::forward(int chunk_index, int mb, int slot, const Payload* inpu
     ZBPP_CK(cudaMemcpyAsync(copy.p, s.x.p, n * 2, cudaMemcpyDeviceToDevice, stream_), "copying the chunk output");
     hand_off(&copy, output);
   }
-  sync("forward");
 }
 
 void CudaCompute::backward_input(int chunk_index, int mb, int slot, const Payload* doutput, Payload* dinput) {
@@ -42,7 +46,7 @@ void CudaCompute::backward_input(int chunk_index, int mb, int slot, const Payloa
   Stash& s = stash(ch, slot);
   check_slot(s, mb, slot);
   const size_t n = static_cast<size_t>(c_.tokens()) * c_.channels;
-  Buf d = ch.head ? head_backward_input(ch, s, mb) : adopt(doutput, n * 2, "output gradient");
+  Buf d = ch.head ? head_backward_input(ch, s) : adopt(doutput, n * 2, "output gradient");
   for (int i = ch.count - 1; i >= 0; --i) {
     const Buf& x = i == 0 ? s.x : s.blocks[i - 1].out;
     d = block_backward_input(ch.blocks[i], s.blocks[i], x, d, ch.first + i);
@@ -52,8 +56,6 @@ void CudaCompute::backward_input(int chunk_index, int mb, int slot, const Payloa
   // B is done with what only B reads; W keeps the layer inputs and output gradients (M_B -> M_W).
   for (BlockActs& a : s.blocks)
     for (Buf* b : {&a.qkv, &a.lse, &a.fch}) drop(b);
-  drop(&s.ce_lse);
-  sync("backward_input");
 }
 
 void CudaCompute::backward_weight(int chunk_index, int mb, int slot) {
@@ -77,16 +79,43 @@ void CudaCompute::backward_weight(int chunk_index, int mb, int slot) {
                                   groups_ + g.positions, g.n_uniq, c_.batch, c_.seq, C, stream_);
   }
   free_stash(s, true);
-  sync("backward_weight");
 }
 
-void CudaCompute::block_forward(const std::array<Param, kBlockTensors>& p, BlockActs& a, const Buf& x, int l) {
+CudaCompute::Norm CudaCompute::ln1_of(const std::array<Param, kBlockTensors>& p, BlockActs& a) {
+  return {&a.ln1, &a.ln1_mean, &a.ln1_rstd, p[LN1W].value, p[LN1B].value, "ln1"};
+}
+
+CudaCompute::Norm CudaCompute::lnf_of(Chunk& ch, Stash& s) {
+  return {&s.lnf, &s.lnf_mean, &s.lnf_rstd, ch.lnfw.value, ch.lnfb.value, "final layernorm"};
+}
+
+void CudaCompute::hold_norm(const Norm& to) {
+  const int BT = c_.tokens();
+  *to.out = hold(static_cast<size_t>(BT) * c_.channels * 2, to.what);
+  *to.mean = hold(BT * 4, to.what);
+  *to.rstd = hold(BT * 4, to.what);
+}
+
+void CudaCompute::layernorm_into(const Norm& to, const Buf& x) {
+  hold_norm(to);
+  cuda::layernorm_forward(to.out->h(), to.mean->f(), to.rstd->f(), x.h(), to.w, to.b, c_.tokens(), c_.channels,
+                          stream_);
+}
+
+// sum = a + b and its LayerNorm, in one kernel.
+void CudaCompute::add_layernorm_into(const Norm& to, Buf* sum, const Buf& a, const Buf& b) {
+  hold_norm(to);
+  cuda::add_layernorm_forward(sum->h(), to.out->h(), to.mean->f(), to.rstd->f(), a.h(), b.h(), to.w, to.b, c_.tokens(),
+                              c_.channels, stream_);
+}
+
+// `ln1_ready`: the block before made this one's LayerNorm 1. `next`: where the LayerNorm after the
+// block's output goes, made with its residual add (null: the output alone).
+void CudaCompute::block_forward(const std::array<Param, kBlockTensors>& p, BlockActs& a, const Buf& x, int l,
+                                bool ln1_ready, const Norm* next) {
   const int BT = c_.tokens(), C = c_.channels, NH = c_.heads;
   const size_t n = static_cast<size_t>(BT) * C, rows = static_cast<size_t>(c_.batch) * NH * c_.seq;
-  a.ln1 = hold(n * 2, "ln1");
-  a.ln1_mean = hold(BT * 4, "ln1 mean");
-  a.ln1_rstd = hold(BT * 4, "ln1 rstd");
-  cuda::layernorm_forward(a.ln1.h(), a.ln1_mean.f(), a.ln1_rstd.f(), x.h(), p[LN1W].value, p[LN1B].value, BT, C, stream_);
+  if (!ln1_ready) layernorm_into(ln1_of(p, a), x);
   a.qkv = hold(3 * n * 2, "qkv");
   gemm_->forward(a.qkv.h(), a.ln1.h(), p[QKVW].value16, p[QKVB].value16, BT, C, 3 * C, stream_, layer(l, "qkv"));
   a.atty = hold(n * 2, "attention output");
@@ -95,12 +124,7 @@ void CudaCompute::block_forward(const std::array<Param, kBlockTensors>& p, Block
   Buf proj = hold(n * 2, "projection");
   gemm_->forward(proj.h(), a.atty.h(), p[ATTPROJW].value16, p[ATTPROJB].value16, BT, C, C, stream_, layer(l, "attproj"));
   a.res2 = hold(n * 2, "residual");
-  cuda::add(a.res2.h(), x.h(), proj.h(), static_cast<long>(n), stream_);
-  a.ln2 = hold(n * 2, "ln2");
-  a.ln2_mean = hold(BT * 4, "ln2 mean");
-  a.ln2_rstd = hold(BT * 4, "ln2 rstd");
-  cuda::layernorm_forward(a.ln2.h(), a.ln2_mean.f(), a.ln2_rstd.f(), a.res2.h(), p[LN2W].value, p[LN2B].value, BT, C,
-                          stream_);
+  add_layernorm_into({&a.ln2, &a.ln2_mean, &a.ln2_rstd, p[LN2W].value, p[LN2B].value, "ln2"}, &a.res2, x, proj);
   a.fch = hold(4 * n * 2, "fc");
   gemm_->forward(a.fch.h(), a.ln2.h(), p[FCW].value16, p[FCB].value16, BT, C, 4 * C, stream_, layer(l, "fc"));
   a.fch_gelu = hold(4 * n * 2, "gelu");
@@ -108,7 +132,8 @@ void CudaCompute::block_forward(const std::array<Param, kBlockTensors>& p, Block
   gemm_->forward(proj.h(), a.fch_gelu.h(), p[FCPROJW].value16, p[FCPROJB].value16, BT, 4 * C, C, stream_,
                 layer(l, "fcproj"));
   a.out = hold(n * 2, "block output");
-  cuda::add(a.out.h(), a.res2.h(), proj.h(), static_cast<long>(n), stream_);
+  if (next) add_layernorm_into(*next, &a.out, a.res2, proj);
+  else cuda::add(a.out.h(), a.res2.h(), proj.h(), static_cast<long>(n), stream_);
   drop(&proj);
 }
 
@@ -161,34 +186,24 @@ void CudaCompute::block_backward_weight(std::array<Param, kBlockTensors>& p, Blo
                                   a.ln1_rstd.f(), BT, C, stream_);
 }
 
-void CudaCompute::head_forward(Chunk& ch, Stash& s, const Buf& last, int mb) {
+// `lnf_ready`: the last block made the final LayerNorm.
+void CudaCompute::head_forward(Chunk& ch, Stash& s, const Buf& last, int mb, bool lnf_ready) {
   const int BT = c_.tokens(), C = c_.channels, V = c_.vocab;
-  s.lnf = hold(static_cast<size_t>(BT) * C * 2, "final layernorm");
-  s.lnf_mean = hold(BT * 4, "final layernorm mean");
-  s.lnf_rstd = hold(BT * 4, "final layernorm rstd");
-  cuda::layernorm_forward(s.lnf.h(), s.lnf_mean.f(), s.lnf_rstd.f(), last.h(), ch.lnfw.value, ch.lnfb.value, BT, C,
-                          stream_);
+  if (!lnf_ready) layernorm_into(lnf_of(ch, s), last);
   s.logits = hold(static_cast<size_t>(BT) * V * 2, "logits");
   gemm_->forward(s.logits.h(), s.lnf.h(), ch.lmw.value16, nullptr, BT, C, V, stream_, "lm head");
-  s.ce_lse = hold(BT * 4, "softmax log-sum-exp");
-  Buf losses = hold(BT * 4, "losses");
-  cuda::crossentropy_forward(losses.f(), s.ce_lse.f(), s.logits.h(), targets_ + static_cast<long>(mb) * BT, BT, V,
-                             stream_);
-  std::vector<float> host(BT);
-  ZBPP_CK(cudaMemcpyAsync(host.data(), losses.p, BT * 4, cudaMemcpyDeviceToHost, stream_), "reading losses");
-  drop(&losses);
-  sync("loss");
-  double sum = 0;
-  for (float l : host) sum += l;  // in token order, as the CPU backend does
-  losses_[mb] = sum / BT;
+  // The loss and, in the same kernel, the logits' gradient (B starts from it). The loss is the mean
+  // over the step's microbatches and tokens, so each token's gradient is 1/(BT*m). The token
+  // losses stay on the device until loss() reads the step's (no wait here).
+  cuda::crossentropy(token_losses_ + static_cast<long>(mb) * BT, s.logits.h(), targets_ + static_cast<long>(mb) * BT,
+                     1.0f / (static_cast<float>(BT) * m_), BT, V, stream_);
   has_loss_[mb] = true;
+  losses_read_ = false;
 }
 
-// The loss is the mean over the step's microbatches and tokens, so each token's gradient is 1/(BT*m).
-Buf CudaCompute::head_backward_input(Chunk& ch, Stash& s, int mb) {
+// F left the logits' gradient in s.logits.
+Buf CudaCompute::head_backward_input(Chunk& ch, Stash& s) {
   const int BT = c_.tokens(), C = c_.channels, V = c_.vocab;
-  cuda::crossentropy_backward(s.logits.h(), s.ce_lse.f(), targets_ + static_cast<long>(mb) * BT,
-                              1.0f / (static_cast<float>(BT) * m_), BT, V, stream_);
   s.d_lnf = hold(static_cast<size_t>(BT) * C * 2, "final layernorm gradient");
   gemm_->backward_input(s.d_lnf.h(), s.logits.h(), ch.lmw.value16, BT, C, V, stream_, "lm head");
   const Buf& last = ch.count > 0 ? s.blocks.back().out : s.x;

@@ -21,6 +21,7 @@
 #include "runtime/backend/cuda/kernels.cuh"
 #include "runtime/cuda/check.h"
 #include "runtime/cuda/device_buffers.h"
+#include "runtime/cuda/stream_timer.h"
 
 namespace zbpp::cuda_backend {
 
@@ -54,7 +55,7 @@ struct Stash {
   int mb = -1;
   Buf x;
   std::vector<BlockActs> blocks;
-  Buf lnf, lnf_mean, lnf_rstd, logits, ce_lse, d_lnf, d_x;  // logits become dlogits in B
+  Buf lnf, lnf_mean, lnf_rstd, logits, d_lnf, d_x;  // logits become dlogits in F (the fused classifier)
 };
 
 struct Chunk {
@@ -95,6 +96,7 @@ class CudaCompute final : public Compute {
   bool load_state(const std::string& bytes, std::string* err) override;
   std::vector<std::pair<int, std::vector<float>>> parameters() const override;
   std::vector<std::pair<int, std::vector<float>>> gradients() const override;
+  OpTimer* timer() override { return timer_.get(); }
 
  private:
   struct Group {
@@ -119,11 +121,23 @@ class CudaCompute final : public Compute {
   void hand_off(Buf* b, Payload* out);
   void free_stash(Stash& s, bool counted);
   // compute_cuda_chunk.cpp: a block's layers, the head's
-  void block_forward(const std::array<Param, kBlockTensors>& p, BlockActs& a, const Buf& x, int l);
+  // A LayerNorm's output, statistics and weights: where a residual add's sum is normalised to.
+  struct Norm {
+    Buf *out = nullptr, *mean = nullptr, *rstd = nullptr;
+    const float *w = nullptr, *b = nullptr;
+    const char* what = "";
+  };
+  static Norm ln1_of(const std::array<Param, kBlockTensors>& p, BlockActs& a);
+  static Norm lnf_of(Chunk& ch, Stash& s);
+  void hold_norm(const Norm& to);
+  void layernorm_into(const Norm& to, const Buf& x);
+  void add_layernorm_into(const Norm& to, Buf* sum, const Buf& a, const Buf& b);
+  void block_forward(const std::array<Param, kBlockTensors>& p, BlockActs& a, const Buf& x, int l, bool ln1_ready,
+                     const Norm* next);
   Buf block_backward_input(const std::array<Param, kBlockTensors>& p, BlockActs& a, const Buf& x, Buf dout, int l);
   void block_backward_weight(std::array<Param, kBlockTensors>& p, BlockActs& a, const Buf& x, int l);
-  void head_forward(Chunk& ch, Stash& s, const Buf& last, int mb);
-  Buf head_backward_input(Chunk& ch, Stash& s, int mb);
+  void head_forward(Chunk& ch, Stash& s, const Buf& last, int mb, bool lnf_ready);
+  Buf head_backward_input(Chunk& ch, Stash& s);
   // compute_cuda_state.cpp
   std::vector<std::pair<int, std::vector<float>>> all(float* Param::*field, const char* what) const;
   void adamw_all(double global_norm, bool rollback);
@@ -131,13 +145,16 @@ class CudaCompute final : public Compute {
   GptConfig c_;
   int m_;
   AdamWConfig adamw_;
-  std::vector<double> losses_;
+  mutable std::vector<double> losses_;  // [mb], read from token_losses_ by loss()
+  mutable bool losses_read_ = false;     // losses_ holds what token_losses_ has
   std::vector<bool> has_loss_;
+  float* token_losses_ = nullptr;        // (m, BT): the head's per-token losses this step
   std::unique_ptr<cuda::GemmLt> gemm_;  // made once the device is selected
   // ZBPP_CUDA_ATTENTION: which attention kernels run (kernels.cuh).
   const cuda::AttentionVariant attention_ = cuda::attention_variant_from_env(c_.channels / c_.heads);
   cudaStream_t stream_ = nullptr;
   bool own_stream_ = false;
+  std::unique_ptr<cuda::StreamTimer> timer_;  // ops return once enqueued: they are timed on stream_
   std::vector<std::unique_ptr<Chunk>> chunks_;
   int* tokens_ = nullptr;
   int* targets_ = nullptr;

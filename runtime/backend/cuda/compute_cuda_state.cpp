@@ -13,6 +13,20 @@ namespace zbpp::cuda_backend {
 
 bool CudaCompute::loss(int mb, double* out) const {
   if (!has_loss_[mb]) return false;
+  if (!losses_read_) {
+    // Every microbatch's token losses at once, after the step's forwards: one wait, not one per F.
+    const int BT = c_.tokens();
+    std::vector<float> host(static_cast<size_t>(m_) * BT);
+    ZBPP_CK(cudaMemcpyAsync(host.data(), token_losses_, host.size() * 4, cudaMemcpyDeviceToHost, stream_),
+            "reading losses");
+    sync("reading losses");
+    for (int k = 0; k < m_; ++k) {
+      double sum = 0;
+      for (int t = 0; t < BT; ++t) sum += host[static_cast<size_t>(k) * BT + t];  // in token order, as the CPU backend does
+      losses_[k] = sum / BT;
+    }
+    losses_read_ = true;
+  }
   *out = losses_[mb];
   return true;
 }

@@ -27,6 +27,10 @@ void encoder_backward_weight(float* dwte, float* dwpe, const bf16* dout, const i
 
 void layernorm_forward(bf16* out, float* mean, float* rstd, const bf16* inp, const float* w, const float* b, int BT,
                        int C, cudaStream_t s);
+/// sum = a + b (bf16, the residual the block keeps), then layernorm_forward of sum, in one pass:
+/// the bits of add then layernorm_forward.
+void add_layernorm_forward(bf16* sum, bf16* out, float* mean, float* rstd, const bf16* a, const bf16* b,
+                           const float* w, const float* bias, int BT, int C, cudaStream_t s);
 /// dinp = dresidual (may be null) + the gradient through the normalisation (the B half).
 void layernorm_backward_input(bf16* dinp, const bf16* dresidual, const bf16* dout, const bf16* inp, const float* mean,
                               const float* rstd, const float* w, int BT, int C, cudaStream_t s);
@@ -54,12 +58,9 @@ void attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int
 void attention_backward(bf16* dqkv, float* scratch, const bf16* dout, const bf16* out, const bf16* qkv,
                         const float* lse, int B, int T, int C, int NH, cudaStream_t s, AttentionVariant variant);
 
-/// losses (BT) = lse - logits[target]; lse (BT) kept for the backward.
-void crossentropy_forward(float* losses, float* lse, const bf16* logits, const int* targets, int BT, int V,
-                          cudaStream_t s);
-/// logits (BT,V) are overwritten in place by scale * (softmax - onehot(target)).
-void crossentropy_backward(bf16* logits, const float* lse, const int* targets, float scale, int BT, int V,
-                           cudaStream_t s);
+/// The LM head's loss and its gradient in one kernel: losses (BT) = logsumexp(row) - logits[target],
+/// and the logits (BT,V) are overwritten in place by scale * (softmax - onehot(target)).
+void crossentropy(float* losses, bf16* logits, const int* targets, float scale, int BT, int V, cudaStream_t s);
 
 /// AdamW's scalars (runtime/adamw_element.h: the one formula both backends run).
 using AdamWArgs = AdamWScalars;

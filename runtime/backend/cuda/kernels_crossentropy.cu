@@ -1,5 +1,5 @@
-// The softmax cross-entropy of the LM head (cpu crossentropy_*): one block per row, kept as its
-// log-sum-exp; the backward overwrites the logits with their gradient.
+// The softmax cross-entropy of the LM head (cpu crossentropy_forward and _backward in one kernel):
+// the loss of each row, and the logits overwritten with their gradient.
 #include "runtime/backend/cuda/kernels.cuh"
 
 #include <cmath>
@@ -23,12 +23,15 @@ __device__ inline void softmax_merge(float* m, float* s, float m2, float s2) {
   *m = mx;
 }
 
-// One block per row, one pass over the row: each thread's running max and sum (8 logits a load
-// where `vec`), then the warps', then the block's in warp order.
-__global__ void crossentropy_forward_kernel(float* losses, float* lse, const bf16* logits, const int* targets, int V,
-                                            bool vec) {
+// One block per row (the classifier fused, as llm.c's): a pass for the row's running max and sum
+// (each thread's, 8 logits a load where `vec`, then the warps', then the block's in warp order),
+// then a pass that overwrites the logits with scale * (softmax - onehot(target)). So F leaves B
+// the logits' gradient, and the logits are read twice, not three times in two kernels.
+__global__ void crossentropy_kernel(float* losses, bf16* logits, const int* targets, float scale, int V, bool vec) {
   __shared__ float part_m[kThreads / 32], part_s[kThreads / 32];
-  const bf16* l = logits + static_cast<long>(blockIdx.x) * V;
+  __shared__ float row_lse;
+  bf16* l = logits + static_cast<long>(blockIdx.x) * V;
+  const int target = targets[blockIdx.x];
   float m = -INFINITY, s = 0.0f;
   if (vec) {
     for (int i = threadIdx.x; i < V / 8; i += blockDim.x) {
@@ -53,18 +56,11 @@ __global__ void crossentropy_forward_kernel(float* losses, float* lse, const bf1
   if (threadIdx.x == 0) {
     float bm = part_m[0], bs = part_s[0];
     for (int w = 1; w < kThreads / 32; ++w) softmax_merge(&bm, &bs, part_m[w], part_s[w]);
-    const float z = bm + logf(bs);
-    lse[blockIdx.x] = z;
-    losses[blockIdx.x] = z - f(l[targets[blockIdx.x]]);
+    row_lse = bm + logf(bs);
+    losses[blockIdx.x] = row_lse - f(l[target]);  // read before the pass below overwrites it
   }
-}
-
-// One block per row: dlogits = scale * (softmax - onehot(target)), in place, 8 a load where `vec`.
-__global__ void crossentropy_backward_kernel(bf16* logits, const float* lse, const int* targets, float scale, int V,
-                                             bool vec) {
-  bf16* l = logits + static_cast<long>(blockIdx.x) * V;
-  const float z = lse[blockIdx.x];
-  const int target = targets[blockIdx.x];
+  __syncthreads();
+  const float z = row_lse;
   auto grad = [&](float x, int v) { return __float2bfloat16(scale * (expf(x - z) - (v == target ? 1.0f : 0.0f))); };
   if (vec) {
     for (int i = threadIdx.x; i < V / 8; i += blockDim.x) {
@@ -80,16 +76,9 @@ __global__ void crossentropy_backward_kernel(bf16* logits, const float* lse, con
 
 }  // namespace
 
-void crossentropy_forward(float* losses, float* lse, const bf16* logits, const int* targets, int BT, int V,
-                          cudaStream_t s) {
+void crossentropy(float* losses, bf16* logits, const int* targets, float scale, int BT, int V, cudaStream_t s) {
   const bool vec = V % 8 == 0 && aligned16(logits);
-  launch(crossentropy_forward_launch(BT), s, crossentropy_forward_kernel, losses, lse, logits, targets, V, vec);
-}
-
-void crossentropy_backward(bf16* logits, const float* lse, const int* targets, float scale, int BT, int V,
-                           cudaStream_t s) {
-  const bool vec = V % 8 == 0 && aligned16(logits);
-  launch(crossentropy_backward_launch(BT), s, crossentropy_backward_kernel, logits, lse, targets, scale, V, vec);
+  launch(crossentropy_launch(BT), s, crossentropy_kernel, losses, logits, targets, scale, V, vec);
 }
 
 }  // namespace zbpp::cuda

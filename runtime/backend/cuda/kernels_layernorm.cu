@@ -29,6 +29,32 @@ __global__ void layernorm_forward_kernel(bf16* out, float* mean, float* rstd, co
   }
 }
 
+// The residual add before a LayerNorm, in the same pass: sum = bf16(a + b) is written (the block
+// keeps it) and normalised as layernorm_forward_kernel normalises it, from the rounded values and
+// in the same order, so both outputs have the bits of add then layernorm_forward.
+__global__ void add_layernorm_forward_kernel(bf16* sum, bf16* out, float* mean, float* rstd, const bf16* a,
+                                             const bf16* b, const float* w, const float* bias, int BT, int C) {
+  int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (row >= BT) return;
+  const long base = static_cast<long>(row) * C;
+  bf16* x = sum + base;
+  float total = 0;
+  for (int c = lane; c < C; c += 32) {
+    x[c] = __float2bfloat16(f(a[base + c]) + f(b[base + c]));
+    total += f(x[c]);  // this lane's own write: no other thread's is read
+  }
+  float m = warp_sum(total) / C;
+  float var = 0;
+  for (int c = lane; c < C; c += 32) var += (f(x[c]) - m) * (f(x[c]) - m);
+  float s = rsqrtf(warp_sum(var) / C + 1e-5f);
+  bf16* o = out + base;
+  for (int c = lane; c < C; c += 32) o[c] = __float2bfloat16((f(x[c]) - m) * s * w[c] + bias[c]);
+  if (lane == 0) {
+    mean[row] = m;
+    rstd[row] = s;
+  }
+}
+
 __global__ void layernorm_backward_input_kernel(bf16* dinp, const bf16* dres, const bf16* dout, const bf16* inp,
                                                 const float* mean, const float* rstd, const float* w, int BT, int C) {
   int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -91,6 +117,11 @@ __global__ void add_partials_kernel(float* out, const float* part, int cols) {
 void layernorm_forward(bf16* out, float* mean, float* rstd, const bf16* inp, const float* w, const float* b, int BT,
                        int C, cudaStream_t s) {
   launch(layernorm_forward_launch(BT), s, layernorm_forward_kernel, out, mean, rstd, inp, w, b, BT, C);
+}
+
+void add_layernorm_forward(bf16* sum, bf16* out, float* mean, float* rstd, const bf16* a, const bf16* b,
+                           const float* w, const float* bias, int BT, int C, cudaStream_t s) {
+  launch(add_layernorm_forward_launch(BT), s, add_layernorm_forward_kernel, sum, out, mean, rstd, a, b, w, bias, BT, C);
 }
 
 void layernorm_backward_input(bf16* dinp, const bf16* dresidual, const bf16* dout, const bf16* inp, const float* mean,

@@ -225,6 +225,9 @@ inline LaunchConfig encoder_forward_launch(long BT, int C) {
 inline LaunchConfig encoder_dwpe_launch(int T, int C) { return elementwise_launch("encoder_dwpe_kernel", 1L * T * C); }
 inline LaunchConfig encoder_dwte_launch(int n_uniq) { return block_per_item_launch("encoder_dwte_kernel", n_uniq); }
 inline LaunchConfig layernorm_forward_launch(long BT) { return warp_rows_launch("layernorm_forward_kernel", BT); }
+inline LaunchConfig add_layernorm_forward_launch(long BT) {
+  return warp_rows_launch("add_layernorm_forward_kernel", BT);
+}
 inline LaunchConfig layernorm_backward_input_launch(long BT) {
   return warp_rows_launch("layernorm_backward_input_kernel", BT);
 }
@@ -252,12 +255,10 @@ inline LaunchConfig flash_forward_launch(int T, long batch_heads, int hs) {
 inline LaunchConfig flash_backward_launch(long batch_heads, int hs) {
   return {"flash_attention_backward_kernel", {batch_heads}, {32 * kFlashWarps}, flash_backward_smem(hs).bytes, 0};
 }
-/// A block per row, each holding a warp's running max and sum (two floats a warp).
-inline LaunchConfig crossentropy_forward_launch(long BT) {
-  return block_per_item_launch("crossentropy_forward_kernel", BT, 2L * (kThreads / 32) * 4);
-}
-inline LaunchConfig crossentropy_backward_launch(long BT) {
-  return block_per_item_launch("crossentropy_backward_kernel", BT);
+/// A block per row, holding each warp's running max and sum (two floats a warp) and the row's
+/// log-sum-exp.
+inline LaunchConfig crossentropy_launch(long BT) {
+  return block_per_item_launch("crossentropy_kernel", BT, (2L * (kThreads / 32) + 1) * 4);
 }
 inline LaunchConfig sum_squares_partial_launch() {
   return {"sum_squares_partial_kernel", {kSumPartials}, {kThreads}, 0, kSumSquaresDoubles * 8};
