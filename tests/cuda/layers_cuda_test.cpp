@@ -103,6 +103,28 @@ TEST_CASE("linear layer: forward, B (dX) and W (dW += over two microbatches) mat
   CHECK(rel_error(dW.get(), dWc) < kTol);
 }
 
+TEST_CASE("linear layer with cuBLASLt's GELU epilogues: forward and B match the CPU's linear then GELU") {
+  // The MLP's fc forward (P = X W^T + b, Y = GELU(P)) and fcproj's B (dP = (dY W) * GELU'(P)).
+  const int K = C, N = 4 * C;
+  Vec x = random(BT * K, 1.0f, 41), w = random(N * K, 0.1f, 42), bias = random(N, 0.1f, 43);
+  cuda::GemmLt gemm;
+  Dev<bf16> dx(x), dw(w), db(bias), y(BT * N), pre(BT * N);
+  REQUIRE(gemm.forward_gelu(y.p, pre.p, dx.p, dw.p, db.p, BT, K, N, nullptr, "test"));  // sm_80 and sm_90 have it
+  Vec p(BT * N), yc(BT * N);
+  cpu::matmul_forward(p.data(), x.data(), w.data(), bias.data(), BT, K, N);
+  cpu::gelu_forward(yc.data(), p.data(), BT * N);
+  CHECK(rel_error(pre.get(), p) < kTol);
+  CHECK(rel_error(y.get(), yc) < kTol);
+  // fcproj: X (BT, 4C) -> (BT, C); its B gives the gradient at fc's output through the GELU.
+  Vec w2 = random(C * N, 0.1f, 44), dy = random(BT * C, 1.0f, 45);
+  Dev<bf16> dw2(w2), ddy(dy), dpre(BT * N);
+  REQUIRE(gemm.backward_input_dgelu(dpre.p, ddy.p, dw2.p, pre.p, BT, N, C, nullptr, "test"));
+  Vec dgelu(BT * N, 0.0f), dpc(BT * N, 0.0f), pre_bf16 = pre.get();
+  cpu::matmul_backward_input(dgelu.data(), dy.data(), w2.data(), BT, N, C);
+  cpu::gelu_backward(dpc.data(), pre_bf16.data(), dgelu.data(), BT * N);
+  CHECK(rel_error(dpre.get(), dpc) < kTol);
+}
+
 TEST_CASE("bias gradient matches the CPU's column sums") {
   Vec dy = random(BT * C, 1.0f, 7), x = random(BT * C, 1.0f, 8);
   Dev<bf16> ddy(dy);

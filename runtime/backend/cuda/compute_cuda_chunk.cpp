@@ -126,9 +126,13 @@ void CudaCompute::block_forward(const std::array<Param, kBlockTensors>& p, Block
   a.res2 = hold(n * 2, "residual");
   add_layernorm_into({&a.ln2, &a.ln2_mean, &a.ln2_rstd, p[LN2W].value, p[LN2B].value, "ln2"}, &a.res2, x, proj);
   a.fch = hold(4 * n * 2, "fc");
-  gemm_->forward(a.fch.h(), a.ln2.h(), p[FCW].value16, p[FCB].value16, BT, C, 4 * C, stream_, layer(l, "fc"));
   a.fch_gelu = hold(4 * n * 2, "gelu");
-  cuda::gelu_forward(a.fch_gelu.h(), a.fch.h(), static_cast<long>(4 * n), stream_);
+  // The GELU in the GEMM's epilogue where cuBLASLt has it for this shape, else our kernel after it.
+  if (!gemm_->forward_gelu(a.fch_gelu.h(), a.fch.h(), a.ln2.h(), p[FCW].value16, p[FCB].value16, BT, C, 4 * C, stream_,
+                           layer(l, "fc"))) {
+    gemm_->forward(a.fch.h(), a.ln2.h(), p[FCW].value16, p[FCB].value16, BT, C, 4 * C, stream_, layer(l, "fc"));
+    cuda::gelu_forward(a.fch_gelu.h(), a.fch.h(), static_cast<long>(4 * n), stream_);
+  }
   gemm_->forward(proj.h(), a.fch_gelu.h(), p[FCPROJW].value16, p[FCPROJB].value16, BT, 4 * C, C, stream_,
                 layer(l, "fcproj"));
   a.out = hold(n * 2, "block output");
@@ -143,11 +147,15 @@ Buf CudaCompute::block_backward_input(const std::array<Param, kBlockTensors>& p,
   const int BT = c_.tokens(), C = c_.channels, NH = c_.heads;
   const size_t n = static_cast<size_t>(BT) * C;
   a.d_fcproj = dout;
-  Buf d_gelu = hold(4 * n * 2, "gelu gradient");
-  gemm_->backward_input(d_gelu.h(), a.d_fcproj.h(), p[FCPROJW].value16, BT, 4 * C, C, stream_, layer(l, "fcproj"));
   a.d_fch = hold(4 * n * 2, "fc gradient");
-  cuda::gelu_backward(a.d_fch.h(), a.fch.h(), d_gelu.h(), static_cast<long>(4 * n), stream_);
-  drop(&d_gelu);
+  // GELU's derivative in the GEMM's epilogue where cuBLASLt has it (as in the forward), else our kernel.
+  if (!gemm_->backward_input_dgelu(a.d_fch.h(), a.d_fcproj.h(), p[FCPROJW].value16, a.fch.h(), BT, 4 * C, C, stream_,
+                                   layer(l, "fcproj"))) {
+    Buf d_gelu = hold(4 * n * 2, "gelu gradient");
+    gemm_->backward_input(d_gelu.h(), a.d_fcproj.h(), p[FCPROJW].value16, BT, 4 * C, C, stream_, layer(l, "fcproj"));
+    cuda::gelu_backward(a.d_fch.h(), a.fch.h(), d_gelu.h(), static_cast<long>(4 * n), stream_);
+    drop(&d_gelu);
+  }
   a.d_ln2 = hold(n * 2, "ln2 gradient");
   gemm_->backward_input(a.d_ln2.h(), a.d_fch.h(), p[FCW].value16, BT, C, 4 * C, stream_, layer(l, "fc"));
   a.d_attproj = hold(n * 2, "residual gradient");  // d res2: the residual path plus LayerNorm 2's

@@ -4,6 +4,7 @@
 //   dW^T (K,N) = X^T (K,T) . dY (T,N; stored as col-major N x T, transposed) -> m=K, n=N, k=T, B^T
 #include "runtime/backend/cuda/gemm_lt.h"
 
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 
@@ -30,17 +31,34 @@ GemmLt::~GemmLt() {
 
 void GemmLt::forward(__nv_bfloat16* y, const __nv_bfloat16* x, const __nv_bfloat16* w, const __nv_bfloat16* bias, int T,
                      int K, int N, cudaStream_t s, const std::string& what) {
-  run({true, false, N, T, K, K, K, N, CUDA_R_16BF, bias != nullptr}, w, x, y, bias, 0.0f, s, what + " forward");
+  run({true, false, N, T, K, K, K, N, CUDA_R_16BF, bias ? Epilogue::kBias : Epilogue::kNone}, w, x, y, bias, nullptr,
+      0.0f, s, what + " forward");
 }
 
 void GemmLt::backward_input(__nv_bfloat16* dx, const __nv_bfloat16* dy, const __nv_bfloat16* w, int T, int K, int N,
                             cudaStream_t s, const std::string& what) {
-  run({false, false, K, T, N, K, N, K, CUDA_R_16BF, false}, w, dy, dx, nullptr, 0.0f, s, what + " backward_input");
+  run({false, false, K, T, N, K, N, K, CUDA_R_16BF, Epilogue::kNone}, w, dy, dx, nullptr, nullptr, 0.0f, s,
+      what + " backward_input");
 }
 
 void GemmLt::backward_weight(float* dw, const __nv_bfloat16* dy, const __nv_bfloat16* x, int T, int K, int N,
                              cudaStream_t s, const std::string& what) {
-  run({false, true, K, N, T, K, N, K, CUDA_R_32F, false}, x, dy, dw, nullptr, 1.0f, s, what + " backward_weight");
+  run({false, true, K, N, T, K, N, K, CUDA_R_32F, Epilogue::kNone}, x, dy, dw, nullptr, nullptr, 1.0f, s,
+      what + " backward_weight");
+}
+
+// The aux matrix has D's shape and leading dimension (N for the forward's Y^T, K for dX^T).
+bool GemmLt::forward_gelu(__nv_bfloat16* y, __nv_bfloat16* pre, const __nv_bfloat16* x, const __nv_bfloat16* w,
+                          const __nv_bfloat16* bias, int T, int K, int N, cudaStream_t s, const std::string& what) {
+  return run({true, false, N, T, K, K, K, N, CUDA_R_16BF, Epilogue::kGeluAuxBias}, w, x, y, bias, pre, 0.0f, s,
+             what + " forward with GELU");
+}
+
+bool GemmLt::backward_input_dgelu(__nv_bfloat16* dx, const __nv_bfloat16* dy, const __nv_bfloat16* w,
+                                  const __nv_bfloat16* pre, int T, int K, int N, cudaStream_t s,
+                                  const std::string& what) {
+  return run({false, false, K, T, N, K, N, K, CUDA_R_16BF, Epilogue::kDGelu}, w, dy, dx, nullptr, pre, 0.0f, s,
+             what + " backward_input with GELU's derivative");
 }
 
 std::unique_ptr<GemmLt::Plan> GemmLt::make_plan(const Call& c, const std::string& what) const {
@@ -53,9 +71,18 @@ std::unique_ptr<GemmLt::Plan> GemmLt::make_plan(const Call& c, const std::string
     ZBPP_CK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &sm_count_,
                                            sizeof sm_count_),
             what);
-  if (c.bias) {
-    cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+  const bool gelu = c.epilogue == Epilogue::kGeluAuxBias || c.epilogue == Epilogue::kDGelu;
+  if (c.epilogue != Epilogue::kNone) {
+    const cublasLtEpilogue_t epi = c.epilogue == Epilogue::kBias         ? CUBLASLT_EPILOGUE_BIAS
+                                   : c.epilogue == Epilogue::kGeluAuxBias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
+                                                                          : CUBLASLT_EPILOGUE_DGELU;
     ZBPP_CK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi), what);
+  }
+  if (gelu) {
+    // The aux leading dimension must be a multiple of 8 elements.
+    if (c.ldc % 8 != 0) return nullptr;
+    const std::int64_t ld = c.ldc;
+    ZBPP_CK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof ld), what);
   }
   // Stored shapes (column-major, before op): A is (lda, cols), B likewise.
   int a_rows = c.trans_a ? c.k : c.m, a_cols = c.trans_a ? c.m : c.k;
@@ -74,9 +101,10 @@ std::unique_ptr<GemmLt::Plan> GemmLt::make_plan(const Call& c, const std::string
           what);
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  ZBPP_CK(cublasLtMatmulAlgoGetHeuristic(handle_, plan->op, plan->a, plan->b, plan->c, plan->c, pref, 1, &result,
-                                         &found),
-          what);
+  const cublasStatus_t rc = cublasLtMatmulAlgoGetHeuristic(handle_, plan->op, plan->a, plan->b, plan->c, plan->c, pref,
+                                                           1, &result, &found);
+  if (gelu && (rc == CUBLAS_STATUS_NOT_SUPPORTED || (rc == CUBLAS_STATUS_SUCCESS && found == 0))) return nullptr;
+  ZBPP_CK(rc, what);
   if (found == 0)
     throw std::runtime_error("cublasLtMatmulAlgoGetHeuristic (" + what + "): no algorithm for m=" +
                              std::to_string(c.m) + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k));
@@ -84,17 +112,22 @@ std::unique_ptr<GemmLt::Plan> GemmLt::make_plan(const Call& c, const std::string
   return plan;
 }
 
-void GemmLt::run(const Call& c, const void* a, const void* b, void* d, const void* bias, float beta, cudaStream_t s,
-                 const std::string& what) {
+bool GemmLt::run(const Call& c, const void* a, const void* b, void* d, const void* bias, const void* aux, float beta,
+                 cudaStream_t s, const std::string& what) {
   auto it = plans_.find(c.key());
   if (it == plans_.end()) it = plans_.emplace(c.key(), make_plan(c, what)).first;
+  if (!it->second) return false;
   const Plan& plan = *it->second;
-  if (c.bias)  // the one attribute that changes between calls of a shape
+  // The attributes that change between calls of a shape: the bias and aux pointers.
+  if (c.epilogue == Epilogue::kBias || c.epilogue == Epilogue::kGeluAuxBias)
     ZBPP_CK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias), what);
+  if (aux)
+    ZBPP_CK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux), what);
   const float alpha = 1.0f;
   ZBPP_CK(cublasLtMatmul(handle_, plan.op, &alpha, a, plan.a, b, plan.b, &beta, d, plan.c, d, plan.c, &plan.algo,
                          workspace_, workspace_bytes_, s),
           what);
+  return true;
 }
 
 }  // namespace zbpp::cuda

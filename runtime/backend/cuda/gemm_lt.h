@@ -4,8 +4,12 @@
 //   backward_input:   dX = dY W                     (bf16 out: the B op)
 //   backward_weight:  dW += dY^T X                  (fp32 out, beta = 1: the W op accumulates
 //                                                    over microbatches in the order it is called)
-// Per shape, the descriptors, layouts and algorithm are made once and cached (only the bias pointer
-// is set per call), so a shape always runs the same kernel and gives the same bits, and a GEMM
+//   forward_gelu:     P = X W^T + bias, Y = GELU(P)  (cuBLASLt's GELU_AUX_BIAS epilogue: P is the aux)
+//   backward_input_dgelu: dX = (dY W) * GELU'(P)     (the DGELU epilogue, P the forward's aux)
+// The two GELU calls return false, doing nothing, where cuBLASLt has no kernel for the epilogue
+// on that shape (decided once per shape); the caller then runs the GEMM and its own GELU kernel.
+// Per shape, the descriptors, layouts and algorithm are made once and cached (only the bias and aux
+// pointers are set per call), so a shape always runs the same kernel and gives the same bits, and a GEMM
 // costs no descriptor creation.
 #pragma once
 
@@ -35,16 +39,23 @@ class GemmLt {
                       cudaStream_t s, const std::string& what);
   void backward_weight(float* dw, const __nv_bfloat16* dy, const __nv_bfloat16* x, int T, int K, int N, cudaStream_t s,
                        const std::string& what);
+  bool forward_gelu(__nv_bfloat16* y, __nv_bfloat16* pre, const __nv_bfloat16* x, const __nv_bfloat16* w,
+                    const __nv_bfloat16* bias, int T, int K, int N, cudaStream_t s, const std::string& what);
+  bool backward_input_dgelu(__nv_bfloat16* dx, const __nv_bfloat16* dy, const __nv_bfloat16* w,
+                            const __nv_bfloat16* pre, int T, int K, int N, cudaStream_t s, const std::string& what);
 
  private:
+  // What follows the product: nothing, the bias, bias then GELU (keeping GELU's input in the aux
+  // matrix), or GELU's derivative at the aux matrix times the product.
+  enum class Epilogue { kNone, kBias, kGeluAuxBias, kDGelu };
   // One column-major call D (m,n) = alpha op(A) op(B) + beta C, C = D.
   struct Call {
     bool trans_a, trans_b;
     int m, n, k, lda, ldb, ldc;
     cudaDataType_t out_type;
-    bool bias;
+    Epilogue epilogue;
     std::array<int, 10> key() const {
-      return {trans_a, trans_b, m, n, k, lda, ldb, ldc, static_cast<int>(out_type), bias};
+      return {trans_a, trans_b, m, n, k, lda, ldb, ldc, static_cast<int>(out_type), static_cast<int>(epilogue)};
     }
   };
   // What one shape needs for cublasLtMatmul, owned here and destroyed with the GemmLt.
@@ -57,15 +68,17 @@ class GemmLt {
     Plan& operator=(const Plan&) = delete;
     ~Plan();
   };
-  void run(const Call& c, const void* a, const void* b, void* d, const void* bias, float beta, cudaStream_t s,
-           const std::string& what);
+  // False where the call has an optional epilogue (the GELU ones) and no kernel runs it.
+  bool run(const Call& c, const void* a, const void* b, void* d, const void* bias, const void* aux, float beta,
+           cudaStream_t s, const std::string& what);
+  // Null for an optional epilogue cuBLASLt has no kernel for; throws for any other failure.
   std::unique_ptr<Plan> make_plan(const Call& c, const std::string& what) const;
 
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 32u << 20;
   int sm_count_ = 0;
-  std::map<std::array<int, 10>, std::unique_ptr<Plan>> plans_;
+  std::map<std::array<int, 10>, std::unique_ptr<Plan>> plans_;  // a null plan: the epilogue is not available
 };
 
 }  // namespace zbpp::cuda
