@@ -147,7 +147,8 @@ std::vector<StepReport> Interpreter::take_reports() {
 
 void Interpreter::start_clock() {
   start_ = Clock::now();
-  settled_ = 0;
+  // finish() keeps the last step's report: its spans have their times.
+  settled_ = report_.spans.size();
   if (OpTimer* timer = compute_->timer()) timer->start();
 }
 
@@ -162,8 +163,9 @@ bool Interpreter::fail(int index, std::string* err) {
     if (from != index) {
       failed_op_ = from;
       failure_ = *err;
-      *err = where(from) + " or an op after it up to op " + std::to_string(index) + " (ops run asynchronously on " +
-             "the device; CUDA_LAUNCH_BLOCKING=1 names the one): " + *err;
+      *err = where(from) + " or an op after it up to op " + std::to_string(index) +
+             " (the device failed while ops ran asynchronously, these or other work on the GPU; " +
+             "CUDA_LAUNCH_BLOCKING=1 names the op): " + *err;
       return false;
     }
   }
@@ -176,7 +178,7 @@ bool Interpreter::fail(int index, std::string* err) {
 // Spans the backend's timer has not given times yet get them (a wait for the device).
 bool Interpreter::settle_spans(int index, std::string* err) {
   OpTimer* timer = compute_->timer();
-  if (!timer || settled_ == report_.spans.size()) return true;
+  if (!timer || settled_ == report_.spans.size()) return true;  // so a pass that ran no op has none
   std::vector<std::pair<double, double>> times;
   if (!timer->collect(&times, err)) return fail(index, err);
   if (times.size() != report_.spans.size() - settled_) {
@@ -195,10 +197,12 @@ bool Interpreter::settle_spans(int index, std::string* err) {
 bool Interpreter::run_ops(Pass pass, std::string* err) {
   const auto& ops = schedule_.stages[rank_];
   OpTimer* timer = compute_->timer();
+  int last = -1;  // the last op this pass ran
   for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
     const bool post_validation = is_post_validation_op(ops[i].type);
     if ((pass == Pass::kSkipPostValidation && post_validation) || (pass == Pass::kPostValidationOnly && !post_validation))
       continue;
+    last = i;
     // These put the spans (the measured bubble) into the state: the device's times must be in.
     if ((ops[i].type == OpType::SEND_STATE || ops[i].type == OpType::OPT_STEP) && !settle_spans(i, err)) return false;
     const bool compute = is_compute(ops[i].type);
@@ -229,7 +233,7 @@ bool Interpreter::run_ops(Pass pass, std::string* err) {
       if (ops[i].type == OpType::B) report_.mem_after_b += change, ++report_.b_ops;
     }
   }
-  return settle_spans(static_cast<int>(ops.size()) - 1, err);
+  return settle_spans(last, err);
 }
 
 void Interpreter::inject_fault() {

@@ -26,7 +26,7 @@
 namespace zbpp {
 
 struct OpSpan {
-  double start = 0, end = 0;  ///< seconds since the step began
+  double start = 0, end = 0;  ///< seconds since the step began: the backend's OpTimer's where it has one, else the wall clock's
   int op_index = 0;
 };
 

@@ -1,6 +1,8 @@
 // StreamTimer (see stream_timer.h).
 #include "runtime/cuda/stream_timer.h"
 
+#include <algorithm>
+
 #include "runtime/cuda/check.h"
 
 namespace zbpp::cuda {
@@ -52,7 +54,7 @@ bool StreamTimer::collect(std::vector<std::pair<double, double>>* times, std::st
     float begin = 0, end = 0;
     if (!ms_since_origin(marks_[k], &begin) || !ms_since_origin(marks_[k + 1], &end)) return false;
     times->push_back({begin / 1e3, end / 1e3});
-    finished_ = k / 2 + 1;
+    finished_ = std::max(finished_, k / 2 + 1);
   }
   spare_.insert(spare_.end(), marks_.begin(), marks_.end());
   marks_.clear();

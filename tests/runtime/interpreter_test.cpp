@@ -159,16 +159,23 @@ class FakeCompute : public Compute {
 };
 
 struct Ranks {
+  std::vector<FakeTimer> timers;  ///< one per rank where the run is timed as a device's
   std::vector<FakeCompute> computes;
   std::vector<std::vector<StepReport>> reports;
   std::vector<std::string> errors;
 };
 
-// Runs `steps` steps of `s` on p threads (then finish()), as zbrun --local does.
-Ranks run(const Schedule& s, int steps, float clip_norm, double timeout_s = 20, bool device = false) {
+// Runs `steps` steps of `s` on p threads (then finish()), as zbrun --local does. `timed`: each
+// rank's backend has a (fake) device timer, as the CUDA backend's.
+Ranks run(const Schedule& s, int steps, float clip_norm, double timeout_s = 20, bool device = false,
+          bool timed = false) {
   const int p = s.p;
   Ranks out;
   for (int r = 0; r < p; ++r) out.computes.emplace_back(s, r, device);
+  if (timed) {
+    out.timers.resize(p);
+    for (int r = 0; r < p; ++r) out.computes[r].timer_ = &out.timers[r];
+  }
   out.reports.resize(p);
   out.errors.resize(p);
   auto hub = make_local_hub(p);
@@ -285,10 +292,12 @@ TEST_CASE("interpreter: post-validation rolls back a step the full norm clips, r
   // stepped wrong; the rank whose state is complete clips at once.
   Schedule s = planned("zb-h1", 3, 6, Optimizer::kPostValidation);
   const double norm = full_norm(s);
-  Ranks out = run(s, 3, static_cast<float>(0.99 * norm));
+  // Timed as a device's too: the replay, the held steps and finish() read the timer's spans.
+  const bool timed = GENERATE(false, true);
+  Ranks out = run(s, 3, static_cast<float>(0.99 * norm), 20, false, timed);
   int rolled_back = 0;
   for (int r = 0; r < s.p; ++r) {
-    CAPTURE(r);
+    CAPTURE(timed, r);
     REQUIRE(out.errors[r] == "");
     CHECK(out.computes[r].problems == std::vector<std::string>{});
     // What stays after each rollback is one step per iteration, each under the full norm: the
@@ -418,7 +427,7 @@ TEST_CASE("interpreter: with a device timer, a device fault names the first op n
     const long first_f = std::find_if(ops.begin(), ops.end(), [](const Op& op) { return op.type == OpType::F; }) - ops.begin();
     const long second_f = std::find_if(ops.begin() + first_f + 1, ops.end(), [](const Op& op) { return op.type == OpType::F; }) - ops.begin();
     CHECK(err.rfind("rank 0, op " + std::to_string(first_f) + " (F0) or an op after it up to op " +
-                    std::to_string(second_f) + " (ops run asynchronously", 0) == 0);
+                    std::to_string(second_f) + " (the device failed while ops ran asynchronously", 0) == 0);
     CHECK(err.find("an illegal memory access") != std::string::npos);
     CHECK(interp.failed_op() == first_f);
   }
