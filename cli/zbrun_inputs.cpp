@@ -197,7 +197,7 @@ void add_flags(CLI::App* app, Options* o) {
                  "make that rank fail at that op of that step (default step 0), to test error handling")
       ->type_name("RANK:OP[@STEP]");
   using Fault = Interpreter::Fault;
-  constexpr Fault kFaults[] = {Fault::kError, Fault::kHang, Fault::kTruncate};
+  constexpr Fault kFaults[] = {Fault::kError, Fault::kHang, Fault::kTruncate, Fault::kDevice};
   std::vector<std::string> faults;
   for (Fault f : kFaults) faults.push_back(Interpreter::fault_name(f));
   app->add_option_function<std::string>(
@@ -207,7 +207,7 @@ void add_flags(CLI::App* app, Options* o) {
              if (v == Interpreter::fault_name(f)) o->run.fault = f;
          },
          "how --fail-at fails: error (the op fails), hang (the rank stops answering), truncate (a send op "
-         "sends half its message)")
+         "sends half its message), device (a kernel faults on the GPU before the op; CUDA backend)")
       ->transform(one_of(faults, "fault"))
       ->default_str(Interpreter::fault_name(Fault::kError));
   app->add_option("--pace", o->run.pace,
@@ -249,6 +249,8 @@ std::string check_flags(Options* op) {
     return std::string("--fault ") + Interpreter::fault_name(o.run.fault) + " needs --fail-at RANK:OP";
   if (o.run.fault == Interpreter::Fault::kTruncate && (o.backend == Backend::kCuda || o.single_gpu))
     return "--fault truncate: only with --backend cpu (CUDA messages are device buffers)";
+  if (o.run.fault == Interpreter::Fault::kDevice && o.backend != Backend::kCuda && !o.single_gpu)
+    return "--fault device: only with the CUDA backend (--backend cuda or --single-gpu)";
   // Pacing sleeps on the host after an op returns; the CUDA backend's ops return before they run.
   if (o.run.pace > 0 && (o.backend == Backend::kCuda || o.single_gpu))
     return "--pace: only with --backend cpu (the CUDA backend's ops run on the GPU after the call returns, so a "

@@ -76,6 +76,9 @@ class Compute {
   virtual size_t activation_bytes() const = 0;
   /// Fault injection (tests, demos): makes one of this rank's gradients NaN before the optimizer step.
   virtual void inject_nonfinite() = 0;
+  /// Fault injection: queues a kernel that faults on the device, as a kernel bug would (the error
+  /// surfaces at a later call). False where the backend has no device.
+  virtual bool inject_device_fault() { return false; }
   /// Checkpointing: this rank's parameters and optimizer state (AdamW m, v and step count) as
   /// bytes, and back. A backend that cannot returns false.
   virtual bool save_state(std::string* bytes) const {

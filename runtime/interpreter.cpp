@@ -248,6 +248,10 @@ void Interpreter::inject_fault() {
     case Fault::kTruncate:
       truncate_ = true;
       return;
+    case Fault::kDevice:
+      // The op itself runs: the fault surfaces at a later call, as a real one would.
+      if (!compute_->inject_device_fault()) throw std::runtime_error("--fault device: this backend has no device");
+      return;
   }
 }
 

@@ -72,11 +72,12 @@ class Interpreter {
   int state_chain_start() const { return chain_start_; }
   /// Fault injection for tests, at the op at `index` (-1: none). kError: the op fails instead of
   /// running. kHang: the rank stops there, answering nothing, until another rank ends the run.
-  /// kTruncate: the op (a send) sends only the first half of its message.
-  enum class Fault { kError, kHang, kTruncate };
-  /// "error", "hang", "truncate": as --fault names them.
+  /// kTruncate: the op (a send) sends only the first half of its message. kDevice: a kernel that
+  /// faults on the GPU runs before the op, as a kernel bug would (Compute::inject_device_fault).
+  enum class Fault { kError, kHang, kTruncate, kDevice };
+  /// "error", "hang", "truncate", "device": as --fault names them.
   static const char* fault_name(Fault f) {
-    return f == Fault::kHang ? "hang" : f == Fault::kTruncate ? "truncate" : "error";
+    return f == Fault::kHang ? "hang" : f == Fault::kTruncate ? "truncate" : f == Fault::kDevice ? "device" : "error";
   }
   void set_fault(int index, Fault fault) {
     fault_at_ = index;

@@ -22,7 +22,8 @@
 #                     decisions (rollbacks, replays), at least one rollback or replay among them
 #   checkpoint        (summary line) a GPU run that fails after a checkpoint exits non-zero, and the
 #                     resumed run starts after that checkpoint's step and ends bit-identically
-#   errors.txt        --fail-at on the GPU ends the run with a message naming the rank and op (no hang)
+#   errors.txt        --fail-at on the GPU ends the run with a message naming the rank and op (no hang);
+#                     errors_device.txt: a kernel that traps (--fault device) ends it too, placed
 #   nccl.txt          mpirun with NCCL on 2 GPUs, digest equal to the in-process run (skipped with 1 GPU)
 #   nccl_one_gpu.txt  mpirun -n 2 and -n 4 with NCCL on ONE GPU, each rank its own NCCL_HOSTID (socket
 #                     transport over loopback; tools/nccl_one_gpu_checks.sh): every method's losses and
@@ -376,6 +377,18 @@ if want errors; then
     result errors_hang PASS "--fault hang under --single-gpu: exit 1 naming the stuck rank 1"
   else
     result errors_hang FAIL "exit $rc (124 = hung); see errors.txt"
+  fi
+  # A kernel of rank 1 traps before its op 4 (B0): the fault surfaces at a later call (ops run
+  # asynchronously; in one process every stage's next call fails), and the run ends with exit 1 and a
+  # place: rank 1's op 4 at the latest, or another rank's ops with "other work on the GPU".
+  timeout 120 "$zbrun" "$work/err.json" --single-gpu --steps 3 --fail-at 1:4 --fault device --timeout 20 \
+    >"$out/errors_device.txt" 2>&1
+  rc=$?
+  placed=$(grep -o 'rank [0-9]*, op [0-9]* ([^)]*)[^:]*' "$out/errors_device.txt" | head -1)
+  if [ $rc -eq 1 ] && [ -n "$placed" ]; then
+    result errors_device PASS "--fault device: exit 1, placed at \"$placed\""
+  else
+    result errors_device FAIL "exit $rc (124 = hung), placed at \"$placed\"; see errors_device.txt"
   fi
 fi
 

@@ -438,3 +438,17 @@ TEST_CASE("interpreter: with a device timer, a device fault names the first op n
     CHECK(err.find("(F1): cudaMallocAsync") != std::string::npos);
   }
 }
+
+TEST_CASE("interpreter: --fault device asks the backend for a device fault, and fails where it has none") {
+  Schedule s = planned("1f1b", 2, 2, Optimizer::kSync);
+  FakeCompute compute(s, 0);
+  auto hub = make_local_hub(2);
+  auto transport = make_local_transport(hub, 0);
+  Interpreter interp(s, 0, &compute, transport.get(), AdamWConfig{}, 1);
+  interp.set_fault(0, Interpreter::Fault::kDevice);
+  const std::vector<std::vector<int>> data(s.m, std::vector<int>(4, 1));
+  std::string err;
+  CHECK_FALSE(interp.run_step(data, &err));
+  CHECK(err.rfind("rank 0, op 0 (F0): --fault device: this backend has no device", 0) == 0);
+  CHECK(compute.calls.empty());  // the op did not run
+}

@@ -65,6 +65,7 @@ std::vector<LaunchConfig> launches_of(const GptConfig& c) {
       crossentropy_launch(BT),
       sum_squares_partial_launch(),
       sum_partials_launch(),
+      device_fault_launch(),
   };
   const int hs = c.channels / c.heads;
   if (flash_supports(hs)) {  // what the default variant launches instead of the three above

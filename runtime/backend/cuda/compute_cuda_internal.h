@@ -92,6 +92,7 @@ class CudaCompute final : public Compute {
   void optimizer_step(double global_norm) override;
   void optimizer_rollback(double global_norm) override;
   void inject_nonfinite() override;
+  bool inject_device_fault() override;
   bool save_state(std::string* bytes) const override;
   bool load_state(const std::string& bytes, std::string* err) override;
   std::vector<std::pair<int, std::vector<float>>> parameters() const override;

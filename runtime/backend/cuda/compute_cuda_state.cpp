@@ -67,6 +67,11 @@ void CudaCompute::optimizer_rollback(double global_norm) {
   --step_;
 }
 
+bool CudaCompute::inject_device_fault() {
+  cuda::device_fault(stream_);
+  return true;
+}
+
 void CudaCompute::inject_nonfinite() {
   for (auto& ch : chunks_)
     if (!ch->params.empty()) {

@@ -73,6 +73,8 @@ void adamw_rollback(float* p, float* m, float* v, bf16* p16, const float* g, lon
 /// *out (device) = sum of g[i]^2 in double, in a fixed order; scratch holds kSumPartials doubles.
 void sum_squares(double* out, double* scratch, const float* g, long n, cudaStream_t s);
 void to_bf16(bf16* out, const float* in, long n, cudaStream_t s);
+/// A kernel that traps (--fault device): every later call on the device fails.
+void device_fault(cudaStream_t s);
 void to_float(float* out, const bf16* in, long n, cudaStream_t s);
 
 }  // namespace zbpp::cuda

@@ -1,5 +1,5 @@
-// The element-wise maps on bf16: GELU (cpu gelu_*) and the residual add, one kernel for both, and
-// the fp32 <-> bf16 copies.
+// The element-wise maps on bf16: GELU (cpu gelu_*) and the residual add, one kernel for both, the
+// fp32 <-> bf16 copies, and the fault-injection kernel.
 #include "runtime/backend/cuda/kernels.cuh"
 
 #include "runtime/backend/cuda/kernels_common.cuh"
@@ -46,6 +46,10 @@ __global__ void map_kernel(bf16* out, const bf16* a, const bf16* b, long packs, 
   }
 }
 
+// Fault injection (--fault device): stops the grid as a kernel bug would; the context's error is
+// sticky, so every later call on the device fails.
+__global__ void device_fault_kernel() { __trap(); }
+
 __global__ void to_bf16_kernel(bf16* out, const float* in, long n) {
   ZBPP_FOR_EACH(i, n) out[i] = __float2bfloat16(in[i]);
 }
@@ -74,6 +78,8 @@ void gelu_backward(bf16* dinp, const bf16* inp, const bf16* dout, long n, cudaSt
 void add(bf16* out, const bf16* a, const bf16* b, long n, cudaStream_t s) {
   map<Add>("add_kernel", out, a, b, n, s);
 }
+
+void device_fault(cudaStream_t s) { launch(device_fault_launch(), s, device_fault_kernel); }
 
 void to_bf16(bf16* out, const float* in, long n, cudaStream_t s) {
   launch(elementwise_launch("to_bf16_kernel", n), s, to_bf16_kernel, out, in, n);

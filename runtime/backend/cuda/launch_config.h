@@ -264,5 +264,6 @@ inline LaunchConfig sum_squares_partial_launch() {
   return {"sum_squares_partial_kernel", {kSumPartials}, {kThreads}, 0, kSumSquaresDoubles * 8};
 }
 inline LaunchConfig sum_partials_launch() { return {"sum_partials_kernel", {1}, {1}, 0, 0}; }
+inline LaunchConfig device_fault_launch() { return {"device_fault_kernel", {1}, {1}, 0, 0}; }
 
 }  // namespace zbpp::cuda
