@@ -72,7 +72,7 @@ class GemmLt {
   bool run(const Call& c, const void* a, const void* b, void* d, const void* bias, const void* aux, float beta,
            cudaStream_t s, const std::string& what);
   // Null for an optional epilogue cuBLASLt has no kernel for; throws for any other failure.
-  std::unique_ptr<Plan> make_plan(const Call& c, const std::string& what) const;
+  std::unique_ptr<Plan> make_plan(const Call& c, const void* aux, const std::string& what) const;
 
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
