@@ -105,7 +105,7 @@ TEST_CASE("zbrun: --fault is checked before anything runs") {
   CHECK(r.err == "zbrun: --fault truncate: op 0 of rank 0 is F0, not a send\n");
   r = call(zbrun_local, {"zbrun", s, "--local", "--fail-at", "0:0", "--fault", "explode"});
   CHECK(r.code == 2);
-  CHECK(r.err == "zbrun: --fault: unknown fault 'explode' (known: error, hang, truncate)\nrun 'zbrun --help' for usage\n");
+  CHECK(r.err == "zbrun: --fault: unknown fault 'explode' (known: error, hang, truncate, device)\nrun 'zbrun --help' for usage\n");
   r = call(zbrun_local, {"zbrun", s, "--local", "--pace", "-1"});
   CHECK(r.code == 2);
   // Paced, a receive may wait a whole paced iteration: a --timeout below it would blame a healthy rank.
