@@ -149,6 +149,26 @@ TEST_CASE("layernorm: the residual add fused into the forward gives add then lay
   CHECK(rstd2.get() == rstd.get());
 }
 
+TEST_CASE("layernorm: the same bits with 16-byte loads and with scalar ones (rows off by one element)") {
+  Vec x = random(BT * C, 1.0f, 51), w = random(C, 0.5f, 52), b = random(C, 0.5f, 53), dy = random(BT * C, 1.0f, 54);
+  for (float& v : w) v += 1.0f;
+  const size_t n = static_cast<size_t>(BT) * C;
+  Dev<bf16> dx(x), ddy(dy), out(n), din(n), sx(n + 1), sdy(n + 1), sout(n + 1), sdin(n + 1);
+  Dev<float> dw(w), db(b), mean(BT), rstd(BT), smean(BT), srstd(BT);
+  // The shifted copies start 2 bytes past a 16-byte boundary: the launchers take the scalar path.
+  REQUIRE(cudaMemcpy(sx.p + 1, dx.p, n * 2, cudaMemcpyDeviceToDevice) == cudaSuccess);
+  REQUIRE(cudaMemcpy(sdy.p + 1, ddy.p, n * 2, cudaMemcpyDeviceToDevice) == cudaSuccess);
+  cuda::layernorm_forward(out.p, mean.p, rstd.p, dx.p, dw.p, db.p, BT, C, nullptr);
+  cuda::layernorm_forward(sout.p + 1, smean.p, srstd.p, sx.p + 1, dw.p, db.p, BT, C, nullptr);
+  cuda::layernorm_backward_input(din.p, dx.p, ddy.p, dx.p, mean.p, rstd.p, dw.p, BT, C, nullptr);
+  cuda::layernorm_backward_input(sdin.p + 1, sx.p + 1, sdy.p + 1, sx.p + 1, mean.p, rstd.p, dw.p, BT, C, nullptr);
+  auto tail = [](const Vec& v) { return Vec(v.begin() + 1, v.end()); };
+  CHECK(same_bits(tail(sout.get()), out.get()));
+  CHECK(same_bits(smean.get(), mean.get()));
+  CHECK(same_bits(srstd.get(), rstd.get()));
+  CHECK(same_bits(tail(sdin.get()), din.get()));
+}
+
 TEST_CASE("layernorm: forward, B (input gradient) and W (weight gradient) match the CPU") {
   Vec x = random(BT * C, 1.0f, 9), w = random(C, 0.5f, 10), b = random(C, 0.5f, 11), dy = random(BT * C, 1.0f, 12);
   for (float& v : w) v += 1.0f;

@@ -2,7 +2,8 @@
 // reductions and the 16-byte packs of the element-wise and cross-entropy kernels.
 //
 // One warp per row where rows are reduced (a block per row for the cross-entropy's long rows), 8
-// elements a thread in the element-wise maps where alignment allows. Reductions go through warp
+// elements a load in the element-wise maps, the LayerNorm rows and the cross-entropy where
+// alignment allows. Reductions go through warp
 // shuffles in a fixed pattern and column sums through fixed row splits, so results are
 // reproducible bit for bit.
 #pragma once

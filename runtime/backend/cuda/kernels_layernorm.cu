@@ -9,71 +9,120 @@ namespace zbpp::cuda {
 
 namespace {
 
-// One warp per row.
-__global__ void layernorm_forward_kernel(bf16* out, float* mean, float* rstd, const bf16* inp, const float* w,
-                                         const float* b, int BT, int C) {
-  int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (row >= BT) return;
-  const bf16* x = inp + static_cast<long>(row) * C;
-  float sum = 0;
-  for (int c = lane; c < C; c += 32) sum += f(x[c]);
-  float m = warp_sum(sum) / C;
+// A row is read in groups of 8 contiguous elements: lane l takes groups l, l + 32, ... and sums
+// its elements in order, with one 16-byte load a group where `vec` (C a multiple of 8, rows
+// 16-byte aligned), else 8 scalar loads (fewer at the row's end). The order of the sums does not
+// depend on `vec`, so neither do the bits.
+__device__ inline int load8(const bf16* row, int g, int C, bool vec, float* v) {
+  const int c0 = 8 * g, n = min(8, C - c0);
+  if (vec) {
+    const Pack<8> p = reinterpret_cast<const Pack<8>*>(row)[g];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) v[k] = f(p.v[k]);
+  } else {
+    for (int k = 0; k < n; ++k) v[k] = f(row[c0 + k]);
+  }
+  return n;
+}
+
+__device__ inline void store8(bf16* row, int g, int C, bool vec, const float* v) {
+  const int c0 = 8 * g, n = min(8, C - c0);
+  if (vec) {
+    Pack<8> p;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) p.v[k] = __float2bfloat16(v[k]);
+    reinterpret_cast<Pack<8>*>(row)[g] = p;
+  } else {
+    for (int k = 0; k < n; ++k) row[c0 + k] = __float2bfloat16(v[k]);
+  }
+}
+
+// The statistics and output of one row x (one warp), shared by the plain and the fused forward.
+__device__ inline void normalise_row(bf16* out, float* mean, float* rstd, const bf16* x, const float* w,
+                                     const float* b, int row, int lane, int C, bool vec) {
+  const int groups = (C + 7) / 8;
+  float v[8], sum = 0;
+  for (int g = lane; g < groups; g += 32) {
+    const int n = load8(x, g, C, vec, v);
+    for (int k = 0; k < n; ++k) sum += v[k];
+  }
+  const float m = warp_sum(sum) / C;
   float var = 0;
-  for (int c = lane; c < C; c += 32) var += (f(x[c]) - m) * (f(x[c]) - m);
-  float s = rsqrtf(warp_sum(var) / C + 1e-5f);
-  bf16* o = out + static_cast<long>(row) * C;
-  for (int c = lane; c < C; c += 32) o[c] = __float2bfloat16((f(x[c]) - m) * s * w[c] + b[c]);
+  for (int g = lane; g < groups; g += 32) {
+    const int n = load8(x, g, C, vec, v);
+    for (int k = 0; k < n; ++k) var += (v[k] - m) * (v[k] - m);
+  }
+  const float s = rsqrtf(warp_sum(var) / C + 1e-5f);
+  for (int g = lane; g < groups; g += 32) {
+    const int n = load8(x, g, C, vec, v);
+    for (int k = 0; k < n; ++k) v[k] = (v[k] - m) * s * w[8 * g + k] + b[8 * g + k];
+    store8(out, g, C, vec, v);
+  }
   if (lane == 0) {
     mean[row] = m;
     rstd[row] = s;
   }
 }
 
-// The residual add before a LayerNorm, in the same pass: sum = bf16(a + b) is written (the block
-// keeps it) and normalised as layernorm_forward_kernel normalises it, from the rounded values and
-// in the same order, so both outputs have the bits of add then layernorm_forward.
-__global__ void add_layernorm_forward_kernel(bf16* sum, bf16* out, float* mean, float* rstd, const bf16* a,
-                                             const bf16* b, const float* w, const float* bias, int BT, int C) {
+// One warp per row.
+__global__ void layernorm_forward_kernel(bf16* out, float* mean, float* rstd, const bf16* inp, const float* w,
+                                         const float* b, int BT, int C, bool vec) {
   int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (row >= BT) return;
   const long base = static_cast<long>(row) * C;
-  bf16* x = sum + base;
-  float total = 0;
-  for (int c = lane; c < C; c += 32) {
-    x[c] = __float2bfloat16(f(a[base + c]) + f(b[base + c]));
-    total += f(x[c]);  // this lane's own write: no other thread's is read
+  normalise_row(out + base, mean, rstd, inp + base, w, b, row, lane, C, vec);
+}
+
+// The residual add before a LayerNorm, in the same pass: sum = bf16(a + b) is written (the block
+// keeps it), then normalised as layernorm_forward_kernel normalises it, each lane reading back
+// only the groups it wrote: both outputs have the bits of add then layernorm_forward.
+__global__ void add_layernorm_forward_kernel(bf16* sum, bf16* out, float* mean, float* rstd, const bf16* a,
+                                             const bf16* b, const float* w, const float* bias, int BT, int C,
+                                             bool vec) {
+  int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (row >= BT) return;
+  const long base = static_cast<long>(row) * C;
+  const int groups = (C + 7) / 8;
+  float va[8], vb[8];
+  for (int g = lane; g < groups; g += 32) {
+    const int n = load8(a + base, g, C, vec, va);
+    load8(b + base, g, C, vec, vb);
+    for (int k = 0; k < n; ++k) va[k] += vb[k];
+    store8(sum + base, g, C, vec, va);
   }
-  float m = warp_sum(total) / C;
-  float var = 0;
-  for (int c = lane; c < C; c += 32) var += (f(x[c]) - m) * (f(x[c]) - m);
-  float s = rsqrtf(warp_sum(var) / C + 1e-5f);
-  bf16* o = out + base;
-  for (int c = lane; c < C; c += 32) o[c] = __float2bfloat16((f(x[c]) - m) * s * w[c] + bias[c]);
-  if (lane == 0) {
-    mean[row] = m;
-    rstd[row] = s;
-  }
+  normalise_row(out + base, mean, rstd, sum + base, w, bias, row, lane, C, vec);
 }
 
 __global__ void layernorm_backward_input_kernel(bf16* dinp, const bf16* dres, const bf16* dout, const bf16* inp,
-                                                const float* mean, const float* rstd, const float* w, int BT, int C) {
+                                                const float* mean, const float* rstd, const float* w, int BT, int C,
+                                                bool vec) {
   int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (row >= BT) return;
-  long base = static_cast<long>(row) * C;
-  float m = mean[row], s = rstd[row];
-  float a = 0, bsum = 0;
-  for (int c = lane; c < C; c += 32) {
-    float norm = (f(inp[base + c]) - m) * s, dnorm = w[c] * f(dout[base + c]);
-    a += dnorm;
-    bsum += dnorm * norm;
+  const long base = static_cast<long>(row) * C;
+  const int groups = (C + 7) / 8;
+  const float m = mean[row], s = rstd[row];
+  float x[8], d[8], r[8], a = 0, bsum = 0;
+  for (int g = lane; g < groups; g += 32) {
+    const int n = load8(inp + base, g, C, vec, x);
+    load8(dout + base, g, C, vec, d);
+    for (int k = 0; k < n; ++k) {
+      const float norm = (x[k] - m) * s, dnorm = w[8 * g + k] * d[k];
+      a += dnorm;
+      bsum += dnorm * norm;
+    }
   }
   a = warp_sum(a) / C;
   bsum = warp_sum(bsum) / C;
-  for (int c = lane; c < C; c += 32) {
-    float norm = (f(inp[base + c]) - m) * s, dnorm = w[c] * f(dout[base + c]);
-    float d = (dnorm - a - norm * bsum) * s;
-    if (dres) d += f(dres[base + c]);
-    dinp[base + c] = __float2bfloat16(d);
+  for (int g = lane; g < groups; g += 32) {
+    const int n = load8(inp + base, g, C, vec, x);
+    load8(dout + base, g, C, vec, d);
+    if (dres) load8(dres + base, g, C, vec, r);
+    for (int k = 0; k < n; ++k) {
+      const float norm = (x[k] - m) * s, dnorm = w[8 * g + k] * d[k];
+      x[k] = (dnorm - a - norm * bsum) * s;
+      if (dres) x[k] += r[k];
+    }
+    store8(dinp + base, g, C, vec, x);
   }
 }
 
@@ -116,18 +165,23 @@ __global__ void add_partials_kernel(float* out, const float* part, int cols) {
 
 void layernorm_forward(bf16* out, float* mean, float* rstd, const bf16* inp, const float* w, const float* b, int BT,
                        int C, cudaStream_t s) {
-  launch(layernorm_forward_launch(BT), s, layernorm_forward_kernel, out, mean, rstd, inp, w, b, BT, C);
+  const bool vec = C % 8 == 0 && aligned16(out) && aligned16(inp);
+  launch(layernorm_forward_launch(BT), s, layernorm_forward_kernel, out, mean, rstd, inp, w, b, BT, C, vec);
 }
 
 void add_layernorm_forward(bf16* sum, bf16* out, float* mean, float* rstd, const bf16* a, const bf16* b,
                            const float* w, const float* bias, int BT, int C, cudaStream_t s) {
-  launch(add_layernorm_forward_launch(BT), s, add_layernorm_forward_kernel, sum, out, mean, rstd, a, b, w, bias, BT, C);
+  const bool vec = C % 8 == 0 && aligned16(sum) && aligned16(out) && aligned16(a) && aligned16(b);
+  launch(add_layernorm_forward_launch(BT), s, add_layernorm_forward_kernel, sum, out, mean, rstd, a, b, w, bias, BT, C,
+         vec);
 }
 
 void layernorm_backward_input(bf16* dinp, const bf16* dresidual, const bf16* dout, const bf16* inp, const float* mean,
                               const float* rstd, const float* w, int BT, int C, cudaStream_t s) {
+  const bool vec = C % 8 == 0 && aligned16(dinp) && aligned16(dout) && aligned16(inp) &&
+                   (dresidual == nullptr || aligned16(dresidual));
   launch(layernorm_backward_input_launch(BT), s, layernorm_backward_input_kernel, dinp, dresidual, dout, inp, mean,
-         rstd, w, BT, C);
+         rstd, w, BT, C, vec);
 }
 
 void layernorm_backward_weight(float* dw, float* db, float* scratch, const bf16* dout, const bf16* inp,
