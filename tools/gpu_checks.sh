@@ -381,14 +381,19 @@ if want errors; then
   # A kernel of rank 1 traps before its op 4 (B0): the fault surfaces at a later call (ops run
   # asynchronously; in one process every stage's next call fails), and the run ends with exit 1 and a
   # place: rank 1's op 4 at the latest, or another rank's ops with "other work on the GPU".
+  # A run that only ended by timing out (20 s) must not pass: the device's own error must be what
+  # ended it, well within --timeout.
+  started=$SECONDS
   timeout 120 "$zbrun" "$work/err.json" --single-gpu --steps 3 --fail-at 1:4 --fault device --timeout 20 \
     >"$out/errors_device.txt" 2>&1
   rc=$?
+  took=$((SECONDS - started))
   placed=$(grep -o 'rank [0-9]*, op [0-9]* ([^)]*)[^:]*' "$out/errors_device.txt" | head -1)
-  if [ $rc -eq 1 ] && [ -n "$placed" ]; then
-    result errors_device PASS "--fault device: exit 1, placed at \"$placed\""
+  if [ $rc -eq 1 ] && [ -n "$placed" ] && [ $took -lt 15 ] && ! grep -q 'nothing after' "$out/errors_device.txt" &&
+    grep -qiE 'launch failure|illegal instruction|the device failed' "$out/errors_device.txt"; then
+    result errors_device PASS "--fault device: exit 1 in $took s, placed at \"$placed\""
   else
-    result errors_device FAIL "exit $rc (124 = hung), placed at \"$placed\"; see errors_device.txt"
+    result errors_device FAIL "exit $rc (124 = hung) in $took s, placed at \"$placed\"; see errors_device.txt"
   fi
 fi
 

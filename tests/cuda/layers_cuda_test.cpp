@@ -149,24 +149,49 @@ TEST_CASE("layernorm: the residual add fused into the forward gives add then lay
   CHECK(rstd2.get() == rstd.get());
 }
 
-TEST_CASE("layernorm: the same bits with 16-byte loads and with scalar ones (rows off by one element)") {
-  Vec x = random(BT * C, 1.0f, 51), w = random(C, 0.5f, 52), b = random(C, 0.5f, 53), dy = random(BT * C, 1.0f, 54);
+// The LayerNorm kernels with rows of `c` channels: on 16-byte aligned rows and on rows one element
+// off (the scalar loads), with the fused residual add, against each other bit for bit and against
+// the CPU.
+void layernorm_paths(int c) {
+  CAPTURE(c);
+  const size_t n = static_cast<size_t>(BT) * c;
+  Vec x = random(n, 1.0f, 51), x2 = random(n, 1.0f, 55), w = random(c, 0.5f, 52), b = random(c, 0.5f, 53),
+      dy = random(n, 1.0f, 54);
   for (float& v : w) v += 1.0f;
-  const size_t n = static_cast<size_t>(BT) * C;
-  Dev<bf16> dx(x), ddy(dy), out(n), din(n), sx(n + 1), sdy(n + 1), sout(n + 1), sdin(n + 1);
-  Dev<float> dw(w), db(b), mean(BT), rstd(BT), smean(BT), srstd(BT);
+  Dev<bf16> dx(x), dx2(x2), ddy(dy), out(n), din(n), sum(n), fout(n), sx(n + 1), sx2(n + 1), sdy(n + 1), sout(n + 1),
+      sdin(n + 1), ssum(n + 1), sfout(n + 1);
+  Dev<float> dw(w), db(b), mean(BT), rstd(BT), smean(BT), srstd(BT), fmean(BT), frstd(BT);
   // The shifted copies start 2 bytes past a 16-byte boundary: the launchers take the scalar path.
   REQUIRE(cudaMemcpy(sx.p + 1, dx.p, n * 2, cudaMemcpyDeviceToDevice) == cudaSuccess);
+  REQUIRE(cudaMemcpy(sx2.p + 1, dx2.p, n * 2, cudaMemcpyDeviceToDevice) == cudaSuccess);
   REQUIRE(cudaMemcpy(sdy.p + 1, ddy.p, n * 2, cudaMemcpyDeviceToDevice) == cudaSuccess);
-  cuda::layernorm_forward(out.p, mean.p, rstd.p, dx.p, dw.p, db.p, BT, C, nullptr);
-  cuda::layernorm_forward(sout.p + 1, smean.p, srstd.p, sx.p + 1, dw.p, db.p, BT, C, nullptr);
-  cuda::layernorm_backward_input(din.p, dx.p, ddy.p, dx.p, mean.p, rstd.p, dw.p, BT, C, nullptr);
-  cuda::layernorm_backward_input(sdin.p + 1, sx.p + 1, sdy.p + 1, sx.p + 1, mean.p, rstd.p, dw.p, BT, C, nullptr);
+  cuda::layernorm_forward(out.p, mean.p, rstd.p, dx.p, dw.p, db.p, BT, c, nullptr);
+  cuda::layernorm_forward(sout.p + 1, smean.p, srstd.p, sx.p + 1, dw.p, db.p, BT, c, nullptr);
+  cuda::layernorm_backward_input(din.p, dx.p, ddy.p, dx.p, mean.p, rstd.p, dw.p, BT, c, nullptr);
+  cuda::layernorm_backward_input(sdin.p + 1, sx.p + 1, sdy.p + 1, sx.p + 1, mean.p, rstd.p, dw.p, BT, c, nullptr);
+  cuda::add_layernorm_forward(sum.p, fout.p, fmean.p, frstd.p, dx.p, dx2.p, dw.p, db.p, BT, c, nullptr);
+  cuda::add_layernorm_forward(ssum.p + 1, sfout.p + 1, smean.p, srstd.p, sx.p + 1, sx2.p + 1, dw.p, db.p, BT, c,
+                              nullptr);
   auto tail = [](const Vec& v) { return Vec(v.begin() + 1, v.end()); };
   CHECK(same_bits(tail(sout.get()), out.get()));
-  CHECK(same_bits(smean.get(), mean.get()));
-  CHECK(same_bits(srstd.get(), rstd.get()));
   CHECK(same_bits(tail(sdin.get()), din.get()));
+  CHECK(same_bits(tail(ssum.get()), sum.get()));
+  CHECK(same_bits(tail(sfout.get()), fout.get()));
+  CHECK(same_bits(smean.get(), fmean.get()));
+  CHECK(same_bits(srstd.get(), frstd.get()));
+  Vec o(n), m(BT), r(BT), dinc(n, 0.0f);
+  cpu::layernorm_forward(o.data(), m.data(), r.data(), x.data(), w.data(), b.data(), BT, c);
+  cpu::layernorm_backward_input(dinc.data(), dy.data(), x.data(), m.data(), r.data(), w.data(), BT, c);
+  for (size_t i = 0; i < n; ++i) dinc[i] += x[i];  // the residual passed as dresidual above
+  CHECK(rel_error(out.get(), o) < kTol);
+  CHECK(rel_error(mean.get(), m) < 1e-3);
+  CHECK(rel_error(din.get(), dinc) < kTol);
+}
+
+TEST_CASE("layernorm: the same bits with 16-byte loads and with scalar ones, for any channel count") {
+  layernorm_paths(C);    // one group of 8 a lane
+  layernorm_paths(520);  // 65 groups: lane 0 sums three, in order
+  layernorm_paths(100);  // a tail of 4: scalar loads only
 }
 
 TEST_CASE("layernorm: forward, B (input gradient) and W (weight gradient) match the CPU") {

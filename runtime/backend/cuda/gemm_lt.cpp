@@ -61,7 +61,8 @@ bool GemmLt::backward_input_dgelu(__nv_bfloat16* dx, const __nv_bfloat16* dy, co
              what + " backward_input with GELU's derivative");
 }
 
-std::unique_ptr<GemmLt::Plan> GemmLt::make_plan(const Call& c, const void* aux, const std::string& what) const {
+std::unique_ptr<GemmLt::Plan> GemmLt::make_plan(const Call& c, const void* bias, const void* aux,
+                                                const std::string& what) const {
   auto plan = std::make_unique<Plan>();
   ZBPP_CK(cublasLtMatmulDescCreate(&plan->op, CUBLAS_COMPUTE_32F, CUDA_R_32F), what);
   cublasOperation_t ta = c.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = c.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -83,9 +84,11 @@ std::unique_ptr<GemmLt::Plan> GemmLt::make_plan(const Call& c, const void* aux, 
     if (c.ldc % 8 != 0) return nullptr;
     const std::int64_t ld = c.ldc;
     ZBPP_CK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof ld), what);
-    // The heuristic reads the aux pointer's alignment (not its contents): the first call's stands
-    // for every call's (all come from the one stream-ordered pool).
+    // The heuristic reads the bias and aux pointers' alignment (not their contents): the first
+    // call's stand for every call's (run() lets only 256-byte aligned ones through).
     ZBPP_CK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux), what);
+    if (bias)
+      ZBPP_CK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias), what);
   }
   // Stored shapes (column-major, before op): A is (lda, cols), B likewise.
   int a_rows = c.trans_a ? c.k : c.m, a_cols = c.trans_a ? c.m : c.k;
@@ -117,8 +120,13 @@ std::unique_ptr<GemmLt::Plan> GemmLt::make_plan(const Call& c, const void* aux, 
 
 bool GemmLt::run(const Call& c, const void* a, const void* b, void* d, const void* bias, const void* aux, float beta,
                  cudaStream_t s, const std::string& what) {
+  const bool gelu = c.epilogue == Epilogue::kGeluAuxBias || c.epilogue == Epilogue::kDGelu;
+  // The heuristic assumes 256-byte aligned matrices (cudaMalloc's and the pool's always are): an
+  // optional epilogue is left to the caller's kernels for any other pointer, not failed.
+  auto aligned = [](const void* p) { return p == nullptr || reinterpret_cast<std::uintptr_t>(p) % 256 == 0; };
+  if (gelu && !(aligned(a) && aligned(b) && aligned(d) && aligned(bias) && aligned(aux))) return false;
   auto it = plans_.find(c.key());
-  if (it == plans_.end()) it = plans_.emplace(c.key(), make_plan(c, aux, what)).first;
+  if (it == plans_.end()) it = plans_.emplace(c.key(), make_plan(c, bias, aux, what)).first;
   if (!it->second) return false;
   const Plan& plan = *it->second;
   // The attributes that change between calls of a shape: the bias and aux pointers.

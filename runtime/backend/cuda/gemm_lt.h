@@ -7,7 +7,8 @@
 //   forward_gelu:     P = X W^T + bias, Y = GELU(P)  (cuBLASLt's GELU_AUX_BIAS epilogue: P is the aux)
 //   backward_input_dgelu: dX = (dY W) * GELU'(P)     (the DGELU epilogue, P the forward's aux)
 // The two GELU calls return false, doing nothing, where cuBLASLt has no kernel for the epilogue
-// on that shape (decided once per shape); the caller then runs the GEMM and its own GELU kernel.
+// on that shape (decided once per shape) or a pointer is not 256-byte aligned (never, for
+// cudaMalloc's and the memory pool's); the caller then runs the GEMM and its own GELU kernel.
 // Per shape, the descriptors, layouts and algorithm are made once and cached (only the bias and aux
 // pointers are set per call), so a shape always runs the same kernel and gives the same bits, and a GEMM
 // costs no descriptor creation.
@@ -72,7 +73,7 @@ class GemmLt {
   bool run(const Call& c, const void* a, const void* b, void* d, const void* bias, const void* aux, float beta,
            cudaStream_t s, const std::string& what);
   // Null for an optional epilogue cuBLASLt has no kernel for; throws for any other failure.
-  std::unique_ptr<Plan> make_plan(const Call& c, const void* aux, const std::string& what) const;
+  std::unique_ptr<Plan> make_plan(const Call& c, const void* bias, const void* aux, const std::string& what) const;
 
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
