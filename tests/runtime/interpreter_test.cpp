@@ -233,6 +233,17 @@ double full_norm(const Schedule& s) {
   return std::sqrt(2.0 * s.p * s.chunks * per_chunk * per_chunk);
 }
 
+// One rank of `s` on its own (the others never start): its errors and its backend's calls.
+struct Alone {
+  FakeCompute compute;
+  std::unique_ptr<Transport> transport;
+  Interpreter interp;
+  Alone(const Schedule& s, int rank, double timeout_s)
+      : compute(s, rank),
+        transport(make_local_transport(make_local_hub(s.p), rank)),
+        interp(s, rank, &compute, transport.get(), AdamWConfig{}, timeout_s) {}
+};
+
 }  // namespace
 
 TEST_CASE("interpreter: each rank runs its compute ops in file order, each given its producer's data") {
@@ -354,10 +365,9 @@ TEST_CASE("interpreter: device buffers pass by id, each slot is read once, and a
 TEST_CASE("interpreter: a message that never comes is an error naming the rank and op") {
   Schedule s = planned("1f1b", 2, 2, Optimizer::kSync);
   // Only rank 1 runs: its first receive times out.
-  FakeCompute compute(s, 1);
-  auto hub = make_local_hub(2);
-  auto transport = make_local_transport(hub, 1);
-  Interpreter interp(s, 1, &compute, transport.get(), AdamWConfig{}, 0.2);
+  Alone one(s, 1, 0.2);
+  FakeCompute& compute = one.compute;
+  Interpreter& interp = one.interp;
   std::string err;
   const std::vector<std::vector<int>> data(s.m, std::vector<int>(4, 1));
   CHECK_FALSE(interp.run_step(data, &err));
@@ -411,12 +421,10 @@ TEST_CASE("interpreter: a backend's own timer gives the spans, read before the o
 TEST_CASE("interpreter: with a device timer, a device fault names the first op not known finished") {
   Schedule s = planned("1f1b", 2, 4, Optimizer::kSync);
   FakeTimer timer;
-  FakeCompute compute(s, 0);
-  compute.timer_ = &timer;
-  compute.fail_forward_of = 1;  // rank 0's second op, F1, throws; the device failed from its first on
-  auto hub = make_local_hub(2);
-  auto transport = make_local_transport(hub, 0);
-  Interpreter interp(s, 0, &compute, transport.get(), AdamWConfig{}, 2);
+  Alone one(s, 0, 2);
+  Interpreter& interp = one.interp;
+  one.compute.timer_ = &timer;
+  one.compute.fail_forward_of = 1;  // rank 0's second op, F1, throws; the device failed from its first on
   const std::vector<std::vector<int>> data(s.m, std::vector<int>(4, 1));
   std::string err;
   SECTION("the device failed: the place is the first unfinished op, up to the one that found it") {
@@ -441,10 +449,9 @@ TEST_CASE("interpreter: with a device timer, a device fault names the first op n
 
 TEST_CASE("interpreter: --fault device asks the backend for a device fault, and fails where it has none") {
   Schedule s = planned("1f1b", 2, 2, Optimizer::kSync);
-  FakeCompute compute(s, 0);
-  auto hub = make_local_hub(2);
-  auto transport = make_local_transport(hub, 0);
-  Interpreter interp(s, 0, &compute, transport.get(), AdamWConfig{}, 1);
+  Alone one(s, 0, 1);
+  FakeCompute& compute = one.compute;
+  Interpreter& interp = one.interp;
   interp.set_fault(0, Interpreter::Fault::kDevice);
   const std::vector<std::vector<int>> data(s.m, std::vector<int>(4, 1));
   std::string err;
