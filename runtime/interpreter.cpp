@@ -156,35 +156,33 @@ void Interpreter::start_clock() {
 // failed, the fault may lie in an earlier op still running: the place named is the first op not
 // known to have finished, up to this one.
 bool Interpreter::fail(int index, std::string* err) {
-  int first = -1;
+  int at = index, first = -1;
+  std::string place = where(index);
   OpTimer* timer = compute_->timer();
-  if (timer && timer->device_failed(&first) && first >= 0 && settled_ + first < report_.spans.size()) {
-    const int from = report_.spans[settled_ + first].op_index;
-    if (from != index) {
-      failed_op_ = from;
-      failure_ = *err;
-      *err = where(from) + " or an op after it up to op " + std::to_string(index) +
-             " (the device failed while ops ran asynchronously, these or other work on the GPU; " +
-             "CUDA_LAUNCH_BLOCKING=1 names the op): " + *err;
-      return false;
-    }
+  if (timer && timer->device_failed(&first) && first >= 0 && settled_ + first < report_.spans.size() &&
+      report_.spans[settled_ + first].op_index != index) {
+    at = report_.spans[settled_ + first].op_index;
+    place = where(at) + " or an op after it up to op " + std::to_string(index) +
+            " (the device failed while ops ran asynchronously, these or other work on the GPU; " +
+            "CUDA_LAUNCH_BLOCKING=1 names the op)";
   }
-  failed_op_ = index;
+  failed_op_ = at;
   failure_ = *err;
-  *err = where(index) + ": " + *err;
+  *err = place + ": " + *err;
   return false;
 }
 
-// Spans the backend's timer has not given times yet get them (a wait for the device).
-bool Interpreter::settle_spans(int index, std::string* err) {
+// Spans the backend's timer has not given times yet get them (a wait for the device). False with
+// *err (not yet placed: the caller's failure path places it) when the device failed.
+bool Interpreter::settle_spans(std::string* err) {
   OpTimer* timer = compute_->timer();
   if (!timer || settled_ == report_.spans.size()) return true;  // so a pass that ran no op has none
   std::vector<std::pair<double, double>> times;
-  if (!timer->collect(&times, err)) return fail(index, err);
+  if (!timer->collect(&times, err)) return false;
   if (times.size() != report_.spans.size() - settled_) {
     *err = "the backend timed " + std::to_string(times.size()) + " ops, " +
            std::to_string(report_.spans.size() - settled_) + " ran";
-    return fail(index, err);
+    return false;
   }
   for (const auto& [start, end] : times) {
     report_.spans[settled_].start = start;
@@ -203,8 +201,6 @@ bool Interpreter::run_ops(Pass pass, std::string* err) {
     if ((pass == Pass::kSkipPostValidation && post_validation) || (pass == Pass::kPostValidationOnly && !post_validation))
       continue;
     last = i;
-    // These put the spans (the measured bubble) into the state: the device's times must be in.
-    if ((ops[i].type == OpType::SEND_STATE || ops[i].type == OpType::OPT_STEP) && !settle_spans(i, err)) return false;
     const bool compute = is_compute(ops[i].type);
     double t0 = std::chrono::duration<double>(Clock::now() - start_).count();
     size_t bytes_before = compute ? compute_->activation_bytes() : 0;
@@ -233,7 +229,7 @@ bool Interpreter::run_ops(Pass pass, std::string* err) {
       if (ops[i].type == OpType::B) report_.mem_after_b += change, ++report_.b_ops;
     }
   }
-  return settle_spans(last, err);
+  return settle_spans(err) || fail(last, err);
 }
 
 void Interpreter::inject_fault() {
@@ -266,6 +262,8 @@ void Interpreter::cut(Payload* data) {
 void Interpreter::add_own_state() {
   if (own_state_added_) return;
   own_state_added_ = true;
+  // The spans go into the state (the measured bubble): a timer's times must be in.
+  if (std::string why; !settle_spans(&why)) throw std::runtime_error(why);
   if (inject_nonfinite_) {
     compute_->inject_nonfinite();
     inject_nonfinite_ = false;

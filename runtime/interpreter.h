@@ -98,7 +98,7 @@ class Interpreter {
   bool run_ops(Pass pass, std::string* err);
   void start_clock();
   bool fail(int index, std::string* err);
-  bool settle_spans(int index, std::string* err);
+  bool settle_spans(std::string* err);
   bool run_op(int index, std::string* err);
   bool run_optimizer_op(const Op& op, std::string* err);
   void add_own_state();

@@ -26,10 +26,14 @@ cudaEvent_t StreamTimer::record(const char* what) {
   return e;
 }
 
-void StreamTimer::start() {
+void StreamTimer::forget_marks() {
   spare_.insert(spare_.end(), marks_.begin(), marks_.end());
   marks_.clear();
   finished_ = 0;
+}
+
+void StreamTimer::start() {
+  forget_marks();
   if (!origin_) ZBPP_CK(cudaEventCreate(&origin_), "the step's time origin");
   ZBPP_CK(cudaEventRecord(origin_, stream_), "the step's time origin");
 }
@@ -56,9 +60,7 @@ bool StreamTimer::collect(std::vector<std::pair<double, double>>* times, std::st
     times->push_back({begin / 1e3, end / 1e3});
     finished_ = std::max(finished_, k / 2 + 1);
   }
-  spare_.insert(spare_.end(), marks_.begin(), marks_.end());
-  marks_.clear();
-  finished_ = 0;
+  forget_marks();
   return true;
 }
 

@@ -29,6 +29,7 @@ class StreamTimer final : public OpTimer {
 
  private:
   cudaEvent_t record(const char* what);
+  void forget_marks();  // their events become spare
 
   cudaStream_t stream_;
   cudaEvent_t origin_ = nullptr;       ///< recorded at start(): time 0

@@ -72,14 +72,13 @@ std::unique_ptr<GemmLt::Plan> GemmLt::make_plan(const Call& c, const void* bias,
     ZBPP_CK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &sm_count_,
                                            sizeof sm_count_),
             what);
-  const bool gelu = c.epilogue == Epilogue::kGeluAuxBias || c.epilogue == Epilogue::kDGelu;
   if (c.epilogue != Epilogue::kNone) {
     const cublasLtEpilogue_t epi = c.epilogue == Epilogue::kBias         ? CUBLASLT_EPILOGUE_BIAS
                                    : c.epilogue == Epilogue::kGeluAuxBias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
                                                                           : CUBLASLT_EPILOGUE_DGELU;
     ZBPP_CK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi), what);
   }
-  if (gelu) {
+  if (c.gelu()) {
     // The aux leading dimension must be a multiple of 8 elements.
     if (c.ldc % 8 != 0) return nullptr;
     const std::int64_t ld = c.ldc;
@@ -109,7 +108,7 @@ std::unique_ptr<GemmLt::Plan> GemmLt::make_plan(const Call& c, const void* bias,
   int found = 0;
   const cublasStatus_t rc = cublasLtMatmulAlgoGetHeuristic(handle_, plan->op, plan->a, plan->b, plan->c, plan->c, pref,
                                                            1, &result, &found);
-  if (gelu && (rc == CUBLAS_STATUS_NOT_SUPPORTED || (rc == CUBLAS_STATUS_SUCCESS && found == 0))) return nullptr;
+  if (c.gelu() && (rc == CUBLAS_STATUS_NOT_SUPPORTED || (rc == CUBLAS_STATUS_SUCCESS && found == 0))) return nullptr;
   ZBPP_CK(rc, what);
   if (found == 0)
     throw std::runtime_error("cublasLtMatmulAlgoGetHeuristic (" + what + "): no algorithm for m=" +
@@ -120,11 +119,10 @@ std::unique_ptr<GemmLt::Plan> GemmLt::make_plan(const Call& c, const void* bias,
 
 bool GemmLt::run(const Call& c, const void* a, const void* b, void* d, const void* bias, const void* aux, float beta,
                  cudaStream_t s, const std::string& what) {
-  const bool gelu = c.epilogue == Epilogue::kGeluAuxBias || c.epilogue == Epilogue::kDGelu;
   // The heuristic assumes 256-byte aligned matrices (cudaMalloc's and the pool's always are): an
   // optional epilogue is left to the caller's kernels for any other pointer, not failed.
   auto aligned = [](const void* p) { return p == nullptr || reinterpret_cast<std::uintptr_t>(p) % 256 == 0; };
-  if (gelu && !(aligned(a) && aligned(b) && aligned(d) && aligned(bias) && aligned(aux))) return false;
+  if (c.gelu() && !(aligned(a) && aligned(b) && aligned(d) && aligned(bias) && aligned(aux))) return false;
   auto it = plans_.find(c.key());
   if (it == plans_.end()) it = plans_.emplace(c.key(), make_plan(c, bias, aux, what)).first;
   if (!it->second) return false;

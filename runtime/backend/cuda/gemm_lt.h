@@ -55,6 +55,8 @@ class GemmLt {
     int m, n, k, lda, ldb, ldc;
     cudaDataType_t out_type;
     Epilogue epilogue;
+    // The GELU epilogues are optional: where they cannot run, the caller's kernels do.
+    bool gelu() const { return epilogue == Epilogue::kGeluAuxBias || epilogue == Epilogue::kDGelu; }
     std::array<int, 10> key() const {
       return {trans_a, trans_b, m, n, k, lda, ldb, ldc, static_cast<int>(out_type), static_cast<int>(epilogue)};
     }
